@@ -1,0 +1,1 @@
+"""Queues, quota and the single serial admission loop."""

@@ -1,0 +1,1 @@
+"""Pydantic models of our CRDs, the Kueue constants, and parsing of Job annotations."""

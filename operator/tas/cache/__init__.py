@@ -1,0 +1,1 @@
+"""The cluster as the solver needs it, fed by watch events."""

@@ -1,0 +1,1 @@
+"""kopf wiring only: the one place that imports kopf."""

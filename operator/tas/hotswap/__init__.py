@@ -1,0 +1,1 @@
+"""Failed-node detection and replacement."""

@@ -1,0 +1,1 @@
+"""Pure placement: plain data in, topology assignment out. No I/O, no Kubernetes client."""

@@ -1,0 +1,1 @@
+"""Removes the topology scheduling gate, pinning each pod to its assigned domain."""
