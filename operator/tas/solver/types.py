@@ -1,0 +1,143 @@
+"""The solver's public data types: plain, immutable, no Kubernetes objects.
+
+Quantities are integers in milli-units for every resource (cpu "1" -> 1000, memory "1Ki" ->
+1_024_000, pods 10 -> 10_000), so all resources compare and divide the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+HOSTNAME_LEVEL = "kubernetes.io/hostname"
+PODS = "pods"
+
+Resources = Mapping[str, int]  # resource name -> milli-units
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    effect: str  # NoSchedule, PreferNoSchedule, NoExecute
+    value: str = ""
+
+
+@dataclass(frozen=True)
+class Toleration:
+    key: str = ""  # empty with operator Exists tolerates everything
+    operator: str = "Equal"  # Equal or Exists
+    value: str = ""
+    effect: str = ""  # empty matches every effect
+    toleration_seconds: int | None = None
+
+
+@dataclass(frozen=True)
+class NodeSelectorRequirement:
+    key: str
+    operator: str  # In, NotIn, Exists, DoesNotExist, Gt, Lt
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeSelectorTerm:
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    labels: Mapping[str, str]
+    allocatable: Resources
+    usage: Resources = field(default_factory=dict)  # pods outside topology-aware admission
+    taints: tuple[Taint, ...] = ()
+    ready: bool = True
+    unschedulable: bool = False
+
+
+@dataclass(frozen=True)
+class SliceLayer:
+    """Each group of `size` pods must fit in one domain of `level`."""
+
+    level: str
+    size: int
+
+
+@dataclass(frozen=True)
+class TopologyRequest:
+    """A pod set's parsed topology annotations. At most one of required/preferred/unconstrained.
+
+    A request with none of the three and no slice layers is "implied": placed as Kueue places
+    a pod set without annotations in a TAS-only ClusterQueue (unconstrained, lowest level).
+    """
+
+    required: str | None = None
+    preferred: str | None = None
+    unconstrained: bool = False
+    slice_layers: tuple[SliceLayer, ...] = ()  # outermost first; the single-layer annotation is one layer
+    group_name: str | None = None  # podset-group-name: leader + workers share one domain
+    pod_index_label: str | None = None
+
+    @property
+    def implied(self) -> bool:
+        return not (self.required or self.preferred or self.unconstrained or self.slice_layers)
+
+
+@dataclass(frozen=True)
+class PodSetRequest:
+    name: str
+    count: int
+    requests: Resources  # per pod, without the implicit 1 "pods"
+    topology: TopologyRequest = field(default_factory=TopologyRequest)
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    tolerations: tuple[Toleration, ...] = ()
+    required_affinity: tuple[NodeSelectorTerm, ...] = ()  # ORed terms; empty = no constraint
+
+
+@dataclass(frozen=True)
+class FlavorSpec:
+    """The TAS ResourceFlavor: only nodes with all node_labels count; tolerations apply to every pod set."""
+
+    node_labels: Mapping[str, str] = field(default_factory=dict)
+    tolerations: tuple[Toleration, ...] = ()
+
+
+@dataclass(frozen=True)
+class SolverOptions:
+    """Feature gates that change placement (the solver never reads the gate registry itself)."""
+
+    profile_mixed: bool = True  # TASProfileMixed: LeastFreeCapacity for unconstrained/implied
+    balanced_placement: bool = False  # TASBalancedPlacement
+
+
+@dataclass(frozen=True)
+class DomainAssignment:
+    values: tuple[str, ...]  # one value per level of the assignment's `levels`
+    count: int
+
+
+@dataclass(frozen=True)
+class TopologyAssignment:
+    """Exactly Kueue's v1beta1 `topologyAssignment`: levels are [hostname] alone when hostname is
+    the lowest topology level, else all levels; domains sorted by values, none with count 0."""
+
+    levels: tuple[str, ...]
+    domains: tuple[DomainAssignment, ...]
+
+
+@dataclass(frozen=True)
+class PodSetPlacement:
+    name: str
+    count: int
+    assignment: TopologyAssignment
+
+
+@dataclass(frozen=True)
+class WorkloadPlacement:
+    """Either every pod set placed (failure is None) or none, with Kueue's reason in numbers."""
+
+    podsets: tuple[PodSetPlacement, ...] = ()
+    failure: str | None = None
+
+    @property
+    def admitted(self) -> bool:
+        return self.failure is None
