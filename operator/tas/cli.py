@@ -14,6 +14,51 @@ def _solve(args: argparse.Namespace) -> int:
     return scenario.main(args.file, sys.stdout, sys.stderr)
 
 
+def _operator(args: argparse.Namespace) -> int:
+    import logging
+    import os
+
+    from tas import features
+    from tas.config import Settings
+
+    try:
+        gates = features.from_env_and_flag(args.feature_gates)
+    except features.FeatureGateError as exc:
+        print(f"tas operator: --feature-gates: {exc}", file=sys.stderr)
+        return 2
+    settings = Settings(
+        kubeconfig=args.kubeconfig,
+        namespaces=tuple(args.namespace or ()),
+        gates=gates,
+        webhook_listen=args.webhook_listen,
+        webhook_port=args.webhook_port,
+        webhook_host=args.webhook_host,
+        webhook_cert_dir=args.webhook_cert_dir,
+        webhooks=not args.no_webhooks,
+        metrics_port=args.metrics_port,
+        log_level=args.log_level,
+    )
+    logging.basicConfig(
+        level=getattr(logging, settings.log_level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if settings.kubeconfig:
+        os.environ["KUBECONFIG"] = settings.kubeconfig  # kopf logs in with the same credentials
+
+    import kopf
+
+    import tas.handlers.operator  # noqa: F401  (registers the handlers)
+
+    kopf.run(
+        standalone=True,
+        clusterwide=not settings.namespaces,
+        namespaces=list(settings.namespaces),
+        memo=kopf.Memo(settings=settings),
+        liveness_endpoint=args.liveness,
+    )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tas", description="Topology-aware admission of batch Jobs, speaking Kueue's API."
@@ -24,7 +69,33 @@ def build_parser() -> argparse.ArgumentParser:
     solve = sub.add_parser("solve", help="place a scenario's workloads offline and print JSON")
     solve.add_argument("file", help="scenario YAML or JSON (see SCENARIO.md)")
     solve.set_defaults(func=_solve)
+
+    op = sub.add_parser("operator", help="run the operator against a cluster")
+    op.add_argument(
+        "--kubeconfig",
+        default=env_default("KUBECONFIG_PATH"),
+        help="default: in-cluster, then ~/.kube/config",
+    )
+    op.add_argument("--namespace", action="append", help="watch only this namespace (repeatable)")
+    op.add_argument("--feature-gates", default=None, help="A=true,B=false (also TAS_FEATURE_GATES)")
+    op.add_argument("--webhook-listen", default=env_default("WEBHOOK_LISTEN", "127.0.0.1"))
+    op.add_argument("--webhook-port", type=int, default=int(env_default("WEBHOOK_PORT", "9443")))
+    op.add_argument(
+        "--webhook-host", default=env_default("WEBHOOK_HOST"), help="name in the webhook URL"
+    )
+    op.add_argument("--webhook-cert-dir", default=env_default("WEBHOOK_CERT_DIR"))
+    op.add_argument("--no-webhooks", action="store_true", help="serve no admission webhooks")
+    op.add_argument("--metrics-port", type=int, default=int(env_default("METRICS_PORT", "0")))
+    op.add_argument("--liveness", default=None, help="e.g. http://0.0.0.0:8080/healthz")
+    op.add_argument("--log-level", default=env_default("LOG_LEVEL", "INFO"))
+    op.set_defaults(func=_operator)
     return parser
+
+
+def env_default(name: str, default: str | None = None) -> str | None:
+    import os
+
+    return os.environ.get("TAS_" + name, default)
 
 
 def main(argv: list[str] | None = None) -> int:

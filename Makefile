@@ -1,0 +1,70 @@
+# tas-operator. A fresh machine needs two commands: `make demo` and `make test`.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# `make test` runs its own cluster, on other ports than the one `make cluster-up`/`make demo` keep.
+TEST_CLUSTER := TAS_CLUSTER_DIR=$(CURDIR)/.cluster/test TAS_API_PORT=17443 TAS_ETCD_PORT=13379
+DEV_CLUSTER := TAS_CLUSTER_DIR=$(CURDIR)/.cluster/dev
+
+.PHONY: help venv lint fmt unit integration e2e test bins cluster-up cluster-down crds demo demo-down bench clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+venv: $(BIN)/.installed  ## create .venv and install the package with its dev tools
+
+lint: venv  ## ruff, formatting, import layering
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+
+fmt: venv  ## format and fix what ruff can
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+unit: venv  ## unit tests (no cluster)
+	$(BIN)/pytest tests/unit -q
+
+bins:  ## build the control-plane binaries into the cache (only what is missing)
+	bash e2e/build-bins.sh
+
+# Integration and e2e tests share one test cluster; it is stopped afterwards unless KEEP_CLUSTER=1.
+integration: venv bins  ## tests against a real kube-apiserver (local cluster, or KUBECONFIG)
+	rc=0; $(TEST_CLUSTER) $(BIN)/pytest tests/integration -q -m integration || rc=$$?; \
+	  [[ -n "$${KEEP_CLUSTER:-}$${KUBECONFIG:-}" ]] || $(TEST_CLUSTER) bash e2e/cluster.sh down; exit $$rc
+
+e2e: venv bins  ## end-to-end tests on the local cluster (scheduler, controller manager, kwok)
+	rc=0; $(TEST_CLUSTER) $(BIN)/pytest e2e -q -m e2e || rc=$$?; \
+	  [[ -n "$${KEEP_CLUSTER:-}$${KUBECONFIG:-}" ]] || $(TEST_CLUSTER) bash e2e/cluster.sh down; exit $$rc
+
+test: lint unit bins  ## everything CI runs: lint, unit, integration and e2e
+	rc=0; $(TEST_CLUSTER) $(BIN)/pytest tests/integration e2e -q -m "integration or e2e" || rc=$$?; \
+	  [[ -n "$${KEEP_CLUSTER:-}$${KUBECONFIG:-}" ]] || $(TEST_CLUSTER) bash e2e/cluster.sh down; exit $$rc
+
+cluster-up: bins  ## start the local cluster (idempotent); prints KUBECONFIG=... last
+	@$(DEV_CLUSTER) bash e2e/cluster.sh up
+
+cluster-down:  ## stop the local cluster and remove its data
+	@$(DEV_CLUSTER) bash e2e/cluster.sh down
+
+crds: venv  ## regenerate crds/ from the pydantic models
+	$(BIN)/python -m tas.api.crdgen crds
+
+demo: venv bins  ## local cluster with a 2x4x4 topology, and where everything landed
+	@$(DEV_CLUSTER) bash e2e/demo.sh
+
+demo-down: cluster-down  ## stop the demo cluster
+
+bench: venv  ## solver benchmark (reported, not asserted)
+	$(BIN)/python bench/solver_bench.py
+
+clean: cluster-down
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,61 @@
+"""Fixtures for the operator's end-to-end tests: CRDs, Kueue's example queues, the operator."""
+
+from __future__ import annotations
+
+import pytest
+
+from e2e.harness import ROOT, Cluster, wait_for
+from e2e.operator_process import OperatorProcess
+
+CLUSTER_QUEUE = "tas-cluster-queue"
+
+
+@pytest.fixture(scope="session")
+def crds(cluster: Cluster) -> None:
+    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(ROOT / "crds"))
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+
+
+@pytest.fixture(scope="session")
+def kueue_example(cluster: Cluster, crds, topology_nodes) -> None:
+    """Kueue's documented TAS setup, applied unchanged (its LocalQueue lives in `default`)."""
+    for name in ("topology.yaml", "resource-flavor.yaml", "cluster-queue.yaml", "local-queue.yaml"):
+        cluster.kubectl("apply", "-f", str(ROOT / "examples" / "kueue-tas" / name))
+
+
+@pytest.fixture(scope="session")
+def operator(cluster: Cluster, kueue_example):
+    proc = OperatorProcess(cluster)
+    proc.start()
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture
+def user_queue(cluster: Cluster, namespace: str, operator) -> str:
+    """A LocalQueue in the test's namespace, on Kueue's example ClusterQueue."""
+    cluster.apply(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "kind": "LocalQueue",
+            "metadata": {"name": "user-queue"},
+            "spec": {"clusterQueue": CLUSTER_QUEUE},
+        },
+        namespace,
+    )
+    return "user-queue"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """On failure, attach the operator's log tail."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and "operator" in item.fixturenames:
+        op = item.funcargs.get("operator")
+        if isinstance(op, OperatorProcess):
+            report.sections.append(("operator log", op.log()[-6000:]))
+
+
+def wait_deleted(cluster: Cluster, *args: str, timeout: float = 90) -> None:
+    wait_for(lambda: not cluster.get_json(*args)["items"], timeout=timeout, what=f"{args} gone")

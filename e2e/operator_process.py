@@ -1,0 +1,99 @@
+"""The operator as a host process against the test cluster (no container runs here)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from e2e.harness import ROOT, Cluster, wait_for
+
+WEBHOOK_CONFIG = "tas-operator.kueue.x-k8s.io"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class OperatorProcess:
+    def __init__(
+        self,
+        cluster: Cluster,
+        *,
+        kubeconfig: str | None = None,
+        gates: str = "",
+        extra: tuple[str, ...] = (),
+    ):
+        self.cluster = cluster
+        self.kubeconfig = kubeconfig or cluster.kubeconfig
+        self.gates = gates
+        self.extra = extra
+        self.port = free_port()
+        self.log_path = Path(tempfile.mkdtemp(prefix="tas-operator-")) / "operator.log"
+        self.proc: subprocess.Popen | None = None
+        self.starts = 0
+
+    def start(self) -> None:
+        self.starts += 1
+        cmd = [
+            str(Path(sys.executable).parent / "tas"),
+            "operator",
+            f"--kubeconfig={self.kubeconfig}",
+            f"--webhook-port={self.port}",
+            "--log-level=DEBUG",
+            *self.extra,
+        ]
+        if self.gates:
+            cmd.append(f"--feature-gates={self.gates}")
+        log = self.log_path.open("a")
+        log.write(f"\n===== start {self.starts} =====\n")
+        log.flush()
+        self.proc = subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=os.environ.copy()
+        )
+        mark = f"===== start {self.starts} ====="
+        wait_for(
+            lambda: self._alive() and "caches synced" in self.log().split(mark)[-1],
+            timeout=60,
+            what="the operator to sync its caches",
+        )
+        wait_for(
+            self._webhook_registered, timeout=30, what="the operator's webhooks to be registered"
+        )
+
+    def _alive(self) -> bool:
+        if self.proc is None or self.proc.poll() is not None:
+            raise AssertionError(f"operator exited:\n{self.log()[-3000:]}")
+        return True
+
+    def _webhook_registered(self) -> bool:
+        conf = self.cluster.get_json("mutatingwebhookconfiguration", WEBHOOK_CONFIG)
+        return any(
+            f":{self.port}/" in (w["clientConfig"].get("url") or "") for w in conf["webhooks"]
+        )
+
+    def kill(self) -> None:
+        """SIGKILL: nothing gets to clean up, as when a node dies under the operator."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        # Webhook configurations outlive the process; without it, labelled Jobs could not be created.
+        for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
+            self.cluster.kubectl("delete", kind, WEBHOOK_CONFIG, "--ignore-not-found", check=False)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

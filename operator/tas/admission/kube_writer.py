@@ -1,0 +1,44 @@
+"""The admission loop's writes, through the kube client."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from tas.cache.projections import WorkloadInfo
+from tas.kube import KUEUE, Kube, KubeError, Ref, workload_path
+
+log = logging.getLogger(__name__)
+
+
+class KubeStatusWriter:
+    def __init__(self, kube: Kube) -> None:
+        self.kube = kube
+
+    async def write_workload_status(self, workload: WorkloadInfo, status: Mapping) -> bool:
+        body = {"metadata": {"resourceVersion": workload.resource_version}, "status": dict(status)}
+        try:
+            await self.kube.patch(
+                workload_path(workload.namespace, workload.name) + "/status", body
+            )
+        except KubeError as exc:
+            if exc.status not in (404, 409):
+                log.warning(
+                    "status of %s/%s not written: %s", workload.namespace, workload.name, exc
+                )
+            return False
+        return True
+
+    async def record_event(
+        self, workload: WorkloadInfo, type_: str, reason: str, message: str
+    ) -> None:
+        ref = Ref(
+            "kueue.x-k8s.io/v1beta1", "Workload", workload.namespace, workload.name, workload.uid
+        )
+        await self.kube.event(ref, type_, reason, message)
+
+    async def write_cluster_queue_status(self, name: str, status: Mapping) -> None:
+        try:
+            await self.kube.patch(f"{KUEUE}/clusterqueues/{name}/status", {"status": dict(status)})
+        except KubeError as exc:
+            log.warning("status of ClusterQueue %s not written: %s", name, exc)

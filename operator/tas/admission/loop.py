@@ -1,0 +1,212 @@
+"""The single serial admission loop.
+
+Every decision happens here, one at a time, so two workloads can never be given the same
+capacity. The loop sleeps until something wakes it (a watch event that may change a decision)
+and never runs on a timer. A cycle walks the ClusterQueues; in each it tries the pending
+workloads in queue order (StrictFIFO stops at the first that does not fit). A workload that did
+not fit is tried again only when the cache's capacity generation or its own spec changed.
+
+Per admission: decide on the snapshot, assume the charge in the cache, write the status with the
+workload's resourceVersion; if the write fails, forget the charge and try again next cycle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from tas.admission.decide import Decision, decide, pending_order
+from tas.admission.ports import WorkloadStatusWriter
+from tas.api import conditions as cond
+from tas.api.constants import (
+    COND_ADMITTED,
+    COND_QUOTA_RESERVED,
+    REASON_ADMITTED,
+    REASON_PENDING,
+    REASON_QUOTA_RESERVED,
+)
+from tas.api.format import format_milli
+from tas.cache.projections import ClusterQueueInfo, Key, WorkloadInfo
+from tas.cache.state import ClusterState
+
+log = logging.getLogger(__name__)
+
+
+class AdmissionLoop:
+    def __init__(
+        self,
+        state: ClusterState,
+        writer: WorkloadStatusWriter,
+        *,
+        on_decision: Callable[[str, float], None] | None = None,
+    ) -> None:
+        self.state = state
+        self.writer = writer
+        self.synced = asyncio.Event()  # set once every watched kind has been listed
+        self._wake = asyncio.Event()
+        self._tried: dict[
+            Key, tuple[int, int, str]
+        ] = {}  # key -> (generation, spec generation, message)
+        self._cq_status: dict[str, dict] = {}
+        self._on_decision = on_decision
+        self.cycles = 0
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def run(self) -> None:
+        await self.synced.wait()
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            try:
+                await self.cycle()
+            except Exception:  # one bad cycle must not stop admission for good
+                log.exception("admission cycle failed; retrying on the next event")
+
+    async def cycle(self) -> None:
+        self.cycles += 1
+        state = self.state
+        by_cq: dict[str, list[WorkloadInfo]] = {name: [] for name in state.cluster_queues}
+        for workload in list(state.workloads.values()):
+            if not workload.pending or state.is_assumed(workload.key):
+                continue
+            cq_name = state.cluster_queue_of(workload)
+            if cq_name is None:
+                await self._pending(workload, f"LocalQueue {workload.queue_name} doesn't exist")
+            elif cq_name not in state.cluster_queues:
+                await self._pending(workload, f"ClusterQueue {cq_name} doesn't exist")
+            else:
+                by_cq[cq_name].append(workload)
+
+        for cq_name in sorted(by_cq):
+            cq = state.cluster_queues[cq_name]
+            problem = state.cluster_queue_problem(cq)
+            for workload in pending_order(by_cq[cq_name]):
+                if problem:
+                    await self._pending(workload, f"ClusterQueue {cq_name} is inactive")
+                    continue
+                if not state.namespace_allowed(cq, workload.namespace):
+                    await self._pending(
+                        workload, "Workload namespace doesn't match ClusterQueue selector"
+                    )
+                    continue
+                admitted = await self._try(workload, cq)
+                if not admitted and cq.strict_fifo:
+                    break
+            await self._write_cq_status(cq, problem, len(by_cq[cq_name]))
+
+    async def _try(self, workload: WorkloadInfo, cq: ClusterQueueInfo) -> bool:
+        tried = self._tried.get(workload.key)
+        if tried and tried[:2] == (self.state.generation, workload.generation):
+            return False  # nothing changed since it last did not fit
+        started = asyncio.get_running_loop().time()
+        decision = decide(self.state, workload, cq)
+        if self._on_decision:
+            self._on_decision(
+                "admitted" if decision.admitted else "pending",
+                asyncio.get_running_loop().time() - started,
+            )
+        if decision.admitted:
+            return await self._admit(workload, decision)
+        self._tried[workload.key] = (self.state.generation, workload.generation, decision.message)
+        await self._pending(
+            workload,
+            decision.message,
+            reason="Inadmissible" if decision.invalid else REASON_PENDING,
+        )
+        return False
+
+    async def _admit(self, workload: WorkloadInfo, decision: Decision) -> bool:
+        assert decision.charge is not None and decision.admission is not None
+        self.state.assume(workload.key, decision.charge)
+        conditions = cond.set_condition(
+            workload.conditions,
+            COND_QUOTA_RESERVED,
+            True,
+            REASON_QUOTA_RESERVED,
+            decision.message,
+            generation=workload.generation,
+        )
+        conditions = cond.set_condition(
+            conditions,
+            COND_ADMITTED,
+            True,
+            REASON_ADMITTED,
+            "The workload is admitted",
+            generation=workload.generation,
+        )
+        ok = await self.writer.write_workload_status(
+            workload, {"admission": decision.admission, "conditions": conditions}
+        )
+        if not ok:
+            self.state.forget(workload.key)
+            self.wake()  # the watch brings the newer object; decide again with it
+            return False
+        self._tried.pop(workload.key, None)
+        log.info(
+            "admitted %s/%s in %s",
+            workload.namespace,
+            workload.name,
+            decision.admission["clusterQueue"],
+        )
+        await self.writer.record_event(workload, "Normal", REASON_QUOTA_RESERVED, decision.message)
+        await self.writer.record_event(
+            workload,
+            "Normal",
+            REASON_ADMITTED,
+            "Admitted by ClusterQueue " + decision.admission["clusterQueue"],
+        )
+        return True
+
+    async def _pending(
+        self, workload: WorkloadInfo, message: str, reason: str = REASON_PENDING
+    ) -> None:
+        """QuotaReserved=False with the reason; written (and evented) only when it changes."""
+        current = workload.condition(COND_QUOTA_RESERVED)
+        if current and current.get("status") == "False" and current.get("message") == message:
+            return
+        conditions = cond.set_condition(
+            workload.conditions,
+            COND_QUOTA_RESERVED,
+            False,
+            reason,
+            message,
+            generation=workload.generation,
+        )
+        if await self.writer.write_workload_status(workload, {"conditions": conditions}):
+            await self.writer.record_event(workload, "Warning", reason, message)
+
+    async def _write_cq_status(
+        self, cq: ClusterQueueInfo, problem: tuple[str, str] | None, pending: int
+    ) -> None:
+        state = self.state
+        admitted = sum(1 for c in state.charges().values() if c.cluster_queue == cq.name)
+        usage = []
+        for group in cq.resource_groups:
+            for fq in group.flavors:
+                used = state.quota_usage(cq.name, fq.flavor)
+                usage.append(
+                    {
+                        "name": fq.flavor,
+                        "resources": [
+                            {"name": r, "total": format_milli(r, used.get(r, 0))}
+                            for r in sorted(group.covered)
+                        ],
+                    }
+                )
+        reason, message = problem or ("Ready", "Can admit new workloads")
+        active = self._cq_status.get(cq.name, {}).get("conditions", [])
+        status = {
+            "pendingWorkloads": pending,
+            "reservingWorkloads": admitted,
+            "admittedWorkloads": admitted,
+            "flavorsReservation": usage,
+            "flavorsUsage": usage,
+            "conditions": cond.set_condition(active, "Active", problem is None, reason, message),
+        }
+        if self._cq_status.get(cq.name) == status:
+            return
+        self._cq_status[cq.name] = status
+        await self.writer.write_cluster_queue_status(cq.name, status)

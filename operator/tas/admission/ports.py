@@ -1,0 +1,20 @@
+"""What the admission loop needs from the API server; the kube client implements it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+from tas.cache.projections import WorkloadInfo
+
+
+class WorkloadStatusWriter(Protocol):
+    async def write_workload_status(self, workload: WorkloadInfo, status: Mapping) -> bool:
+        """Merge-patch status (conditions, admission) guarded by the workload's resourceVersion.
+        False when the write failed (conflict, gone): the caller rolls back."""
+
+    async def record_event(
+        self, workload: WorkloadInfo, type_: str, reason: str, message: str
+    ) -> None: ...
+
+    async def write_cluster_queue_status(self, name: str, status: Mapping) -> None: ...

@@ -1,0 +1,60 @@
+"""metav1.Condition lists, updated the way Kubernetes controllers update them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+
+
+def now_rfc3339() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def set_condition(
+    conditions: Iterable[Mapping],
+    type_: str,
+    status: bool,
+    reason: str,
+    message: str,
+    *,
+    generation: int = 0,
+    now: str | None = None,
+) -> list[dict]:
+    """A copy of `conditions` with `type_` set; lastTransitionTime moves only when status flips."""
+    text = "True" if status else "False"
+    out = []
+    found = False
+    for cond in conditions:
+        if cond.get("type") != type_:
+            out.append(dict(cond))
+            continue
+        found = True
+        changed = cond.get("status") != text
+        out.append(
+            {
+                "type": type_,
+                "status": text,
+                "reason": reason,
+                "message": message,
+                "observedGeneration": generation,
+                "lastTransitionTime": (now or now_rfc3339())
+                if changed
+                else cond.get("lastTransitionTime"),
+            }
+        )
+    if not found:
+        out.append(
+            {
+                "type": type_,
+                "status": text,
+                "reason": reason,
+                "message": message,
+                "observedGeneration": generation,
+                "lastTransitionTime": now or now_rfc3339(),
+            }
+        )
+    return out
+
+
+def find(conditions: Iterable[Mapping], type_: str) -> Mapping | None:
+    return next((c for c in conditions if c.get("type") == type_), None)

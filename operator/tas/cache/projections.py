@@ -1,0 +1,351 @@
+"""Stripped projections of watched objects: only what placement and admission read.
+
+Whole objects are never kept (managedFields and status churn would cost memory for nothing),
+and a projection that equals the previous one tells the caller the event changed nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from tas.api import topologyrequest
+from tas.api.constants import (
+    COND_ADMITTED,
+    COND_EVICTED,
+    COND_FINISHED,
+    COND_QUOTA_RESERVED,
+    JOB_COMPLETION_INDEX_LABEL,
+    PODSET_LABEL,
+    TOPOLOGY_ANNOTATIONS,
+    TOPOLOGY_SCHEDULING_GATE,
+    WORKLOAD_ANNOTATION,
+)
+from tas.api.quantity import resources_to_milli
+from tas.jobs.podrequests import pod_requests
+from tas.solver.types import (
+    DomainAssignment,
+    Node,
+    PodSetRequest,
+    Taint,
+    Toleration,
+    TopologyAssignment,
+)
+
+Key = tuple[str, str]  # (namespace, name)
+
+
+def key_of(obj: Mapping) -> Key:
+    meta = obj["metadata"]
+    return meta.get("namespace", ""), meta["name"]
+
+
+def node_from_object(obj: Mapping) -> Node:
+    status = obj.get("status") or {}
+    spec = obj.get("spec") or {}
+    conditions = status.get("conditions") or []
+    return Node(
+        name=obj["metadata"]["name"],
+        labels=dict(obj["metadata"].get("labels") or {}),
+        allocatable=resources_to_milli(status.get("allocatable") or {}),
+        taints=tuple(
+            Taint(key=t["key"], effect=t.get("effect", ""), value=t.get("value") or "")
+            for t in spec.get("taints") or []
+        ),
+        ready=any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions),
+        unschedulable=bool(spec.get("unschedulable")),
+    )
+
+
+def toleration_from_object(t: Mapping) -> Toleration:
+    return Toleration(
+        key=t.get("key") or "",
+        operator=t.get("operator") or "Equal",
+        value=t.get("value") or "",
+        effect=t.get("effect") or "",
+        toleration_seconds=t.get("tolerationSeconds"),
+    )
+
+
+@dataclass(frozen=True)
+class PodInfo:
+    namespace: str
+    name: str
+    uid: str
+    node_name: str | None
+    phase: str
+    requests: Mapping[str, int]
+    workload: str | None  # the managing Workload's name, from our annotation
+    pod_set: str | None
+    gated: bool  # still carries the topology scheduling gate
+    node_selector: Mapping[str, str]
+    completion_index: int | None
+    deleting: bool
+    topology_annotated: bool
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def counts_as_non_tas_usage(self) -> bool:
+        """Kueue's rule: a bound, unfinished pod that no topology request placed."""
+        return (
+            bool(self.node_name)
+            and not self.terminal
+            and not self.workload
+            and not self.topology_annotated
+        )
+
+
+def pod_from_object(obj: Mapping) -> PodInfo:
+    meta = obj["metadata"]
+    spec = obj.get("spec") or {}
+    annotations = meta.get("annotations") or {}
+    labels = meta.get("labels") or {}
+    index = labels.get(JOB_COMPLETION_INDEX_LABEL)
+    return PodInfo(
+        namespace=meta.get("namespace", ""),
+        name=meta["name"],
+        uid=meta.get("uid", ""),
+        node_name=spec.get("nodeName") or None,
+        phase=(obj.get("status") or {}).get("phase") or "Pending",
+        requests=pod_requests(spec),
+        workload=annotations.get(WORKLOAD_ANNOTATION),
+        pod_set=labels.get(PODSET_LABEL),
+        gated=any(
+            g.get("name") == TOPOLOGY_SCHEDULING_GATE for g in spec.get("schedulingGates") or []
+        ),
+        node_selector=dict(spec.get("nodeSelector") or {}),
+        completion_index=int(index) if index is not None and index.isdigit() else None,
+        deleting=bool(meta.get("deletionTimestamp")),
+        topology_annotated=any(a in annotations for a in TOPOLOGY_ANNOTATIONS),
+    )
+
+
+@dataclass(frozen=True)
+class FlavorInfo:
+    name: str
+    node_labels: Mapping[str, str]
+    tolerations: tuple[Toleration, ...]
+    topology_name: str | None
+
+
+def flavor_from_object(obj: Mapping) -> FlavorInfo:
+    spec = obj.get("spec") or {}
+    return FlavorInfo(
+        name=obj["metadata"]["name"],
+        node_labels=dict(spec.get("nodeLabels") or {}),
+        tolerations=tuple(toleration_from_object(t) for t in spec.get("tolerations") or []),
+        topology_name=spec.get("topologyName") or None,
+    )
+
+
+@dataclass(frozen=True)
+class FlavorQuota:
+    flavor: str
+    nominal: Mapping[str, int]  # resource -> milli-units
+
+
+@dataclass(frozen=True)
+class ResourceGroup:
+    covered: frozenset[str]
+    flavors: tuple[FlavorQuota, ...]
+
+
+@dataclass(frozen=True)
+class ClusterQueueInfo:
+    name: str
+    strict_fifo: bool
+    resource_groups: tuple[ResourceGroup, ...]
+    namespace_selector: Mapping | None  # None selects nothing, {} selects every namespace
+
+
+def cluster_queue_from_object(obj: Mapping) -> ClusterQueueInfo:
+    spec = obj.get("spec") or {}
+    groups = []
+    for group in spec.get("resourceGroups") or []:
+        flavors = tuple(
+            FlavorQuota(
+                flavor=f["name"],
+                nominal=resources_to_milli(
+                    {r["name"]: r.get("nominalQuota", 0) for r in f.get("resources") or []}
+                ),
+            )
+            for f in group.get("flavors") or []
+        )
+        groups.append(
+            ResourceGroup(covered=frozenset(group.get("coveredResources") or []), flavors=flavors)
+        )
+    return ClusterQueueInfo(
+        name=obj["metadata"]["name"],
+        strict_fifo=spec.get("queueingStrategy") == "StrictFIFO",
+        resource_groups=tuple(groups),
+        namespace_selector=spec.get("namespaceSelector"),
+    )
+
+
+@dataclass(frozen=True)
+class PodSetAdmission:
+    name: str
+    flavor: str | None
+    count: int
+    assignment: TopologyAssignment | None
+
+
+@dataclass(frozen=True)
+class WorkloadInfo:
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+    generation: int
+    queue_name: str
+    priority: int
+    created: datetime
+    pod_sets: tuple[PodSetRequest, ...]
+    admission_cq: str | None
+    admissions: tuple[PodSetAdmission, ...]
+    conditions: tuple[Mapping, ...]
+    unhealthy_nodes: tuple[str, ...]
+    owner_job: str | None = None  # the controlling Job's name
+    owner_uid: str | None = None
+    spec_error: str | None = field(default=None, compare=False)  # why spec.podSets can't be read
+
+    @property
+    def key(self) -> Key:
+        return self.namespace, self.name
+
+    def condition(self, type_: str) -> Mapping | None:
+        return next((c for c in self.conditions if c.get("type") == type_), None)
+
+    def is_true(self, type_: str) -> bool:
+        cond = self.condition(type_)
+        return bool(cond) and cond.get("status") == "True"
+
+    @property
+    def finished(self) -> bool:
+        return self.is_true(COND_FINISHED)
+
+    @property
+    def has_quota(self) -> bool:
+        """Holds capacity: quota reserved (by us, or left from before a restart) and not finished."""
+        return (
+            self.is_true(COND_QUOTA_RESERVED)
+            and self.admission_cq is not None
+            and not self.finished
+        )
+
+    @property
+    def admitted(self) -> bool:
+        return self.is_true(COND_ADMITTED) and self.has_quota
+
+    @property
+    def evicted(self) -> bool:
+        return self.is_true(COND_EVICTED)
+
+    @property
+    def pending(self) -> bool:
+        return not self.has_quota and not self.finished
+
+
+def _timestamp(text: str | None) -> datetime:
+    if not text:
+        return datetime.max
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).replace(tzinfo=None)
+
+
+def _assignment_from_api(api: Mapping | None) -> TopologyAssignment | None:
+    if not api:
+        return None
+    return TopologyAssignment(
+        levels=tuple(api.get("levels") or ()),
+        domains=tuple(
+            DomainAssignment(values=tuple(d.get("values") or ()), count=int(d.get("count", 0)))
+            for d in api.get("domains") or []
+        ),
+    )
+
+
+def workload_from_object(obj: Mapping) -> WorkloadInfo:
+    meta = obj["metadata"]
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    pod_sets: list[PodSetRequest] = []
+    error = None
+    for ps in spec.get("podSets") or []:
+        template = ps.get("template") or {}
+        pod_spec = template.get("spec") or {}
+        try:
+            pod_sets.append(
+                PodSetRequest(
+                    name=ps["name"],
+                    count=int(ps.get("count", 1)),
+                    requests=pod_requests(pod_spec),
+                    topology=topologyrequest.from_api(ps.get("topologyRequest")),
+                    node_selector=dict(pod_spec.get("nodeSelector") or {}),
+                    tolerations=tuple(
+                        toleration_from_object(t) for t in pod_spec.get("tolerations") or []
+                    ),
+                )
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            error = f"spec.podSets[{ps.get('name', '?')}]: {exc}"
+    admission = status.get("admission") or {}
+    admissions = tuple(
+        PodSetAdmission(
+            name=a["name"],
+            flavor=next(iter((a.get("flavors") or {}).values()), None),
+            count=int(a.get("count", 0)),
+            assignment=_assignment_from_api(a.get("topologyAssignment")),
+        )
+        for a in admission.get("podSetAssignments") or []
+    )
+    owner = next(
+        (
+            o
+            for o in meta.get("ownerReferences") or []
+            if o.get("controller") and o.get("kind") == "Job"
+        ),
+        None,
+    )
+    return WorkloadInfo(
+        namespace=meta.get("namespace", ""),
+        name=meta["name"],
+        uid=meta.get("uid", ""),
+        resource_version=meta.get("resourceVersion", ""),
+        generation=int(meta.get("generation") or 0),
+        queue_name=spec.get("queueName") or "",
+        priority=int(spec.get("priority") or 0),
+        created=_timestamp(meta.get("creationTimestamp")),
+        pod_sets=tuple(pod_sets),
+        admission_cq=admission.get("clusterQueue"),
+        admissions=admissions,
+        conditions=tuple(status.get("conditions") or ()),
+        unhealthy_nodes=tuple(n["name"] for n in status.get("unhealthyNodes") or []),
+        owner_job=owner["name"] if owner else None,
+        owner_uid=owner["uid"] if owner else None,
+        spec_error=error,
+    )
+
+
+def selects_namespace(selector: Mapping | None, namespace_labels: Mapping[str, str]) -> bool:
+    """A LabelSelector match (matchLabels and matchExpressions); None matches nothing."""
+    if selector is None:
+        return False
+    for k, v in (selector.get("matchLabels") or {}).items():
+        if namespace_labels.get(k) != v:
+            return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr["key"], expr["operator"], set(expr.get("values") or ())
+        has = key in namespace_labels
+        if op == "In" and not (has and namespace_labels[key] in values):
+            return False
+        if op == "NotIn" and has and namespace_labels[key] in values:
+            return False
+        if op == "Exists" and not has:
+            return False
+        if op == "DoesNotExist" and has:
+            return False
+    return True

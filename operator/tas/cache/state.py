@@ -1,0 +1,347 @@
+"""The cluster as admission sees it, updated from watch events, handing out solver snapshots.
+
+All methods are synchronous and called from the event loop only, so no locks are needed: a
+mutation never awaits half-way (see the style anchors, "async only").
+
+Capacity bookkeeping:
+- `generation` changes whenever capacity changes for reasons other than our own admissions
+  (nodes, pods outside TAS, topologies, flavors, queues, a workload releasing its quota), so the
+  admission loop retries a workload that did not fit only when something could have changed.
+- Each workload holding quota has a `Charge`: its quota usage per ClusterQueue and flavor, and
+  its topology usage per flavor. Charges come from the watched status, or from `assume()` for an
+  admission whose status write is in flight; `forget()` rolls an assumption back.
+- Topology snapshots are built per flavor on demand and kept: a charge is added to or removed
+  from a cached snapshot incrementally; a capacity change of any other kind drops them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from tas.cache.projections import (
+    ClusterQueueInfo,
+    FlavorInfo,
+    Key,
+    PodInfo,
+    WorkloadInfo,
+    selects_namespace,
+)
+from tas.solver import TopologySnapshot
+from tas.solver.types import (
+    HOSTNAME_LEVEL,
+    PODS,
+    FlavorSpec,
+    Node,
+    SolverOptions,
+    TopologyAssignment,
+)
+
+ONE_POD = 1000  # milli-units of the "pods" resource
+
+
+@dataclass(frozen=True)
+class PodSetCharge:
+    flavor: str
+    count: int
+    per_pod: Mapping[str, int]  # including the 1 "pods"
+    assignment: TopologyAssignment | None
+
+
+@dataclass(frozen=True)
+class Charge:
+    cluster_queue: str
+    pod_sets: tuple[PodSetCharge, ...]
+
+
+def with_pod(requests: Mapping[str, int]) -> dict[str, int]:
+    out = dict(requests)
+    out[PODS] = out.get(PODS, 0) + ONE_POD
+    return out
+
+
+def charge_of(workload: WorkloadInfo) -> Charge | None:
+    """What a workload holding quota takes, read from its status.admission."""
+    if not workload.has_quota:
+        return None
+    requests = {ps.name: ps.requests for ps in workload.pod_sets}
+    pod_sets = tuple(
+        PodSetCharge(
+            flavor=a.flavor or "",
+            count=a.count,
+            per_pod=with_pod(requests.get(a.name, {})),
+            assignment=a.assignment,
+        )
+        for a in workload.admissions
+    )
+    return Charge(cluster_queue=workload.admission_cq or "", pod_sets=pod_sets)
+
+
+class ClusterState:
+    def __init__(self, options: SolverOptions | None = None) -> None:
+        self.options = options or SolverOptions()
+        self.generation = 0
+        self.nodes: dict[str, Node] = {}
+        self.pods: dict[Key, PodInfo] = {}
+        self.topologies: dict[str, tuple[str, ...]] = {}
+        self.flavors: dict[str, FlavorInfo] = {}
+        self.cluster_queues: dict[str, ClusterQueueInfo] = {}
+        self.local_queues: dict[Key, str] = {}  # (namespace, name) -> ClusterQueue
+        self.namespaces: dict[str, Mapping[str, str]] = {}  # name -> labels
+        self.workloads: dict[Key, WorkloadInfo] = {}
+        self.workload_by_owner: dict[str, Key] = {}  # owner uid -> workload
+        self._non_tas_usage: dict[str, dict[str, int]] = defaultdict(
+            dict
+        )  # node -> resource -> milli
+        self._pods_by_workload: dict[Key, set[Key]] = defaultdict(set)
+        self._assumed: dict[Key, Charge] = {}
+        self._charges: dict[Key, Charge] = {}
+        self._quota_usage: dict[str, dict[str, dict[str, int]]] = defaultdict(
+            lambda: defaultdict(dict)
+        )
+        self._snapshots: dict[str, TopologySnapshot] = {}
+
+    # ---- capacity changes that are not our own admissions -------------------------------------
+
+    def _capacity_changed(self) -> None:
+        self.generation += 1
+        self._snapshots.clear()
+
+    def upsert_node(self, node: Node) -> bool:
+        if self.nodes.get(node.name) == node:
+            return False  # a heartbeat: nothing placement reads has changed
+        self.nodes[node.name] = node
+        self._capacity_changed()
+        return True
+
+    def delete_node(self, name: str) -> bool:
+        if self.nodes.pop(name, None) is None:
+            return False
+        self._capacity_changed()
+        return True
+
+    def upsert_pod(self, pod: PodInfo) -> bool:
+        """Returns True when non-TAS usage changed (capacity for placement)."""
+        key = (pod.namespace, pod.name)
+        old = self.pods.get(key)
+        if old == pod:
+            return False
+        self.pods[key] = pod
+        self._index_pod(old, pod)
+        return self._move_usage(old, pod)
+
+    def delete_pod(self, namespace: str, name: str) -> bool:
+        old = self.pods.pop((namespace, name), None)
+        if old is None:
+            return False
+        self._index_pod(old, None)
+        return self._move_usage(old, None)
+
+    def _index_pod(self, old: PodInfo | None, new: PodInfo | None) -> None:
+        if old and old.workload:
+            self._pods_by_workload[(old.namespace, old.workload)].discard((old.namespace, old.name))
+        if new and new.workload:
+            self._pods_by_workload[(new.namespace, new.workload)].add((new.namespace, new.name))
+
+    def _move_usage(self, old: PodInfo | None, new: PodInfo | None) -> bool:
+        before = (
+            (old.node_name, with_pod(old.requests)) if old and old.counts_as_non_tas_usage else None
+        )
+        after = (
+            (new.node_name, with_pod(new.requests)) if new and new.counts_as_non_tas_usage else None
+        )
+        if before == after:
+            return False
+        for usage, sign in ((before, -1), (after, 1)):
+            if usage:
+                node_usage = self._non_tas_usage[usage[0]]
+                for resource, value in usage[1].items():
+                    node_usage[resource] = node_usage.get(resource, 0) + sign * value
+        self._capacity_changed()
+        return True
+
+    def upsert_topology(self, name: str, levels: Iterable[str]) -> None:
+        levels = tuple(levels)
+        if self.topologies.get(name) != levels:
+            self.topologies[name] = levels
+            self._capacity_changed()
+
+    def delete_topology(self, name: str) -> None:
+        if self.topologies.pop(name, None) is not None:
+            self._capacity_changed()
+
+    def upsert_flavor(self, flavor: FlavorInfo) -> None:
+        if self.flavors.get(flavor.name) != flavor:
+            self.flavors[flavor.name] = flavor
+            self._capacity_changed()
+
+    def delete_flavor(self, name: str) -> None:
+        if self.flavors.pop(name, None) is not None:
+            self._capacity_changed()
+
+    def upsert_cluster_queue(self, cq: ClusterQueueInfo) -> None:
+        if self.cluster_queues.get(cq.name) != cq:
+            self.cluster_queues[cq.name] = cq
+            self._capacity_changed()
+
+    def delete_cluster_queue(self, name: str) -> None:
+        if self.cluster_queues.pop(name, None) is not None:
+            self._capacity_changed()
+
+    def upsert_local_queue(self, namespace: str, name: str, cluster_queue: str) -> None:
+        if self.local_queues.get((namespace, name)) != cluster_queue:
+            self.local_queues[(namespace, name)] = cluster_queue
+            self._capacity_changed()
+
+    def delete_local_queue(self, namespace: str, name: str) -> None:
+        if self.local_queues.pop((namespace, name), None) is not None:
+            self._capacity_changed()
+
+    def upsert_namespace(self, name: str, labels: Mapping[str, str]) -> None:
+        if self.namespaces.get(name) != labels:
+            self.namespaces[name] = dict(labels)
+            self._capacity_changed()
+
+    def delete_namespace(self, name: str) -> None:
+        self.namespaces.pop(name, None)
+
+    # ---- workloads and their charges -----------------------------------------------------------
+
+    def upsert_workload(self, workload: WorkloadInfo) -> None:
+        self.workloads[workload.key] = workload
+        if workload.owner_uid:
+            self.workload_by_owner[workload.owner_uid] = workload.key
+        if workload.key in self._assumed and (workload.has_quota or workload.finished):
+            del self._assumed[workload.key]  # the watch caught up with our write
+        self._recharge(workload.key)
+
+    def delete_workload(self, namespace: str, name: str) -> None:
+        old = self.workloads.pop((namespace, name), None)
+        if old and old.owner_uid and self.workload_by_owner.get(old.owner_uid) == old.key:
+            del self.workload_by_owner[old.owner_uid]
+        self._assumed.pop((namespace, name), None)
+        self._recharge((namespace, name))
+
+    def assume(self, key: Key, charge: Charge) -> None:
+        """Take capacity for an admission before its status write lands."""
+        self._assumed[key] = charge
+        self._recharge(key)
+
+    def forget(self, key: Key) -> None:
+        """Roll back an assumption whose status write failed."""
+        if self._assumed.pop(key, None) is not None:
+            self._recharge(key)
+
+    def is_assumed(self, key: Key) -> bool:
+        return key in self._assumed
+
+    def _recharge(self, key: Key) -> None:
+        old = self._charges.get(key)
+        workload = self.workloads.get(key)
+        new = self._assumed.get(key) or (charge_of(workload) if workload else None)
+        if old == new:
+            return
+        if old:
+            self._apply(old, -1)
+            del self._charges[key]
+            self.generation += 1  # released capacity may let waiting workloads in
+        if new:
+            self._apply(new, 1)
+            self._charges[key] = new
+
+    def _apply(self, charge: Charge, sign: int) -> None:
+        usage = self._quota_usage[charge.cluster_queue]
+        for ps in charge.pod_sets:
+            flavor_usage = usage[ps.flavor]
+            for resource, value in ps.per_pod.items():
+                flavor_usage[resource] = flavor_usage.get(resource, 0) + sign * ps.count * value
+            snapshot = self._snapshots.get(ps.flavor)
+            if snapshot is not None and ps.assignment is not None:
+                snapshot.add_usage(ps.assignment, ps.per_pod, sign)
+
+    def quota_usage(self, cluster_queue: str, flavor: str) -> Mapping[str, int]:
+        return self._quota_usage[cluster_queue][flavor]
+
+    def charges(self) -> Mapping[Key, Charge]:
+        return self._charges
+
+    # ---- queries -------------------------------------------------------------------------------
+
+    def pods_of(self, namespace: str, workload: str) -> list[PodInfo]:
+        keys = self._pods_by_workload.get((namespace, workload), ())
+        return [self.pods[k] for k in keys if k in self.pods]
+
+    def workloads_on_node(self, node: str) -> list[Key]:
+        """Workloads holding quota whose topology assignment names this node."""
+        out = []
+        for key, charge in self._charges.items():
+            for ps in charge.pod_sets:
+                a = ps.assignment
+                if (
+                    a
+                    and a.levels[-1:] == (HOSTNAME_LEVEL,)
+                    and any(d.values[-1] == node for d in a.domains)
+                ):
+                    out.append(key)
+                    break
+        return out
+
+    def cluster_queue_of(self, workload: WorkloadInfo) -> str | None:
+        return self.local_queues.get((workload.namespace, workload.queue_name))
+
+    def namespace_allowed(self, cq: ClusterQueueInfo, namespace: str) -> bool:
+        return selects_namespace(cq.namespace_selector, self.namespaces.get(namespace, {}))
+
+    def cluster_queue_problem(self, cq: ClusterQueueInfo) -> tuple[str, str] | None:
+        """Why a ClusterQueue cannot admit (reason, message), or None when it is active."""
+        for group in cq.resource_groups:
+            for fq in group.flavors:
+                flavor = self.flavors.get(fq.flavor)
+                if flavor is None:
+                    return (
+                        "FlavorNotFound",
+                        f"Can't admit new workloads; references missing ResourceFlavor(s): {fq.flavor}",
+                    )
+                if flavor.topology_name and flavor.topology_name not in self.topologies:
+                    return (
+                        "TopologyNotFound",
+                        f"Can't admit new workloads: references missing Topology {flavor.topology_name!r} "
+                        f"(ResourceFlavor {flavor.name!r})",
+                    )
+        return None
+
+    def snapshot(self, flavor_name: str) -> TopologySnapshot:
+        """The flavor's topology with every current usage, built once per capacity generation."""
+        cached = self._snapshots.get(flavor_name)
+        if cached is not None:
+            return cached
+        flavor = self.flavors[flavor_name]
+        levels = self.topologies[flavor.topology_name or ""]
+        nodes = [self._with_usage(node) for node in self.nodes.values()]
+        snapshot = TopologySnapshot(
+            levels,
+            nodes,
+            FlavorSpec(node_labels=flavor.node_labels, tolerations=flavor.tolerations),
+            self.options,
+        )
+        for charge in self._charges.values():
+            for ps in charge.pod_sets:
+                if ps.flavor == flavor_name and ps.assignment is not None:
+                    snapshot.add_usage(ps.assignment, ps.per_pod)
+        self._snapshots[flavor_name] = snapshot
+        return snapshot
+
+    def _with_usage(self, node: Node) -> Node:
+        usage = self._non_tas_usage.get(node.name)
+        if not usage:
+            return node
+        return Node(
+            name=node.name,
+            labels=node.labels,
+            allocatable=node.allocatable,
+            usage=dict(usage),
+            taints=node.taints,
+            ready=node.ready,
+            unschedulable=node.unschedulable,
+        )

@@ -1,0 +1,29 @@
+"""Operator settings: command-line flags first, then TAS_* environment variables, then defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tas import features
+
+
+@dataclass(frozen=True)
+class Settings:
+    kubeconfig: str | None = None
+    namespaces: tuple[str, ...] = ()  # empty: every namespace
+    gates: features.FeatureGates = field(default_factory=features.defaults)
+    # Admission webhooks: where the API server reaches this process.
+    webhook_listen: str = "127.0.0.1"
+    webhook_port: int = 9443
+    webhook_host: str | None = (
+        None  # the name in the webhook URL and certificate; defaults to listen
+    )
+    webhook_cert_dir: str | None = None
+    webhook_config_name: str = "tas-operator.kueue.x-k8s.io"
+    webhooks: bool = True
+    metrics_port: int = 0  # 0 disables the metrics endpoint
+    log_level: str = "INFO"
+
+    @property
+    def webhook_url_host(self) -> str:
+        return self.webhook_host or self.webhook_listen

@@ -1,0 +1,87 @@
+"""Which gated pod goes to which assigned domain.
+
+Pure: the assignment and the workload's pods in, (pod, nodeSelector) pairs out. A domain never
+gets more pods than assigned: pods already ungated onto it count, and so do pods we ungated
+whose update the watch has not shown yet (expectations). Indexed Job pods go by rank (their
+completion index) so that index i always lands in the i-th slot of the assignment, which keeps
+neighbours in rank also neighbours in the topology; other pods fill the domains in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from tas.cache.projections import PodInfo
+from tas.solver.types import TopologyAssignment
+
+Selector = dict[str, str]
+
+
+@dataclass(frozen=True)
+class Ungate:
+    pod: PodInfo
+    node_selector: Selector  # the domain's level labels, to merge into the pod's nodeSelector
+    domain: tuple[str, ...]
+
+
+def domain_selectors(assignment: TopologyAssignment) -> list[tuple[tuple[str, ...], Selector, int]]:
+    return [
+        (d.values, dict(zip(assignment.levels, d.values, strict=True)), d.count)
+        for d in assignment.domains
+    ]
+
+
+def _matches(pod_selector: Mapping[str, str], selector: Selector) -> bool:
+    return all(pod_selector.get(k) == v for k, v in selector.items())
+
+
+def plan(
+    assignment: TopologyAssignment,
+    pods: Iterable[PodInfo],
+    expected: Mapping[str, tuple[str, ...]] | None = None,
+) -> list[Ungate]:
+    """`expected` maps pod uid -> domain values for pods ungated but not yet seen ungated."""
+    expected = expected or {}
+    domains = domain_selectors(assignment)
+    free = {values: count for values, _, count in domains}
+    gated: list[PodInfo] = []
+    for pod in pods:
+        if pod.terminal:
+            continue  # a finished pod frees its slot for its replacement
+        if pod.uid in expected:
+            domain = expected[pod.uid]
+        elif pod.gated:
+            gated.append(pod)
+            continue
+        else:
+            domain = next((v for v, sel, _ in domains if _matches(pod.node_selector, sel)), None)
+        if domain in free:
+            free[domain] -= 1
+
+    out: list[Ungate] = []
+    by_values = {values: selector for values, selector, _ in domains}
+
+    def take(pod: PodInfo, values: tuple[str, ...]) -> None:
+        free[values] -= 1
+        out.append(Ungate(pod, by_values[values], values))
+
+    ranked = all(p.completion_index is not None for p in gated)
+    if ranked:
+        slots = [values for values, _, count in domains for _ in range(count)]
+        leftovers = []
+        for pod in sorted(gated, key=lambda p: p.completion_index or 0):
+            rank = pod.completion_index or 0
+            if rank < len(slots) and free[slots[rank]] > 0:
+                take(pod, slots[rank])
+            else:
+                leftovers.append(pod)
+        gated = leftovers
+    else:
+        gated = sorted(gated, key=lambda p: p.name)
+    for pod in gated:
+        values = next((v for v, _, _ in domains if free[v] > 0), None)
+        if values is None:
+            break  # more pods than assigned: they wait (e.g. for a replacement)
+        take(pod, values)
+    return out

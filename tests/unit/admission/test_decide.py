@@ -1,0 +1,88 @@
+from tas.admission.decide import decide
+from tas.cache import projections as proj
+from tests.unit.admission.fixtures import RACK, make_state, two_racks, workload
+
+
+def cq_of(state):
+    return state.cluster_queues["cq"]
+
+
+def test_admits_with_a_topology_assignment_and_resource_usage():
+    state = make_state(two_racks())
+    wl = proj.workload_from_object(workload("a", pods=6, annotations_request={"required": RACK}))
+    d = decide(state, wl, cq_of(state))
+    assert d.admitted, d.message
+    ps = d.admission["podSetAssignments"][0]
+    assert ps["flavors"] == {"cpu": "tas"}
+    assert ps["resourceUsage"] == {"cpu": "6"}
+    assert sum(x["count"] for x in ps["topologyAssignment"]["domains"]) == 6
+    hosts = {x["values"][0] for x in ps["topologyAssignment"]["domains"]}
+    assert hosts in ({"x1", "x2"}, {"x3", "x4"})  # one rack
+
+
+def test_topology_shortfall_is_reported_in_numbers():
+    state = make_state(two_racks())
+    wl = proj.workload_from_object(workload("a", pods=9, annotations_request={"required": RACK}))
+    d = decide(state, wl, cq_of(state))
+    assert not d.admitted and not d.invalid
+    assert (
+        d.message
+        == f'couldn\'t assign flavors to pod set main: topology "{RACK}" allows to fit only 8 out of 9 pod(s)'
+    )
+
+
+def test_quota_shortfall_names_resource_flavor_and_amount():
+    from tests.unit.admission.fixtures import cluster_queue
+
+    state = make_state(two_racks(), cluster_queue(cpu="4"))
+    wl = proj.workload_from_object(workload("a", pods=6))
+    d = decide(state, wl, cq_of(state))
+    assert "insufficient unused quota for cpu in flavor tas, 2 more needed" in d.message
+
+
+def test_unknown_level_is_invalid_and_lists_the_valid_levels():
+    state = make_state(two_racks())
+    wl = proj.workload_from_object(
+        workload("a", pods=1, annotations_request={"required": "example.com/zone"})
+    )
+    d = decide(state, wl, cq_of(state))
+    assert d.invalid
+    assert "example.com/zone" in d.message and RACK in d.message
+
+
+def test_assumed_usage_is_seen_by_the_next_decision_and_forgetting_frees_it():
+    state = make_state(two_racks())
+    first = proj.workload_from_object(workload("a", pods=8, annotations_request={"required": RACK}))
+    second = proj.workload_from_object(
+        workload("b", pods=8, annotations_request={"required": RACK})
+    )
+    d1 = decide(state, first, cq_of(state))
+    state.assume(first.key, d1.charge)
+    d2 = decide(state, second, cq_of(state))
+    assert d2.admitted  # the other rack
+    state.assume(second.key, d2.charge)
+    third = proj.workload_from_object(workload("c", pods=1))
+    assert not decide(state, third, cq_of(state)).admitted  # 16 cpu all taken
+    state.forget(second.key)
+    assert decide(state, third, cq_of(state)).admitted
+
+
+def test_pods_outside_tas_take_capacity():
+    state = make_state(two_racks())
+    for host in ("x1", "x2", "x3"):
+        state.upsert_pod(
+            proj.pod_from_object(
+                {
+                    "metadata": {"name": f"daemon-{host}", "namespace": "kube-system"},
+                    "spec": {
+                        "nodeName": host,
+                        "containers": [{"name": "c", "resources": {"requests": {"cpu": "3"}}}],
+                    },
+                    "status": {"phase": "Running"},
+                }
+            )
+        )
+    wl = proj.workload_from_object(workload("a", pods=6, annotations_request={"required": RACK}))
+    d = decide(state, wl, cq_of(state))
+    assert not d.admitted
+    assert "allows to fit only 5 out of 6" in d.message  # r2: x3 has 1 cpu left, x4 has 4

@@ -1,0 +1,141 @@
+import asyncio
+
+import tas.admission.loop as loop_module
+from tas.admission.loop import AdmissionLoop
+from tas.cache import projections as proj
+from tests.unit.admission.fixtures import RACK, cluster_queue, make_state, node, two_racks, workload
+
+
+class FakeWriter:
+    """Records writes; can be told to refuse the next one (a resourceVersion conflict)."""
+
+    def __init__(self):
+        self.statuses = []
+        self.events = []
+        self.cq = {}
+        self.refuse = 0
+
+    async def write_workload_status(self, wl, status):
+        if self.refuse:
+            self.refuse -= 1
+            return False
+        self.statuses.append((wl.name, status))
+        return True
+
+    async def record_event(self, wl, type_, reason, message):
+        self.events.append((wl.name, reason))
+
+    async def write_cluster_queue_status(self, name, status):
+        self.cq[name] = status
+
+
+def admitted(writer):
+    return [name for name, status in writer.statuses if "admission" in status]
+
+
+def add(state, obj):
+    state.upsert_workload(proj.workload_from_object(obj))
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def test_higher_priority_first_then_older_and_capacity_is_never_given_twice():
+    state = make_state(two_racks())
+    add(
+        state,
+        workload(
+            "old", pods=8, annotations_request={"required": RACK}, created="2026-01-01T00:00:00Z"
+        ),
+    )
+    add(
+        state,
+        workload(
+            "new", pods=8, annotations_request={"required": RACK}, created="2026-01-02T00:00:00Z"
+        ),
+    )
+    add(
+        state,
+        workload(
+            "vip",
+            pods=8,
+            annotations_request={"required": RACK},
+            priority=10,
+            created="2026-01-03T00:00:00Z",
+        ),
+    )
+    writer = FakeWriter()
+    run(AdmissionLoop(state, writer).cycle())
+    assert admitted(writer) == ["vip", "old"]
+    pending = [s for name, s in writer.statuses if name == "new"]
+    assert pending and pending[0]["conditions"][0]["status"] == "False"
+    assert writer.cq["cq"]["admittedWorkloads"] == 2 and writer.cq["cq"]["pendingWorkloads"] == 3
+
+
+def test_strict_fifo_does_not_let_a_later_workload_pass_the_head():
+    state = make_state(two_racks(), cluster_queue(strict=True))
+    add(state, workload("head", pods=20, created="2026-01-01T00:00:00Z"))  # never fits
+    add(state, workload("small", pods=1, created="2026-01-02T00:00:00Z"))
+    writer = FakeWriter()
+    run(AdmissionLoop(state, writer).cycle())
+    assert admitted(writer) == []
+    state2 = make_state(two_racks())  # BestEffortFIFO lets it through
+    add(state2, workload("head", pods=20, created="2026-01-01T00:00:00Z"))
+    add(state2, workload("small", pods=1, created="2026-01-02T00:00:00Z"))
+    writer2 = FakeWriter()
+    run(AdmissionLoop(state2, writer2).cycle())
+    assert admitted(writer2) == ["small"]
+
+
+def test_a_failed_status_write_rolls_the_capacity_back():
+    state = make_state(two_racks())
+    add(state, workload("a", pods=16))
+    writer = FakeWriter()
+    writer.refuse = 1
+    loop = AdmissionLoop(state, writer)
+    run(loop.cycle())
+    assert admitted(writer) == [] and not state.charges()
+    run(loop.cycle())  # woken again: the next try succeeds, with the capacity still free
+    assert admitted(writer) == ["a"]
+
+
+def test_a_waiting_workload_is_retried_only_when_capacity_changes_and_written_once():
+    state = make_state(two_racks())
+    add(state, workload("big", pods=17))
+    writer = FakeWriter()
+    loop = AdmissionLoop(state, writer)
+    run(loop.cycle())
+    run(loop.cycle())
+    assert len(writer.statuses) == 1  # the same message is not written again
+    calls = []
+    original = loop_module.decide
+    loop_module.decide = lambda *a: calls.append(1) or original(*a)
+    try:
+        run(loop.cycle())
+        assert calls == []  # nothing changed: not even tried
+        state.upsert_node(proj.node_from_object(node("x5", "b1", "r3")))
+        run(loop.cycle())
+        assert calls == [1]
+    finally:
+        loop_module.decide = original
+    assert admitted(writer) == ["big"]
+
+
+def test_finished_workload_releases_its_capacity():
+    state = make_state(two_racks())
+    add(state, workload("a", pods=16))
+    writer = FakeWriter()
+    loop = AdmissionLoop(state, writer)
+    run(loop.cycle())
+    admitted_status = writer.statuses[-1][1]
+    obj = workload("a", pods=16)
+    obj["status"] = admitted_status
+    add(state, obj)  # the watch shows the admission
+    add(state, workload("b", pods=4))
+    run(loop.cycle())
+    assert admitted(writer) == ["a"]
+    obj["status"]["conditions"].append({"type": "Finished", "status": "True"})
+    add(state, obj)
+    run(loop.cycle())
+    assert admitted(writer) == ["a", "b"]

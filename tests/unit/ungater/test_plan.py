@@ -1,0 +1,59 @@
+from tas.cache.projections import PodInfo
+from tas.solver.types import DomainAssignment, TopologyAssignment
+from tas.ungater.plan import plan
+
+H = "kubernetes.io/hostname"
+ASSIGNMENT = TopologyAssignment(
+    levels=(H,), domains=(DomainAssignment(("x1",), 2), DomainAssignment(("x2",), 1))
+)
+
+
+def pod(name, *, index=None, gated=True, node=None, phase="Pending", uid=None):
+    return PodInfo(
+        namespace="ns",
+        name=name,
+        uid=uid or name,
+        node_name=None,
+        phase=phase,
+        requests={},
+        workload="wl",
+        pod_set="main",
+        gated=gated,
+        node_selector={H: node} if node else {},
+        completion_index=index,
+        deleting=False,
+        topology_annotated=False,
+    )
+
+
+def hosts(result):
+    return {u.pod.name: u.node_selector[H] for u in result}
+
+
+def test_indexed_pods_land_by_rank_whatever_order_they_arrive_in():
+    pods = [pod("p2", index=2), pod("p0", index=0), pod("p1", index=1)]
+    assert hosts(plan(ASSIGNMENT, pods)) == {"p0": "x1", "p1": "x1", "p2": "x2"}
+
+
+def test_ungated_pods_keep_their_slots_and_no_domain_is_overfilled():
+    pods = [pod("a", gated=False, node="x1"), pod("b", gated=False, node="x1"), pod("c"), pod("d")]
+    assert hosts(plan(ASSIGNMENT, pods)) == {"c": "x2"}  # d waits: all 3 slots are taken
+
+
+def test_a_failed_pods_replacement_gets_its_slot():
+    pods = [pod("old", index=2, gated=False, node="x2", phase="Failed"), pod("new", index=2)]
+    assert hosts(plan(ASSIGNMENT, pods)) == {"new": "x2"}
+
+
+def test_expectations_count_as_taken_before_the_watch_shows_them():
+    pods = [pod("a", index=0), pod("b", index=1), pod("c", index=2)]
+    first = plan(ASSIGNMENT, pods[:1])
+    expected = {u.pod.uid: u.domain for u in first}
+    # The watch still shows "a" gated; a second pass must not place it again nor overfill x1.
+    second = plan(ASSIGNMENT, pods, expected)
+    assert hosts(second) == {"b": "x1", "c": "x2"}
+
+
+def test_pods_without_index_fill_domains_in_assignment_order():
+    pods = [pod("b"), pod("a"), pod("c", index=5)]
+    assert hosts(plan(ASSIGNMENT, pods)) == {"a": "x1", "b": "x1", "c": "x2"}
