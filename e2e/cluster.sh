@@ -79,9 +79,10 @@ KC
   start kube-controller-manager "$B/kube-controller-manager" --kubeconfig="$D/kubeconfig" \
     --bind-address=127.0.0.1 --secure-port=0 --leader-elect=false \
     --service-account-private-key-file="$D/sa.key" --root-ca-file="$D/serving/apiserver.crt" \
-    --node-monitor-period=2s --node-monitor-grace-period=20s --concurrent-job-syncs=10
+    --node-monitor-period=2s --node-monitor-grace-period=20s --concurrent-job-syncs=10 \
+    --kube-api-qps=200 --kube-api-burst=400
   start kube-scheduler "$B/kube-scheduler" --kubeconfig="$D/kubeconfig" --bind-address=127.0.0.1 \
-    --secure-port=0 --leader-elect=false
+    --secure-port=0 --leader-elect=false --kube-api-qps=200 --kube-api-burst=400
 
   say "starting kwok"
   local stages=(node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease

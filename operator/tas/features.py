@@ -28,28 +28,91 @@ _REPLACE = ("TopologyAwareScheduling", "TASFailedNodeReplacement")
 GATES: dict[str, Gate] = {
     g.name: g
     for g in (
-        Gate("TopologyAwareScheduling", True, "Beta", (), "Master switch for topology-aware admission."),
-        Gate("TASProfileMixed", True, "Beta", _TAS,
-             "LeastFreeCapacity for unconstrained requests, BestFit for required/preferred."),
-        Gate("TASFailedNodeReplacement", True, "Beta", _TAS, "Replace a failed node under a workload."),
-        Gate("TASFailedNodeReplacementFailFast", True, "Beta", _REPLACE,
-             "Try a replacement once; evict the workload when none fits."),
-        Gate("TASReplaceNodeOnPodTermination", True, "Beta", _REPLACE,
-             "A NotReady node counts as failed once the workload's pods on it stop."),
-        Gate("TASReplaceNodeDueToNotReadyOverFixedTime", False, "Deprecated", _REPLACE,
-             "Legacy: a node NotReady for 30s counts as failed."),
-        Gate("TASReplaceNodeOnNodeTaints", True, "Beta", _REPLACE,
-             "Untolerated NoSchedule/NoExecute taints count as node failure."),
-        Gate("TASBalancedPlacement", False, "Alpha", _TAS, "Balanced placement for preferred requests."),
-        Gate("TASMultiLayerTopology", True, "Beta", _TAS,
-             "The podset-slice-required-topology-constraints annotation (up to 3 layers)."),
-        Gate("TASRespectNodeAffinityPreferred", False, "Alpha", _TAS,
-             "Preferred node affinity overrides the domain ordering."),
-        Gate("SkipReassignmentForPodOwnedWorkloads", True, "Beta", _TAS,
-             "Workloads owned by a single Pod keep their assignment on node failure."),
+        Gate(
+            "TopologyAwareScheduling",
+            True,
+            "Beta",
+            (),
+            "Master switch for topology-aware admission.",
+        ),
+        Gate(
+            "TASProfileMixed",
+            True,
+            "Beta",
+            _TAS,
+            "LeastFreeCapacity for unconstrained requests, BestFit for required/preferred.",
+        ),
+        Gate(
+            "TASFailedNodeReplacement",
+            True,
+            "Beta",
+            _TAS,
+            "Replace a failed node under a workload.",
+        ),
+        Gate(
+            "TASFailedNodeReplacementFailFast",
+            True,
+            "Beta",
+            _REPLACE,
+            "Try a replacement once; evict the workload when none fits.",
+        ),
+        Gate(
+            "TASReplaceNodeOnPodTermination",
+            True,
+            "Beta",
+            _REPLACE,
+            "A NotReady node counts as failed once the workload's pods on it stop.",
+        ),
+        Gate(
+            "TASReplaceNodeDueToNotReadyOverFixedTime",
+            False,
+            "Deprecated",
+            _REPLACE,
+            "Legacy: a node NotReady for 30s counts as failed.",
+        ),
+        Gate(
+            "TASReplaceNodeOnNodeTaints",
+            True,
+            "Beta",
+            _REPLACE,
+            "Untolerated NoSchedule/NoExecute taints count as node failure.",
+        ),
+        Gate(
+            "TASBalancedPlacement",
+            False,
+            "Alpha",
+            _TAS,
+            "Balanced placement for preferred requests.",
+        ),
+        Gate(
+            "TASMultiLayerTopology",
+            True,
+            "Beta",
+            _TAS,
+            "The podset-slice-required-topology-constraints annotation (up to 3 layers).",
+        ),
+        Gate(
+            "TASRespectNodeAffinityPreferred",
+            False,
+            "Alpha",
+            _TAS,
+            "Preferred node affinity overrides the domain ordering.",
+        ),
+        Gate(
+            "SkipReassignmentForPodOwnedWorkloads",
+            True,
+            "Beta",
+            _TAS,
+            "Workloads owned by a single Pod keep their assignment on node failure.",
+        ),
         # Beyond Kueue: our own gates, off until proven.
-        Gate("TASMultipleNodeReplacement", False, "Alpha (tas-operator)", _REPLACE,
-             "Replace several failed nodes of one workload at once instead of evicting it."),
+        Gate(
+            "TASMultipleNodeReplacement",
+            False,
+            "Alpha (tas-operator)",
+            _REPLACE,
+            "Replace several failed nodes of one workload at once instead of evicting it.",
+        ),
     )
 }
 
@@ -84,7 +147,9 @@ def from_mapping(values: Mapping[str, object]) -> FeatureGates:
     parsed: dict[str, bool] = {}
     for name, value in values.items():
         if name not in GATES:
-            raise FeatureGateError(f"unknown feature gate {name!r} (known: {', '.join(sorted(GATES))})")
+            raise FeatureGateError(
+                f"unknown feature gate {name!r} (known: {', '.join(sorted(GATES))})"
+            )
         if isinstance(value, bool):
             parsed[name] = value
         elif isinstance(value, str) and value.lower() in ("true", "false"):

@@ -1,0 +1,429 @@
+"""Kueue's topology annotations on a PodTemplate -> a typed `TopologyRequest`, with Kueue's rules.
+
+Three steps, because each needs more context than the one before:
+
+- `parse_topology_request(annotations, count)`: one pod set on its own (Kueue's webhook rules).
+- `validate_levels(request, levels)`: the request against the Topology it lands on (Kueue checks
+  these at scheduling time; we check them as early as the Topology is known).
+- `validate_pod_set_groups(podsets)`: `podset-group-name` across the pod sets of one workload.
+
+Every refusal is a `TopologyRequestError` that names the annotation and its value.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+
+from tas.api.constants import (
+    PODSET_GROUP_NAME,
+    PODSET_PREFERRED_TOPOLOGY,
+    PODSET_REQUIRED_TOPOLOGY,
+    PODSET_SLICE_REQUIRED_TOPOLOGY,
+    PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS,
+    PODSET_SLICE_SIZE,
+    PODSET_UNCONSTRAINED_TOPOLOGY,
+)
+from tas.solver.types import PodSetRequest, SliceLayer, TopologyRequest
+
+MULTI_LAYER_GATE = "TASMultiLayerTopology"
+MAX_SLICE_LAYERS = 3
+_INT32_MAX = 2**31 - 1
+_UINT64_MAX = 2**64 - 1
+
+# Go's strconv.ParseBool, which is what Kueue uses for the unconstrained annotation.
+_GO_BOOLS = {
+    **dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),
+    **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False),
+}
+# A Kubernetes label key: an optional DNS-subdomain prefix and "/", then a name of <= 63 chars.
+_LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+class TopologyRequestError(ValueError):
+    """A topology annotation that Kueue would refuse.
+
+    `annotation` and `value` say which one (value None when the annotation is missing);
+    `podset_index` is set by `validate_pod_set_groups` to the offending pod set.
+    """
+
+    def __init__(
+        self, annotation: str, value: str | None, problem: str, podset_index: int | None = None
+    ) -> None:
+        self.annotation = annotation
+        self.value = value
+        self.problem = problem
+        self.podset_index = podset_index
+        super().__init__(f"annotation {_quote(annotation)}: {self.detail}")
+
+    @property
+    def detail(self) -> str:
+        """The message without the annotation name: `"0" must be at least 1`."""
+        return self.problem if self.value is None else f"{_quote(self.value)} {self.problem}"
+
+
+def _quote(text: str) -> str:
+    return json.dumps(text)
+
+
+def label_key_problem(key: str) -> str | None:
+    """Why `key` is not a valid Kubernetes label key, or None when it is."""
+    prefix, slash, name = key.rpartition("/")
+    if slash and not prefix:
+        return "must not start with '/'"
+    if slash:
+        if len(prefix) > 253:
+            return "must have a prefix of at most 253 characters"
+        if not all(_DNS_LABEL.fullmatch(part) for part in prefix.split(".")):
+            return "must have a prefix that is a DNS subdomain (lowercase, e.g. example.com)"
+    if not name:
+        return "must not be empty"
+    if len(name) > 63:
+        return "must have a name part of at most 63 characters"
+    if not _LABEL_NAME.fullmatch(name):
+        return (
+            "must be a label key: alphanumerics, '-', '_' or '.', starting and ending"
+            " with an alphanumeric, with an optional DNS-subdomain prefix and '/'"
+        )
+    return None
+
+
+def _check_label_key(annotation: str, value: str) -> None:
+    problem = label_key_problem(value)
+    if problem is not None:
+        raise TopologyRequestError(annotation, value, problem)
+
+
+def _parse_go_int32(text: str) -> int | None:
+    """Go's strconv.ParseInt(text, 10, 32): optional sign, decimal digits only, int32 range."""
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        return None
+    value = int(text)
+    return value if -_INT32_MAX - 1 <= value <= _INT32_MAX else None
+
+
+def _is_numeric_group_name(text: str) -> bool:
+    """Kueue refuses a group name that strconv.ParseUint(text, 10, 64) accepts."""
+    return re.fullmatch(r"[0-9]+", text) is not None and int(text) <= _UINT64_MAX
+
+
+def parse_topology_request(
+    annotations: Mapping[str, str],
+    count: int,
+    *,
+    pod_index_label: str | None = None,
+    multi_layer_enabled: bool = True,
+) -> TopologyRequest:
+    """Parse one pod set's annotations, refusing what Kueue's webhook refuses.
+
+    `count` is the pod set's count (slice sizes may not exceed it); `multi_layer_enabled` is the
+    TASMultiLayerTopology gate. A pod set without annotations gives the implied request.
+    """
+    required = annotations.get(PODSET_REQUIRED_TOPOLOGY)
+    preferred = annotations.get(PODSET_PREFERRED_TOPOLOGY)
+    unconstrained_text = annotations.get(PODSET_UNCONSTRAINED_TOPOLOGY)
+    slice_topology = annotations.get(PODSET_SLICE_REQUIRED_TOPOLOGY)
+    slice_size_text = annotations.get(PODSET_SLICE_SIZE)
+    constraints_text = annotations.get(PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS)
+    group_name = annotations.get(PODSET_GROUP_NAME)
+
+    _check_one_mode(annotations)
+    if required is not None:
+        _check_label_key(PODSET_REQUIRED_TOPOLOGY, required)
+    if preferred is not None:
+        _check_label_key(PODSET_PREFERRED_TOPOLOGY, preferred)
+    unconstrained = False
+    if unconstrained_text is not None:
+        if unconstrained_text not in _GO_BOOLS:
+            raise TopologyRequestError(
+                PODSET_UNCONSTRAINED_TOPOLOGY,
+                unconstrained_text,
+                "must be a boolean (true or false)",
+            )
+        unconstrained = _GO_BOOLS[unconstrained_text]
+
+    if group_name is not None:
+        _check_group_name(group_name, required, preferred, slice_topology, slice_size_text)
+
+    if constraints_text is not None:
+        layers = _parse_constraints(
+            constraints_text,
+            count,
+            multi_layer_enabled,
+            slice_topology,
+            slice_size_text,
+            group_name,
+        )
+    else:
+        layers = _parse_single_slice_layer(slice_topology, slice_size_text, count)
+
+    return TopologyRequest(
+        required=required,
+        preferred=preferred,
+        unconstrained=unconstrained,
+        slice_layers=layers,
+        group_name=group_name,
+        pod_index_label=pod_index_label,
+    )
+
+
+def _check_one_mode(annotations: Mapping[str, str]) -> None:
+    """At most one of required / preferred / unconstrained; blame the lower-precedence one."""
+    present = [
+        name
+        for name in (
+            PODSET_REQUIRED_TOPOLOGY,
+            PODSET_PREFERRED_TOPOLOGY,
+            PODSET_UNCONSTRAINED_TOPOLOGY,
+        )
+        if name in annotations
+    ]
+    if len(present) > 1:
+        raise TopologyRequestError(
+            present[1],
+            annotations[present[1]],
+            f"may not be set together with {_quote(present[0])}",
+        )
+
+
+def _check_group_name(
+    group_name: str,
+    required: str | None,
+    preferred: str | None,
+    slice_topology: str | None,
+    slice_size_text: str | None,
+) -> None:
+    if _is_numeric_group_name(group_name):
+        raise TopologyRequestError(PODSET_GROUP_NAME, group_name, "must not be a number")
+    for other, value in (
+        (PODSET_SLICE_SIZE, slice_size_text),
+        (PODSET_SLICE_REQUIRED_TOPOLOGY, slice_topology),
+    ):
+        if value is not None:
+            raise TopologyRequestError(
+                PODSET_GROUP_NAME, group_name, f"may not be set together with {_quote(other)}"
+            )
+    if required is None and preferred is None:
+        raise TopologyRequestError(
+            PODSET_GROUP_NAME,
+            group_name,
+            f"needs {_quote(PODSET_REQUIRED_TOPOLOGY)} or {_quote(PODSET_PREFERRED_TOPOLOGY)}",
+        )
+
+
+def _parse_single_slice_layer(
+    slice_topology: str | None, slice_size_text: str | None, count: int
+) -> tuple[SliceLayer, ...]:
+    if slice_topology is not None:
+        _check_label_key(PODSET_SLICE_REQUIRED_TOPOLOGY, slice_topology)
+    size = None
+    if slice_size_text is not None:
+        size = _parse_go_int32(slice_size_text)
+        if size is None:
+            raise TopologyRequestError(PODSET_SLICE_SIZE, slice_size_text, "must be an integer")
+        if size < 1:
+            raise TopologyRequestError(PODSET_SLICE_SIZE, slice_size_text, "must be at least 1")
+        if size > count:
+            raise TopologyRequestError(
+                PODSET_SLICE_SIZE,
+                slice_size_text,
+                f"must not be greater than the pod set count {count}",
+            )
+    if slice_topology is not None and size is None:
+        raise TopologyRequestError(
+            PODSET_SLICE_SIZE,
+            None,
+            f"must be set when {_quote(PODSET_SLICE_REQUIRED_TOPOLOGY)} is set",
+        )
+    if slice_topology is None and size is not None:
+        raise TopologyRequestError(
+            PODSET_SLICE_SIZE,
+            slice_size_text,
+            f"may not be set without {_quote(PODSET_SLICE_REQUIRED_TOPOLOGY)}",
+        )
+    if slice_topology is None or size is None:
+        return ()
+    return (SliceLayer(level=slice_topology, size=size),)
+
+
+def _parse_constraints(
+    text: str,
+    count: int,
+    multi_layer_enabled: bool,
+    slice_topology: str | None,
+    slice_size_text: str | None,
+    group_name: str | None,
+) -> tuple[SliceLayer, ...]:
+    """`[{"topology": L, "size": N}, ...]`, outermost first; depth is checked in validate_levels."""
+    name = PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS
+
+    def fail(problem: str) -> TopologyRequestError:
+        return TopologyRequestError(name, text, problem)
+
+    if not multi_layer_enabled:
+        raise fail(f"needs the {MULTI_LAYER_GATE} feature gate")
+    for other, value in (
+        (PODSET_SLICE_REQUIRED_TOPOLOGY, slice_topology),
+        (PODSET_SLICE_SIZE, slice_size_text),
+        (PODSET_GROUP_NAME, group_name),
+    ):
+        if value is not None:
+            raise fail(f"may not be set together with {_quote(other)}")
+    try:
+        entries = json.loads(text)
+    except ValueError as error:
+        raise fail(f'must be a JSON array of {{"topology": ..., "size": ...}}: {error}') from None
+    if not isinstance(entries, list):
+        raise fail('must be a JSON array of {"topology": ..., "size": ...}')
+    if not 1 <= len(entries) <= MAX_SLICE_LAYERS:
+        raise fail(f"must have 1 to {MAX_SLICE_LAYERS} layers, got {len(entries)}")
+
+    layers: list[SliceLayer] = []
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise fail(f"layer {index}: must be an object with topology and size")
+        level = _json_field(entry, "topology")
+        size = _json_field(entry, "size")
+        if level is None:
+            raise fail(f"layer {index}: topology must be set")
+        if not isinstance(level, str):
+            raise fail(f"layer {index}: topology must be a string")
+        problem = label_key_problem(level)
+        if problem is not None:
+            raise fail(f"layer {index}: topology {_quote(level)} {problem}")
+        if size is None:
+            raise fail(f"layer {index}: size must be set")
+        if isinstance(size, bool) or not isinstance(size, int) or abs(size) > _INT32_MAX:
+            raise fail(f"layer {index}: size must be an integer")
+        if size < 1:
+            raise fail(f"layer {index}: size {size} must be at least 1")
+        if any(layer.level == level for layer in layers):
+            raise fail(f"layer {index}: topology {_quote(level)} appears twice")
+        if layers and layers[-1].size % size != 0:
+            raise fail(
+                f"layer {index}: size {size} must divide the outer layer's size {layers[-1].size}"
+            )
+        layers.append(SliceLayer(level=level, size=size))
+    if layers[0].size > count:
+        raise fail(
+            f"layer 0: size {layers[0].size} must not be greater than the pod set count {count}"
+        )
+    return tuple(layers)
+
+
+def _json_field(entry: dict[str, object], key: str) -> object:
+    """Go's encoding/json matches keys case-insensitively when no exact match exists."""
+    if key in entry:
+        return entry[key]
+    for candidate, value in entry.items():
+        if candidate.lower() == key:
+            return value
+    return None
+
+
+def validate_levels(
+    request: TopologyRequest, levels: Sequence[str], annotations: Mapping[str, str] | None = None
+) -> None:
+    """Check a request against a Topology's levels (highest first).
+
+    Every named level must exist; the (outermost) slice level must be at or below the
+    required/preferred level; each further slice layer must be strictly deeper than the one
+    before. `annotations` only sharpen the error: they tell whether slices came from the
+    single-layer annotations or from the constraints annotation.
+    """
+    levels = list(levels)
+    depth = {level: index for index, level in enumerate(levels)}
+    known = ", ".join(levels)
+
+    mode = (
+        (PODSET_REQUIRED_TOPOLOGY, request.required)
+        if request.required is not None
+        else (PODSET_PREFERRED_TOPOLOGY, request.preferred)
+    )
+    mode_annotation, mode_level = mode
+    if mode_level is not None and mode_level not in depth:
+        raise TopologyRequestError(
+            mode_annotation, mode_level, f"is not a level of the topology (levels: {known})"
+        )
+    if not request.slice_layers:
+        return
+
+    from_constraints = len(request.slice_layers) > 1 or (
+        annotations is not None and PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS in annotations
+    )
+    if from_constraints:
+        name = PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS
+        value = (annotations or {}).get(name) or json.dumps(
+            [{"topology": layer.level, "size": layer.size} for layer in request.slice_layers]
+        )
+    else:
+        name = PODSET_SLICE_REQUIRED_TOPOLOGY
+        value = request.slice_layers[0].level
+
+    def fail(index: int, problem: str) -> TopologyRequestError:
+        where = f"layer {index}: " if from_constraints else ""
+        return TopologyRequestError(name, value, where + problem)
+
+    for index, layer in enumerate(request.slice_layers):
+        if layer.level not in depth:
+            raise fail(
+                index, f"{_quote(layer.level)} is not a level of the topology (levels: {known})"
+            )
+        if index > 0:
+            outer = request.slice_layers[index - 1]
+            if depth[layer.level] <= depth[outer.level]:
+                raise fail(
+                    index, f"{_quote(layer.level)} must be a lower level than {_quote(outer.level)}"
+                )
+    outermost = request.slice_layers[0].level
+    if mode_level is not None and depth[outermost] < depth[mode_level]:
+        raise fail(
+            0,
+            f"{_quote(outermost)} must be at or below the pod set's level {_quote(mode_level)}",
+        )
+
+
+def validate_pod_set_groups(podsets: Sequence[PodSetRequest]) -> None:
+    """`podset-group-name` across one workload's pod sets: each group is exactly two pod sets,
+    one of them with count 1, both required (or both preferred) at the same level."""
+    groups: dict[str, list[int]] = {}
+    for index, podset in enumerate(podsets):
+        if podset.topology.group_name is not None:
+            groups.setdefault(podset.topology.group_name, []).append(index)
+
+    for name, members in groups.items():
+        if len(members) != 2:
+            raise TopologyRequestError(
+                PODSET_GROUP_NAME,
+                name,
+                f"must join exactly 2 pod sets, got {len(members)}",
+                podset_index=members[-1],
+            )
+        first, second = (podsets[index] for index in members)
+        if first.count != 1 and second.count != 1:
+            raise TopologyRequestError(
+                PODSET_GROUP_NAME,
+                name,
+                "needs one pod set with count 1 (the leader),"
+                f" got counts {first.count} and {second.count}",
+                podset_index=members[1],
+            )
+        same_mode = (first.topology.required, first.topology.preferred) == (
+            second.topology.required,
+            second.topology.preferred,
+        )
+        if not same_mode:
+            raise TopologyRequestError(
+                PODSET_GROUP_NAME,
+                name,
+                f"needs the same {_quote(PODSET_REQUIRED_TOPOLOGY)} or"
+                f" {_quote(PODSET_PREFERRED_TOPOLOGY)} in both pod sets"
+                f" ({first.name!r}, {second.name!r})",
+                podset_index=members[1],
+            )
+        if first.topology.slice_layers or second.topology.slice_layers:
+            raise TopologyRequestError(
+                PODSET_GROUP_NAME, name, "may not be used with slices", podset_index=members[1]
+            )

@@ -1,0 +1,433 @@
+"""`tas solve FILE`: place a scenario's workloads offline (the contract is SCENARIO.md).
+
+The file is read and checked in full before anything is placed, so a malformed scenario prints
+exactly one line on stderr, naming the field, and nothing on stdout. Placement then runs the
+solver on one snapshot, keeping the capacity of each admitted workload for the next.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import IO, Any
+
+import yaml
+
+from tas import features
+from tas.api.annotations import (
+    MULTI_LAYER_GATE,
+    TopologyRequestError,
+    label_key_problem,
+    parse_topology_request,
+    validate_levels,
+    validate_pod_set_groups,
+)
+from tas.api.quantity import parse_milli
+from tas.solver.types import (
+    HOSTNAME_LEVEL,
+    PODS,
+    FlavorSpec,
+    Node,
+    PodSetRequest,
+    SolverOptions,
+    Taint,
+    Toleration,
+    TopologyAssignment,
+)
+
+DEFAULT_PODS_PER_NODE = 110
+MAX_LEVELS = 16
+MAX_COUNT = 2**31 - 1  # a Kueue pod set count is an int32
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+TOLERATION_OPERATORS = ("Equal", "Exists")
+
+
+class ScenarioError(ValueError):
+    """A malformed scenario: `path` is the field (`workloads[1].podSets[0].count`)."""
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path = path
+        self.message = message
+        super().__init__(f"{path}: {message}")
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    podsets: tuple[PodSetRequest, ...]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    levels: tuple[str, ...]
+    flavor: FlavorSpec
+    options: SolverOptions
+    nodes: tuple[Node, ...]
+    workloads: tuple[Workload, ...]
+
+
+# ---------------------------------------------------------------------------------------------
+# Small typed readers: each returns the value or raises ScenarioError naming the path.
+
+_TYPE_NAMES = {
+    dict: "a mapping",
+    list: "a list",
+    str: "a string",
+    bool: "true or false",
+    int: "an integer",
+}
+
+
+def _describe(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return {
+        dict: "a mapping",
+        list: "a list",
+        str: "a string",
+        int: "an integer",
+        float: "a number",
+    }.get(type(value), type(value).__name__)
+
+
+def _expect(value: object, kind: type, path: str) -> Any:
+    # bool is a subclass of int; a count of `true` is a mistake, not 1.
+    wrong_bool = kind is int and isinstance(value, bool)
+    if not isinstance(value, kind) or wrong_bool:
+        raise ScenarioError(path, f"must be {_TYPE_NAMES[kind]}, got {_describe(value)}")
+    return value
+
+
+def _field(mapping: Mapping[str, Any], key: str, kind: type, path: str, default: Any = ...) -> Any:
+    """`mapping[key]` checked to be of `kind`; missing (or null) gives `default`, else an error."""
+    child = _join(path, key)
+    value = mapping.get(key)
+    if value is None:
+        if default is ...:
+            raise ScenarioError(child, "is required")
+        return default
+    return _expect(value, kind, child)
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _key(path: str, key: str) -> str:
+    return f"{path}[{json.dumps(key)}]"
+
+
+def _check_keys(mapping: Mapping[Any, Any], path: str) -> None:
+    for key in mapping:
+        if not isinstance(key, str):
+            raise ScenarioError(path, f"keys must be strings, got {key!r}")
+
+
+def _string_map(value: Any, path: str) -> dict[str, str]:
+    mapping = _expect(value, dict, path)
+    _check_keys(mapping, path)
+    for key, item in mapping.items():
+        _expect(item, str, _key(path, key))
+    return dict(mapping)
+
+
+def _quantities(value: Any, path: str) -> dict[str, int]:
+    mapping = _expect(value, dict, path)
+    _check_keys(mapping, path)
+    result = {}
+    for name, quantity in mapping.items():
+        try:
+            milli = parse_milli(quantity)
+        except ValueError as error:
+            raise ScenarioError(_key(path, name), str(error)) from None
+        if milli < 0:
+            raise ScenarioError(_key(path, name), f"quantity {quantity!r} must not be negative")
+        result[name] = milli
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# The sections of a scenario.
+
+
+def _levels(document: Mapping[str, Any]) -> tuple[str, ...]:
+    topology = _field(document, "topology", dict, "")
+    entries = _field(topology, "levels", list, "topology")
+    if not 1 <= len(entries) <= MAX_LEVELS:
+        raise ScenarioError(
+            "topology.levels", f"must have 1 to {MAX_LEVELS} levels, got {len(entries)}"
+        )
+    levels: list[str] = []
+    for index, entry in enumerate(entries):
+        path = f"topology.levels[{index}]"
+        label = _field(_expect(entry, dict, path), "nodeLabel", str, path)
+        problem = label_key_problem(label)
+        if problem is not None:
+            raise ScenarioError(f"{path}.nodeLabel", f"{json.dumps(label)} {problem}")
+        if label in levels:
+            raise ScenarioError(f"{path}.nodeLabel", f"{json.dumps(label)} appears twice")
+        levels.append(label)
+    if HOSTNAME_LEVEL in levels[:-1]:
+        index = levels.index(HOSTNAME_LEVEL)
+        raise ScenarioError(
+            f"topology.levels[{index}].nodeLabel",
+            f"{json.dumps(HOSTNAME_LEVEL)} may only be the lowest level",
+        )
+    return tuple(levels)
+
+
+def _taints(value: Any, path: str) -> tuple[Taint, ...]:
+    taints = []
+    for index, entry in enumerate(_expect(value, list, path)):
+        item_path = f"{path}[{index}]"
+        entry = _expect(entry, dict, item_path)
+        effect = _field(entry, "effect", str, item_path)
+        if effect not in TAINT_EFFECTS:
+            raise ScenarioError(
+                f"{item_path}.effect", f"must be one of {', '.join(TAINT_EFFECTS)}, got {effect!r}"
+            )
+        taints.append(
+            Taint(
+                key=_field(entry, "key", str, item_path),
+                effect=effect,
+                value=_field(entry, "value", str, item_path, ""),
+            )
+        )
+    return tuple(taints)
+
+
+def _tolerations(value: Any, path: str) -> tuple[Toleration, ...]:
+    tolerations = []
+    for index, entry in enumerate(_expect(value, list, path)):
+        item_path = f"{path}[{index}]"
+        entry = _expect(entry, dict, item_path)
+        key = _field(entry, "key", str, item_path, "")
+        operator = _field(entry, "operator", str, item_path, "Equal")
+        toleration_value = _field(entry, "value", str, item_path, "")
+        effect = _field(entry, "effect", str, item_path, "")
+        seconds = _field(entry, "tolerationSeconds", int, item_path, None)
+        if operator not in TOLERATION_OPERATORS:
+            raise ScenarioError(
+                f"{item_path}.operator", f"must be Equal or Exists, got {operator!r}"
+            )
+        if operator == "Exists" and toleration_value:
+            raise ScenarioError(f"{item_path}.value", "must be empty when operator is Exists")
+        if not key and operator != "Exists":
+            raise ScenarioError(f"{item_path}.operator", "must be Exists when key is empty")
+        if effect and effect not in TAINT_EFFECTS:
+            raise ScenarioError(
+                f"{item_path}.effect", f"must be empty or one of {', '.join(TAINT_EFFECTS)}"
+            )
+        tolerations.append(Toleration(key, operator, toleration_value, effect, seconds))
+    return tuple(tolerations)
+
+
+def _flavor(document: Mapping[str, Any]) -> FlavorSpec:
+    flavor = _field(document, "resourceFlavor", dict, "", {})
+    return FlavorSpec(
+        node_labels=_string_map(
+            _field(flavor, "nodeLabels", dict, "resourceFlavor", {}), "resourceFlavor.nodeLabels"
+        ),
+        tolerations=_tolerations(
+            _field(flavor, "tolerations", list, "resourceFlavor", []), "resourceFlavor.tolerations"
+        ),
+    )
+
+
+def _gates(document: Mapping[str, Any]) -> features.FeatureGates:
+    values = _field(document, "featureGates", dict, "", {})
+    for name, value in values.items():
+        try:
+            features.from_mapping({name: value})
+        except features.FeatureGateError as error:
+            raise ScenarioError(_key("featureGates", str(name)), str(error)) from None
+    return features.from_mapping(values)
+
+
+def _nodes(document: Mapping[str, Any]) -> tuple[Node, ...]:
+    nodes: list[Node] = []
+    seen: set[str] = set()
+    for index, entry in enumerate(_field(document, "nodes", list, "")):
+        path = f"nodes[{index}]"
+        entry = _expect(entry, dict, path)
+        name = _field(entry, "name", str, path)
+        if name in seen:
+            raise ScenarioError(f"{path}.name", f"node {name!r} appears twice")
+        seen.add(name)
+        allocatable = _quantities(_field(entry, "allocatable", dict, path), f"{path}.allocatable")
+        allocatable.setdefault(PODS, DEFAULT_PODS_PER_NODE * 1000)
+        nodes.append(
+            Node(
+                name=name,
+                labels=_string_map(_field(entry, "labels", dict, path), f"{path}.labels"),
+                allocatable=allocatable,
+                usage=_quantities(_field(entry, "usage", dict, path, {}), f"{path}.usage"),
+                taints=_taints(_field(entry, "taints", list, path, []), f"{path}.taints"),
+                ready=_field(entry, "ready", bool, path, True),
+                unschedulable=_field(entry, "unschedulable", bool, path, False),
+            )
+        )
+    return tuple(nodes)
+
+
+def _podset(entry: Any, path: str, levels: Sequence[str], multi_layer: bool) -> PodSetRequest:
+    entry = _expect(entry, dict, path)
+    name = _field(entry, "name", str, path)
+    count = _field(entry, "count", int, path)
+    if not 1 <= count <= MAX_COUNT:
+        raise ScenarioError(f"{path}.count", f"must be between 1 and {MAX_COUNT}, got {count}")
+    requests = _quantities(_field(entry, "requests", dict, path, {}), f"{path}.requests")
+    if PODS in requests:
+        raise ScenarioError(
+            _key(f"{path}.requests", PODS), "is implicit (every pod takes 1) and may not be set"
+        )
+    annotations = _string_map(_field(entry, "annotations", dict, path, {}), f"{path}.annotations")
+    try:
+        topology = parse_topology_request(annotations, count, multi_layer_enabled=multi_layer)
+        validate_levels(topology, levels, annotations)
+    except TopologyRequestError as error:
+        raise ScenarioError(_key(f"{path}.annotations", error.annotation), error.detail) from None
+    return PodSetRequest(
+        name=name,
+        count=count,
+        requests=requests,
+        topology=topology,
+        node_selector=_string_map(
+            _field(entry, "nodeSelector", dict, path, {}), f"{path}.nodeSelector"
+        ),
+        tolerations=_tolerations(
+            _field(entry, "tolerations", list, path, []), f"{path}.tolerations"
+        ),
+    )
+
+
+def _workloads(
+    document: Mapping[str, Any], levels: Sequence[str], multi_layer: bool
+) -> tuple[Workload, ...]:
+    workloads: list[Workload] = []
+    seen: set[str] = set()
+    for index, entry in enumerate(_field(document, "workloads", list, "")):
+        path = f"workloads[{index}]"
+        entry = _expect(entry, dict, path)
+        name = _field(entry, "name", str, path)
+        if name in seen:
+            raise ScenarioError(f"{path}.name", f"workload {name!r} appears twice")
+        seen.add(name)
+        entries = _field(entry, "podSets", list, path)
+        if not entries:
+            raise ScenarioError(f"{path}.podSets", "must have at least one pod set")
+        podsets = tuple(
+            _podset(item, f"{path}.podSets[{i}]", levels, multi_layer)
+            for i, item in enumerate(entries)
+        )
+        names = [podset.name for podset in podsets]
+        for i, podset_name in enumerate(names):
+            if podset_name in names[:i]:
+                raise ScenarioError(
+                    f"{path}.podSets[{i}].name", f"pod set {podset_name!r} appears twice"
+                )
+        try:
+            validate_pod_set_groups(podsets)
+        except TopologyRequestError as error:
+            podset_path = f"{path}.podSets[{error.podset_index}].annotations"
+            raise ScenarioError(_key(podset_path, error.annotation), error.detail) from None
+        workloads.append(Workload(name=name, podsets=podsets))
+    return tuple(workloads)
+
+
+def parse_scenario(document: Any) -> Scenario:
+    """Check a loaded scenario document in full and turn it into solver inputs."""
+    document = _expect(document, dict, "(document)")
+    levels = _levels(document)
+    gates = _gates(document)
+    return Scenario(
+        levels=levels,
+        flavor=_flavor(document),
+        options=SolverOptions(
+            profile_mixed=gates.enabled("TASProfileMixed"),
+            balanced_placement=gates.enabled("TASBalancedPlacement"),
+        ),
+        nodes=_nodes(document),
+        workloads=_workloads(document, levels, gates.enabled(MULTI_LAYER_GATE)),
+    )
+
+
+def load_document(text: str) -> Any:
+    """JSON when it parses as JSON, else YAML (a superset for everything a scenario holds)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        where = getattr(error, "problem_mark", None)
+        position = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise ScenarioError("(document)", f"not valid YAML or JSON{position}: {problem}") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Placement and output.
+
+
+def _assignment_json(assignment: TopologyAssignment) -> dict[str, Any]:
+    # SCENARIO.md promises domains sorted by the printed `values`. The solver orders hostname
+    # domains by their full topology path (Kueue's order); sort again so the contract holds.
+    domains = sorted(assignment.domains, key=lambda domain: domain.values)
+    return {
+        "levels": list(assignment.levels),
+        "domains": [{"values": list(domain.values), "count": domain.count} for domain in domains],
+    }
+
+
+def solve(scenario: Scenario) -> dict[str, Any]:
+    """Place every workload in order on one snapshot; an admitted one keeps its capacity."""
+    from tas.solver.snapshot import TopologySnapshot
+
+    snapshot = TopologySnapshot(scenario.levels, scenario.nodes, scenario.flavor, scenario.options)
+    results: list[dict[str, Any]] = []
+    for workload in scenario.workloads:
+        placement = snapshot.find_assignments(workload.podsets)
+        if not placement.admitted:
+            results.append({"name": workload.name, "admitted": False, "message": placement.failure})
+            continue
+        requests = {podset.name: podset.requests for podset in workload.podsets}
+        for placed in placement.podsets:
+            snapshot.add_usage(placed.assignment, requests[placed.name])
+        results.append(
+            {
+                "name": workload.name,
+                "admitted": True,
+                "podSets": [
+                    {
+                        "name": placed.name,
+                        "count": placed.count,
+                        "topologyAssignment": _assignment_json(placed.assignment),
+                    }
+                    for placed in placement.podsets
+                ],
+            }
+        )
+    return {"workloads": results}
+
+
+def main(path: str, stdout: IO[str], stderr: IO[str]) -> int:
+    """Exit 0 with JSON on stdout (not fitting is an answer), or 1 with one line on stderr."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            text = file.read()
+    except (OSError, UnicodeDecodeError) as error:
+        stderr.write(f"{path}: cannot read: {error}\n")
+        return 1
+    try:
+        scenario = parse_scenario(load_document(text))
+    except ScenarioError as error:
+        stderr.write(" ".join(str(error).split()) + "\n")  # one line, whatever the message holds
+        return 1
+    result = solve(scenario)
+    stdout.write(json.dumps(result, indent=2) + "\n")
+    return 0
