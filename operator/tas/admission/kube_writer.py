@@ -42,3 +42,9 @@ class KubeStatusWriter:
             await self.kube.patch(f"{KUEUE}/clusterqueues/{name}/status", {"status": dict(status)})
         except KubeError as exc:
             log.warning("status of ClusterQueue %s not written: %s", name, exc)
+
+    async def write_local_queue_status(self, namespace: str, name: str, status: Mapping) -> None:
+        try:
+            await self.kube.patch(f"{KUEUE}/namespaces/{namespace}/localqueues/{name}/status", {"status": dict(status)})
+        except KubeError as exc:
+            log.warning("status of LocalQueue %s/%s not written: %s", namespace, name, exc)

@@ -49,6 +49,7 @@ class AdmissionLoop:
             Key, tuple[int, int, str]
         ] = {}  # key -> (generation, spec generation, message)
         self._cq_status: dict[str, dict] = {}
+        self._lq_status: dict[Key, dict] = {}
         self._on_decision = on_decision
         self.cycles = 0
 
@@ -95,7 +96,9 @@ class AdmissionLoop:
                 admitted = await self._try(workload, cq)
                 if not admitted and cq.strict_fifo:
                     break
-            await self._write_cq_status(cq, problem, len(by_cq[cq_name]))
+            still_pending = sum(1 for w in by_cq[cq_name] if not state.is_assumed(w.key))
+            await self._write_cq_status(cq, problem, still_pending)
+        await self._write_lq_statuses()
 
     async def _try(self, workload: WorkloadInfo, cq: ClusterQueueInfo) -> bool:
         tried = self._tried.get(workload.key)
@@ -177,6 +180,20 @@ class AdmissionLoop:
         )
         if await self.writer.write_workload_status(workload, {"conditions": conditions}):
             await self.writer.record_event(workload, "Warning", reason, message)
+
+    async def _write_lq_statuses(self) -> None:
+        """Kueue's LocalQueue counts: pending, and reserving/admitted workloads."""
+        counts: dict[Key, list[int]] = {key: [0, 0] for key in self.state.local_queues}
+        for workload in self.state.workloads.values():
+            key = (workload.namespace, workload.queue_name)
+            if key in counts and not workload.finished:
+                waiting = workload.pending and not self.state.is_assumed(workload.key)
+                counts[key][0 if waiting else 1] += 1
+        for key, (pending, admitted) in counts.items():
+            status = {"pendingWorkloads": pending, "reservingWorkloads": admitted, "admittedWorkloads": admitted}
+            if self._lq_status.get(key) != status:
+                self._lq_status[key] = status
+                await self.writer.write_local_queue_status(*key, status)
 
     async def _write_cq_status(
         self, cq: ClusterQueueInfo, problem: tuple[str, str] | None, pending: int

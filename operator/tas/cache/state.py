@@ -105,20 +105,31 @@ class ClusterState:
     # ---- capacity changes that are not our own admissions -------------------------------------
 
     def _capacity_changed(self) -> None:
+        """Topologies, flavors or queues changed: snapshots are rebuilt on next use."""
         self.generation += 1
         self._snapshots.clear()
+
+    def _node_changed(self, name: str) -> None:
+        """One node's capacity changed: update the cached snapshots in place."""
+        self.generation += 1
+        node = self.nodes.get(name)
+        for snapshot in self._snapshots.values():
+            if node is None:
+                snapshot.remove_node(name)
+            else:
+                snapshot.upsert_node(self._with_usage(node))
 
     def upsert_node(self, node: Node) -> bool:
         if self.nodes.get(node.name) == node:
             return False  # a heartbeat: nothing placement reads has changed
         self.nodes[node.name] = node
-        self._capacity_changed()
+        self._node_changed(node.name)
         return True
 
     def delete_node(self, name: str) -> bool:
         if self.nodes.pop(name, None) is None:
             return False
-        self._capacity_changed()
+        self._node_changed(name)
         return True
 
     def upsert_pod(self, pod: PodInfo) -> bool:
@@ -158,7 +169,9 @@ class ClusterState:
                 node_usage = self._non_tas_usage[usage[0]]
                 for resource, value in usage[1].items():
                     node_usage[resource] = node_usage.get(resource, 0) + sign * value
-        self._capacity_changed()
+        for name in {u[0] for u in (before, after) if u}:
+            if name in self.nodes:
+                self._node_changed(name)
         return True
 
     def upsert_topology(self, name: str, levels: Iterable[str]) -> None:
@@ -322,7 +335,11 @@ class ClusterState:
         snapshot = TopologySnapshot(
             levels,
             nodes,
-            FlavorSpec(node_labels=flavor.node_labels, tolerations=flavor.tolerations),
+            FlavorSpec(
+                node_labels=flavor.node_labels,
+                tolerations=flavor.tolerations,
+                topology_name=flavor.topology_name,
+            ),
             self.options,
         )
         for charge in self._charges.values():

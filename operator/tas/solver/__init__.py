@@ -1,1 +1,45 @@
 """Pure placement: plain data in, topology assignment out. No I/O, no Kubernetes client."""
+
+from tas.solver.snapshot import TopologySnapshot
+from tas.solver.types import (
+    HOSTNAME_LEVEL,
+    PODS,
+    DomainAssignment,
+    FlavorSpec,
+    Node,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    PodSetPlacement,
+    PodSetRequest,
+    ReplacementPlacement,
+    Resources,
+    SliceLayer,
+    SolverOptions,
+    Taint,
+    Toleration,
+    TopologyAssignment,
+    TopologyRequest,
+    WorkloadPlacement,
+)
+
+__all__ = [
+    "HOSTNAME_LEVEL",
+    "PODS",
+    "DomainAssignment",
+    "FlavorSpec",
+    "Node",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "PodSetPlacement",
+    "PodSetRequest",
+    "ReplacementPlacement",
+    "Resources",
+    "SliceLayer",
+    "SolverOptions",
+    "Taint",
+    "Toleration",
+    "TopologyAssignment",
+    "TopologyRequest",
+    "TopologySnapshot",
+    "WorkloadPlacement",
+]

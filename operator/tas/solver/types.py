@@ -73,7 +73,8 @@ class TopologyRequest:
     required: str | None = None
     preferred: str | None = None
     unconstrained: bool = False
-    slice_layers: tuple[SliceLayer, ...] = ()  # outermost first; the single-layer annotation is one layer
+    # outermost first; the single-layer annotation is one layer
+    slice_layers: tuple[SliceLayer, ...] = ()
     group_name: str | None = None  # podset-group-name: leader + workers share one domain
     pod_index_label: str | None = None
 
@@ -95,10 +96,14 @@ class PodSetRequest:
 
 @dataclass(frozen=True)
 class FlavorSpec:
-    """The TAS ResourceFlavor: only nodes with all node_labels count; tolerations apply to every pod set."""
+    """The TAS ResourceFlavor: only nodes with all node_labels count; tolerations apply to
+    every pod set."""
 
     node_labels: Mapping[str, str] = field(default_factory=dict)
     tolerations: tuple[Toleration, ...] = ()
+    # The Topology object's name, quoted in failure messages as Kueue does
+    # (`topology "default" allows ...`); None quotes the level the request failed at.
+    topology_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -140,4 +145,21 @@ class WorkloadPlacement:
 
     @property
     def admitted(self) -> bool:
+        return self.failure is None
+
+
+@dataclass(frozen=True)
+class ReplacementPlacement:
+    """A pod set's assignment after moving the pods of one failed node (Kueue's hot swap).
+
+    `assignment` is the whole new assignment (surviving domains merged with the new ones);
+    `added` holds only the new domains, the usage to account on top of the surviving pods.
+    """
+
+    assignment: TopologyAssignment | None = None
+    added: TopologyAssignment | None = None
+    failure: str | None = None
+
+    @property
+    def replaced(self) -> bool:
         return self.failure is None

@@ -27,7 +27,7 @@ def test_topology_shortfall_is_reported_in_numbers():
     assert not d.admitted and not d.invalid
     assert (
         d.message
-        == f'couldn\'t assign flavors to pod set main: topology "{RACK}" allows to fit only 8 out of 9 pod(s)'
+        == "couldn't assign flavors to pod set main: topology \"default\" allows to fit only 8 out of 9 pod(s)"
     )
 
 
@@ -86,3 +86,21 @@ def test_pods_outside_tas_take_capacity():
     d = decide(state, wl, cq_of(state))
     assert not d.admitted
     assert "allows to fit only 5 out of 6" in d.message  # r2: x3 has 1 cpu left, x4 has 4
+
+
+def test_cached_snapshot_follows_pod_and_node_changes_in_place():
+    state = make_state(two_racks())
+    wl = proj.workload_from_object(workload("a", pods=8, annotations_request={"required": RACK}))
+    assert decide(state, wl, cq_of(state)).admitted  # builds and caches the snapshot
+    daemon = {
+        "metadata": {"name": "daemon", "namespace": "kube-system"},
+        "spec": {"nodeName": "x1", "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+        "status": {"phase": "Running"},
+    }
+    state.upsert_pod(proj.pod_from_object(daemon))
+    assert "allows to fit only 7 out of 8" not in decide(state, wl, cq_of(state)).message  # rack r2 still fits
+    state.delete_node("x3")
+    assert "allows to fit only 7 out of 8" in decide(state, wl, cq_of(state)).message
+    daemon["status"]["phase"] = "Succeeded"
+    state.upsert_pod(proj.pod_from_object(daemon))
+    assert decide(state, wl, cq_of(state)).admitted

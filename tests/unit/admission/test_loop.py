@@ -13,6 +13,7 @@ class FakeWriter:
         self.statuses = []
         self.events = []
         self.cq = {}
+        self.lq = {}
         self.refuse = 0
 
     async def write_workload_status(self, wl, status):
@@ -27,6 +28,9 @@ class FakeWriter:
 
     async def write_cluster_queue_status(self, name, status):
         self.cq[name] = status
+
+    async def write_local_queue_status(self, namespace, name, status):
+        self.lq[(namespace, name)] = status
 
 
 def admitted(writer):
@@ -70,7 +74,12 @@ def test_higher_priority_first_then_older_and_capacity_is_never_given_twice():
     assert admitted(writer) == ["vip", "old"]
     pending = [s for name, s in writer.statuses if name == "new"]
     assert pending and pending[0]["conditions"][0]["status"] == "False"
-    assert writer.cq["cq"]["admittedWorkloads"] == 2 and writer.cq["cq"]["pendingWorkloads"] == 3
+    assert writer.cq["cq"]["admittedWorkloads"] == 2 and writer.cq["cq"]["pendingWorkloads"] == 1
+    assert writer.lq[("ns", "lq")] == {
+        "pendingWorkloads": 1,
+        "reservingWorkloads": 2,
+        "admittedWorkloads": 2,
+    }
 
 
 def test_strict_fifo_does_not_let_a_later_workload_pass_the_head():

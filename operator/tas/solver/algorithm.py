@@ -1,0 +1,574 @@
+"""Kueue's two-phase placement over a DomainTree whose leaf counts are already filled in.
+
+Phase 1 (`roll_up`) sums pod/slice/leader capacities from the leaves to the roots. Phase 2
+picks the level and domains that fit (`find_level_with_fit_domains`), then walks down turning
+capacities into assigned counts (`update_counts_to_minimum`). Orders and tie-breaks follow
+pkg/cache/scheduler/tas_flavor_snapshot.go, including its quirks, so choices match Kueue's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tas.solver.tree import Domain, DomainTree
+
+MAX_INT32 = 2**31 - 1
+
+
+@dataclass
+class ExclusionStats:
+    """Why leaves could not take a pod; appended to failure messages as Kueue does."""
+
+    total_nodes: int = 0
+    node_selector: int = 0
+    affinity: int = 0
+    topology_domain: int = 0
+    taints: dict[str, int] = field(default_factory=dict)
+    resources: dict[str, int] = field(default_factory=dict)
+    # Counting the limiting resource of every full leaf costs a pass over all leaves, and only
+    # a failure message needs it, so it is computed on first use.
+    count_resource_exclusions: Callable[[], dict[str, int]] | None = None
+
+    def _resolve(self) -> None:
+        if self.count_resource_exclusions is not None:
+            for name, count in self.count_resource_exclusions().items():
+                self.resources[name] = self.resources.get(name, 0) + count
+            self.count_resource_exclusions = None
+
+    def has_exclusions(self) -> bool:
+        self._resolve()
+        return bool(
+            self.node_selector
+            or self.affinity
+            or self.taints
+            or self.topology_domain
+            or self.resources
+        )
+
+    def reasons(self) -> str:
+        self._resolve()
+        reasons = []
+        if self.node_selector:
+            reasons.append(f"nodeSelector: {self.node_selector}")
+        if self.affinity:
+            reasons.append(f"affinity: {self.affinity}")
+        if self.topology_domain:
+            reasons.append(f"topologyDomain: {self.topology_domain}")
+        reasons.extend(f'taint "{taint}": {n}' for taint, n in self.taints.items())
+        reasons.extend(f'resource "{res}": {n}' for res, n in self.resources.items())
+        return ", ".join(sorted(reasons))
+
+    def suffix(self) -> str:
+        if not self.has_exclusions():
+            return ""
+        return f". Total nodes: {self.total_nodes}; excluded: {self.reasons()}"
+
+
+@dataclass
+class PlacementParams:
+    count: int
+    slice_size: int
+    requested_level: int
+    slice_level: int
+    required: bool
+    unconstrained: bool
+    least_free_capacity: bool  # LeastFreeCapacity ordering instead of BestFit
+    topology_name: str  # empty: messages quote the level key instead
+    level_keys: tuple[str, ...]
+    leader_count: int = 0
+    # level index -> inner slice size, for every level below the outer slice level that an
+    # inner slice layer covers (multi-layer slices)
+    slice_size_at_level: dict[int, int] = field(default_factory=dict)
+    # (level index, size) of every slice layer when there are several, outermost first
+    multi_layer: tuple[tuple[int, int], ...] = ()
+    stats: ExclusionStats = field(default_factory=ExclusionStats)
+
+    @property
+    def best_fit(self) -> bool:
+        return not self.least_free_capacity
+
+
+class PlacementFailure(Exception):
+    """Raised inside phase 2 with Kueue's failure message."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Phase 1: roll the leaf counts up the tree.
+
+
+def roll_up(
+    domain: Domain,
+    level: int,
+    slice_size: int,
+    slice_level: int,
+    slice_size_at_level: dict[int, int] | None,
+    leader_required: bool,
+    recursive: bool = True,
+) -> None:
+    """Kueue's fillInCountsHelper: capacity of a domain from its children (recursively, or
+    from the children's current counts when `recursive` is False)."""
+    if not domain.children:
+        if level == slice_level:
+            domain.slice_count = domain.pod_count // slice_size
+            domain.slice_count_with_leader = domain.pod_count_with_leader // slice_size
+        return
+    child_level = level + 1
+    inner_size = slice_size_at_level.get(child_level) if slice_size_at_level else None
+    if not leader_required and not inner_size:
+        # Without a leader every with-leader count equals the plain one: plain sums suffice.
+        pods = slices = 0
+        for child in domain.children:
+            if recursive:
+                roll_up(child, child_level, slice_size, slice_level, slice_size_at_level, False)
+            pods += child.pod_count
+            slices += child.slice_count
+        if level == slice_level:
+            slices = pods // slice_size
+        domain.pod_count = domain.pod_count_with_leader = pods
+        domain.slice_count = domain.slice_count_with_leader = slices
+        domain.leader_count = 0
+        return
+    pods = 0
+    slices = 0
+    has_contributor = False
+    min_pod_penalty = MAX_INT32
+    min_slice_penalty = MAX_INT32
+    leaders = 0
+    for child in domain.children:
+        if recursive:
+            roll_up(
+                child, child_level, slice_size, slice_level, slice_size_at_level, leader_required
+            )
+        child_pods = child.pod_count
+        child_pods_with_leader = child.pod_count_with_leader
+        if inner_size:
+            # Children only contribute whole inner slices.
+            child_pods = child_pods // inner_size * inner_size
+            child_pods_with_leader = child_pods_with_leader // inner_size * inner_size
+        pods += child_pods
+        slices += child.slice_count
+        if not leader_required or child.leader_count > 0:
+            has_contributor = True
+            min_pod_penalty = min(child_pods - child_pods_with_leader, min_pod_penalty)
+            min_slice_penalty = min(
+                child.slice_count - child.slice_count_with_leader, min_slice_penalty
+            )
+        leaders = max(leaders, child.leader_count)
+    domain.pod_count = pods
+    slices_with_leader = 0
+    if has_contributor:
+        domain.pod_count_with_leader = pods - min_pod_penalty
+        slices_with_leader = slices - min_slice_penalty
+    else:
+        domain.pod_count_with_leader = 0
+    domain.leader_count = leaders
+    if level == slice_level:
+        slices = domain.pod_count // slice_size
+        slices_with_leader = domain.pod_count_with_leader // slice_size
+    domain.slice_count = slices
+    domain.slice_count_with_leader = slices_with_leader
+
+
+def roll_up_simple(tree: DomainTree, slice_size: int, slice_level: int) -> None:
+    """roll_up for the common case (no leader, no inner slice layers), level by level.
+
+    Without a leader every with-leader count equals the plain one, so only sums remain.
+    """
+    last = tree.level_count - 1
+    if last == slice_level:
+        for leaf in tree.leaves:
+            leaf.slice_count = leaf.slice_count_with_leader = leaf.pod_count // slice_size
+    for level in range(last - 1, -1, -1):
+        at_slice_level = level == slice_level
+        for domain in tree.levels[level]:
+            pods = 0
+            slices = 0
+            for child in domain.children:
+                pods += child.pod_count
+                slices += child.slice_count
+            if at_slice_level:
+                slices = pods // slice_size
+            domain.pod_count = domain.pod_count_with_leader = pods
+            domain.slice_count = domain.slice_count_with_leader = slices
+            domain.leader_count = 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Sorting and best-fit primitives.
+
+
+# Sort keys packed into one int (count fields < 2**31, order < 2**24): building a tuple per
+# domain dominates sorting the thousands of leaves an unconstrained request looks at.
+_COUNT_BITS = 31
+_ORDER_BITS = 24
+_FLIP = (1 << _COUNT_BITS) - 1  # turns an ascending count key into a descending one
+
+
+def sorted_domains(domains: list[Domain], least_free: bool) -> list[Domain]:
+    """BestFit: most slices first; LeastFreeCapacity: fewest first; then fewest pods, values."""
+    count_bits, order_bits = _COUNT_BITS, _ORDER_BITS
+    if least_free:
+        return sorted(
+            domains,
+            key=lambda d: (((d.slice_count << count_bits) | d.pod_count) << order_bits) | d.order,
+        )
+    flip = _FLIP
+    return sorted(
+        domains,
+        key=lambda d: (
+            ((((flip - d.slice_count) << count_bits) | d.pod_count) << order_bits) | d.order
+        ),
+    )
+
+
+def _packed(high: int, middle: int, order: int) -> int:
+    return (((high << _COUNT_BITS) | middle) << _ORDER_BITS) | order
+
+
+def sorted_domains_with_leader(domains: list[Domain], least_free: bool) -> list[Domain]:
+    """As sorted_domains on the with-leader counts, domains able to host the leader first."""
+    if least_free:
+        return sorted(
+            domains,
+            key=lambda d: (
+                -d.leader_count,
+                _packed(d.slice_count_with_leader, d.pod_count_with_leader, d.order),
+            ),
+        )
+    return sorted(
+        domains,
+        key=lambda d: (
+            -d.leader_count,
+            _packed(_FLIP - d.slice_count_with_leader, d.pod_count_with_leader, d.order),
+        ),
+    )
+
+
+def _pods_of(domain: Domain, with_leader: bool) -> int:
+    return domain.pod_count_with_leader if with_leader else domain.pod_count
+
+
+def _slices_of(domain: Domain, with_leader: bool) -> int:
+    return domain.slice_count_with_leader if with_leader else domain.slice_count
+
+
+def find_best_fit_domain(
+    domains: list[Domain], needed: int, leader_count: int, slices: bool
+) -> Domain:
+    """The first domain (in the given order) with the smallest count still >= needed, skipping
+    domains that cannot host the leaders; domains[0] when none fits."""
+    with_leader = leader_count > 0
+    count_of = _slices_of if slices else _pods_of
+    best = None
+    best_count = MAX_INT32
+    for domain in domains:
+        if domain.leader_count < leader_count:
+            continue
+        count = count_of(domain, with_leader)
+        if needed <= count < best_count:
+            best = domain
+            best_count = count
+    return best if best is not None else domains[0]
+
+
+def prioritize_leader_domain(
+    domains: list[Domain], count: int, leader_count: int, slice_size: int, slices: bool
+) -> list[Domain]:
+    """Move to the front the first leader-capable domain whose leader penalty the total
+    capacity can absorb, so the descent never loses a feasible leader placement."""
+    if leader_count == 0 or len(domains) < 2:
+        return domains
+    required = count
+    if slices:
+        required //= slice_size
+        available = sum(d.slice_count for d in domains)
+    else:
+        available = sum(d.pod_count for d in domains)
+    for position, domain in enumerate(domains):
+        if domain.leader_count < leader_count:
+            continue
+        if slices:
+            penalty = domain.slice_count - domain.slice_count_with_leader
+        else:
+            penalty = domain.pod_count - domain.pod_count_with_leader
+        if available - penalty < required:
+            continue
+        if position == 0:
+            return domains
+        return [domain, *domains[:position], *domains[position + 1 :]]
+    return domains
+
+
+# ---------------------------------------------------------------------------------------------
+# Phase 2b: turn capacities into assigned counts.
+
+
+def update_counts_to_minimum(
+    domains: list[Domain],
+    count: int,
+    leader_count: int,
+    slice_size: int,
+    best_fit: bool,
+    slices: bool,
+) -> list[Domain]:
+    """Kueue's updateCountsToMinimumGeneric: take whole domains in order; BestFit swaps the
+    last one for the tightest remaining domain that covers what is left."""
+    domains = prioritize_leader_domain(domains, count, leader_count, slice_size, slices)
+    result: list[Domain] = []
+    remaining = count // slice_size if slices else count
+    remaining_leaders = leader_count
+    for position, domain in enumerate(domains):
+        if remaining_leaders > 0:
+            domain, remaining, remaining_leaders, completed = _consume_with_leaders(
+                domain,
+                domains[position:],
+                remaining,
+                remaining_leaders,
+                best_fit,
+                slice_size if slices else 1,
+                slices,
+            )
+            result.append(domain)
+            if completed:
+                return result
+            continue
+        if slices:
+            if best_fit and domain.slice_count >= remaining:
+                domain = find_best_fit_domain(domains[position:], remaining, 0, True)
+            domain.leader_count = 0
+            if domain.slice_count >= remaining:
+                domain.pod_count = remaining * slice_size
+                domain.slice_count = remaining
+                result.append(domain)
+                return result
+            domain.pod_count = domain.slice_count * slice_size
+            remaining -= domain.slice_count
+            result.append(domain)
+            continue
+        if best_fit and domain.pod_count >= remaining:
+            domain = find_best_fit_domain(domains[position:], remaining, 0, False)
+        domain.leader_count = 0
+        if domain.pod_count >= remaining:
+            domain.pod_count = remaining
+            result.append(domain)
+            return result
+        remaining -= domain.pod_count
+        result.append(domain)
+    # Unreachable when phase 2a succeeded; Kueue logs and yields no domains here.
+    return []
+
+
+def _consume_with_leaders(
+    domain: Domain,
+    remaining_domains: list[Domain],
+    remaining: int,
+    remaining_leaders: int,
+    best_fit: bool,
+    unit: int,
+    slices: bool,
+) -> tuple[Domain, int, int, bool]:
+    """Kueue's consumeWithLeadersGeneric; `unit` is the slice size (1 when placing pods)."""
+    with_leader_attr = "slice_count_with_leader" if slices else "pod_count_with_leader"
+    primary_attr = "slice_count" if slices else "pod_count"
+    if (
+        best_fit
+        and getattr(domain, with_leader_attr) >= remaining
+        and domain.leader_count >= remaining_leaders
+    ):
+        domain = find_best_fit_domain(remaining_domains, remaining, remaining_leaders, slices)
+    with_leader = getattr(domain, with_leader_attr)
+    if with_leader >= remaining and domain.leader_count >= remaining_leaders:
+        setattr(domain, primary_attr, remaining)
+        domain.leader_count = remaining_leaders
+        domain.pod_count = remaining * unit
+        return domain, 0, 0, True
+    if with_leader > remaining:
+        with_leader = remaining
+        setattr(domain, with_leader_attr, remaining)
+    if domain.leader_count > remaining_leaders:
+        domain.leader_count = remaining_leaders
+    setattr(domain, primary_attr, with_leader)
+    domain.pod_count = with_leader * unit
+    return domain, remaining - with_leader, remaining_leaders - domain.leader_count, False
+
+
+# ---------------------------------------------------------------------------------------------
+# Phase 2a: the level and the domains that can take the whole request.
+
+
+def not_fit_message(
+    params: PlacementParams, tree: DomainTree, level: int, fit: int, total: int
+) -> str:
+    if params.multi_layer:
+        return multi_layer_not_fit_message(params, tree, level)
+    unit = "pod" if params.slice_size == 1 else "slice"
+    name = params.topology_name or params.level_keys[level]
+    if fit == 0:
+        text = f'topology "{name}" doesn\'t allow to fit any of {total} {unit}(s)'
+    else:
+        text = f'topology "{name}" allows to fit only {fit} out of {total} {unit}(s)'
+    return text + params.stats.suffix()
+
+
+def multi_layer_not_fit_message(params: PlacementParams, tree: DomainTree, level: int) -> str:
+    name = params.topology_name or params.level_keys[level]
+    text = f'topology "{name}" doesn\'t allow to fit'
+    best = None
+    for domain in tree.levels[level]:
+        if (
+            best is None
+            or domain.slice_count > best.slice_count
+            or (domain.slice_count == best.slice_count and domain.id < best.id)
+        ):
+            best = domain
+    if best is None:
+        return text
+    for layer_level, size in params.multi_layer:
+        needed = params.count // size
+        fit = _count_slices_in_subtree(best, level, layer_level, size)
+        text += f"; {fit}/{needed} slice(s) fit on level {params.level_keys[layer_level]}"
+    return text + params.stats.suffix()
+
+
+def _count_slices_in_subtree(domain: Domain, level: int, target_level: int, size: int) -> int:
+    if level == target_level:
+        return domain.pod_count // size
+    return sum(
+        _count_slices_in_subtree(child, level + 1, target_level, size) for child in domain.children
+    )
+
+
+def find_level_with_fit_domains(
+    tree: DomainTree, level: int, params: PlacementParams
+) -> tuple[int, list[Domain]]:
+    domains = tree.levels[level]
+    if not domains:
+        raise PlacementFailure(f"no topology domains at level: {params.level_keys[level]}")
+    least_free = params.least_free_capacity
+    leaders = params.leader_count
+    if leaders == 0:
+        # no domain hosts a leader and with-leader counts equal the plain ones
+        ordered = sorted_domains(domains, least_free)
+    else:
+        ordered = sorted_domains_with_leader(domains, least_free)
+    top = ordered[0]
+    needed = params.count // params.slice_size
+    if params.best_fit and top.slice_count_with_leader >= needed and top.leader_count >= leaders:
+        top = find_best_fit_domain(ordered, needed, leaders, True)
+
+    if least_free:
+        for candidate in ordered:
+            capacity = candidate.slice_count
+            if leaders > 0:
+                if candidate.leader_count < leaders:
+                    continue
+                capacity = candidate.slice_count_with_leader
+            if capacity >= needed:
+                return level, [candidate]
+        if params.required:
+            raise PlacementFailure(
+                not_fit_message(params, tree, level, ordered[-1].pod_count, needed)
+            )
+
+    if top.slice_count_with_leader >= needed and top.leader_count >= leaders:
+        return level, [top]
+
+    if params.required:
+        raise PlacementFailure(not_fit_message(params, tree, level, top.slice_count, needed))
+    if level > 0 and not params.unconstrained:
+        # preferred: climb one level and try to fit in a single, bigger domain
+        return find_level_with_fit_domains(tree, level - 1, params)
+
+    # Top level reached (or unconstrained): spread over several domains.
+    results: list[Domain] = []
+    remaining = needed
+    remaining_leaders = leaders
+    ordered = prioritize_leader_domain(ordered, params.count, leaders, params.slice_size, True)
+    position = 0
+    while remaining_leaders > 0 and position < len(ordered) and ordered[position].leader_count > 0:
+        domain = ordered[position]
+        if params.best_fit and domain.slice_count_with_leader >= remaining:
+            domain = find_best_fit_domain(ordered[position:], remaining, remaining_leaders, True)
+        results.append(domain)
+        remaining_leaders -= domain.leader_count
+        remaining -= domain.slice_count_with_leader
+        position += 1
+    if remaining_leaders > 0:
+        raise PlacementFailure(
+            not_fit_message(params, tree, level, leaders - remaining_leaders, needed)
+        )
+    # Without a leader the with-leader counts equal the plain ones: already in this order.
+    rest = ordered if leaders == 0 else sorted_domains(ordered[position:], least_free)
+    position = 0
+    while remaining > 0 and position < len(rest):
+        domain = rest[position]
+        if params.best_fit and domain.slice_count >= remaining:
+            domain = find_best_fit_domain(rest[position:], remaining, 0, True)
+        results.append(domain)
+        remaining -= domain.slice_count
+        position += 1
+    if remaining > 0:
+        raise PlacementFailure(not_fit_message(params, tree, level, needed - remaining, needed))
+    return level, results
+
+
+# ---------------------------------------------------------------------------------------------
+# Phase 2c: descend to the leaves.
+
+
+def descend(
+    tree: DomainTree,
+    fit_level: int,
+    fit_domains: list[Domain],
+    params: PlacementParams,
+    balanced: bool = False,
+) -> list[Domain]:
+    """From the chosen domains down to the leaves; returns the leaves with their counts."""
+    best_fit = params.best_fit
+    least_free = params.least_free_capacity
+    current = update_counts_to_minimum(
+        fit_domains, params.count, params.leader_count, params.slice_size, best_fit, True
+    )
+    lowest = tree.level_count - 1
+    level = fit_level
+    if not balanced:
+        # Above the slice level the children of all chosen domains are pooled and re-chosen
+        # globally; the per-parent split from the level above is not kept (as in Kueue).
+        while level < min(lowest, params.slice_level):
+            pooled = [child for domain in current for child in domain.children]
+            current = update_counts_to_minimum(
+                sorted_domains(pooled, least_free),
+                params.count,
+                params.leader_count,
+                params.slice_size,
+                best_fit,
+                True,
+            )
+            level += 1
+    while level < lowest:
+        size_on_level = params.slice_size
+        if level >= params.slice_level:
+            size_on_level = params.slice_size_at_level.get(level + 1, 1)
+        next_level: list[Domain] = []
+        for domain in current:
+            # Children below the slice level still carry slice_count 0 when sorted, so they
+            # are ordered by pod count alone: a Kueue quirk kept for identical choices.
+            children = sorted_domains(domain.children, least_free)
+            if size_on_level > 1:
+                for child in children:
+                    child.slice_count = child.pod_count // size_on_level
+                    child.slice_count_with_leader = child.pod_count_with_leader // size_on_level
+            next_level.extend(
+                update_counts_to_minimum(
+                    children,
+                    domain.pod_count,
+                    domain.leader_count,
+                    size_on_level,
+                    best_fit,
+                    size_on_level > 1,
+                )
+            )
+        current = next_level
+        level += 1
+    return current

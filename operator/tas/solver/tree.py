@@ -1,0 +1,119 @@
+"""The domain tree: one Domain per topology domain, leaves at the lowest level.
+
+The structure is static (rebuilt only when the node set changes shape); the count fields are
+scratch state that each placement overwrites, as Kueue's per-snapshot domainState.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class Domain:
+    __slots__ = (
+        "children",
+        "leader_count",
+        "leaf_index",
+        "level",
+        "order",
+        "parent",
+        "pod_count",
+        "pod_count_with_leader",
+        "slice_count",
+        "slice_count_with_leader",
+        "values",
+    )
+
+    def __init__(self, values: tuple[str, ...], level: int) -> None:
+        self.values = values  # full path, highest level first
+        self.level = level
+        self.order = 0  # rank among the level's domains by values: the final sort tie-break
+        self.parent: Domain | None = None
+        self.children: list[Domain] = []
+        self.leaf_index = -1
+        self.pod_count = 0
+        self.slice_count = 0
+        self.pod_count_with_leader = 0
+        self.slice_count_with_leader = 0
+        self.leader_count = 0
+
+    @property
+    def id(self) -> str:
+        """Kueue's domain id (values joined by commas), used only for message tie-breaks."""
+        return ",".join(self.values)
+
+    def clone_subtree(self, parent: Domain | None = None) -> Domain:
+        """A deep copy with its own count state (balanced placement prunes copies)."""
+        copy = self._copy(parent)
+        copy.children = [child.clone_subtree(copy) for child in self.children]
+        return copy
+
+    def clone_two_levels(self) -> Domain:
+        """A copy of this domain and its children; the grandchildren stay shared."""
+        copy = self._copy(None)
+        copy.children = [child._copy(copy) for child in self.children]
+        return copy
+
+    def _copy(self, parent: Domain | None) -> Domain:
+        copy = Domain(self.values, self.level)
+        copy.order = self.order
+        copy.parent = parent
+        copy.leaf_index = self.leaf_index
+        copy.children = self.children
+        copy.pod_count = self.pod_count
+        copy.slice_count = self.slice_count
+        copy.pod_count_with_leader = self.pod_count_with_leader
+        copy.slice_count_with_leader = self.slice_count_with_leader
+        copy.leader_count = self.leader_count
+        return copy
+
+    def clear_counts(self) -> None:
+        self.pod_count = 0
+        self.slice_count = 0
+        self.pod_count_with_leader = 0
+        self.slice_count_with_leader = 0
+        self.leader_count = 0
+
+    def __repr__(self) -> str:  # for debugging and test failure output
+        return (
+            f"Domain({'/'.join(self.values)} pods={self.pod_count} slices={self.slice_count} "
+            f"leaders={self.leader_count})"
+        )
+
+
+class DomainTree:
+    """Domains per level, each level sorted by values; children of a domain are contiguous."""
+
+    def __init__(self, level_count: int, leaf_paths: Sequence[tuple[str, ...]]) -> None:
+        """`leaf_paths` are the full level values of every leaf, sorted and unique."""
+        self.level_count = level_count
+        self.leaves: list[Domain] = []
+        self.levels: list[list[Domain]] = [[] for _ in range(level_count)]
+        by_path: list[dict[tuple[str, ...], Domain]] = [{} for _ in range(level_count)]
+        for path in leaf_paths:
+            leaf = Domain(path, level_count - 1)
+            leaf.leaf_index = len(self.leaves)
+            self.leaves.append(leaf)
+            self.levels[-1].append(leaf)
+            child = leaf
+            for level in range(level_count - 2, -1, -1):
+                prefix = path[: level + 1]
+                parent = by_path[level].get(prefix)
+                created = parent is None
+                if created:
+                    parent = Domain(prefix, level)
+                    by_path[level][prefix] = parent
+                    self.levels[level].append(parent)
+                parent.children.append(child)
+                child.parent = parent
+                if not created:
+                    break
+                child = parent
+        # Sorted leaf paths make every level's append order the sorted order.
+        for domains in self.levels:
+            for position, domain in enumerate(domains):
+                domain.order = position
+
+    @property
+    def roots(self) -> list[Domain]:
+        return self.levels[0]
