@@ -55,8 +55,8 @@ cluster-up: bins  ## start the local cluster (idempotent); prints KUBECONFIG=...
 cluster-down:  ## stop the local cluster and remove its data
 	@$(DEV_CLUSTER) bash e2e/cluster.sh down
 
-crds: venv  ## regenerate crds/ from the pydantic models
-	$(BIN)/python -m tas.api.crdgen crds
+crds: venv  ## regenerate crds/ and the chart's CRDs from the pydantic models
+	$(BIN)/python -m tas.api.crdgen crds helm/tas-operator/templates/crds
 
 demo: venv bins  ## local cluster with a 2x4x4 topology, and where everything landed
 	@$(DEV_CLUSTER) bash e2e/demo.sh

@@ -8,6 +8,7 @@ source "$here/versions.env"
 
 BIN_DIR=${TAS_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tas-operator/bin-k8s$KUBE_VERSION-etcd$ETCD_VERSION-kwok$KWOK_VERSION-helm$HELM_VERSION}
 WORK=${XDG_CACHE_HOME:-$HOME/.cache}/tas-operator/build
+if [[ "${1:-}" == "--dir" ]]; then echo "$BIN_DIR"; exit 0; fi  # where they are, building nothing
 mkdir -p "$BIN_DIR" "$WORK"
 
 export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-mod=mod

@@ -36,7 +36,10 @@ wait_until() {  # wait_until SECONDS WHAT COMMAND...
 }
 
 up() {
-  B=$("$here/build-bins.sh" | tail -n 1)
+  B=$("$here/build-bins.sh" --dir)
+  for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok; do
+    [[ -x "$B/$b" ]] || { B=$("$here/build-bins.sh" | tail -n 1); break; }
+  done
   if [[ -f "$D/kubeconfig" ]] && alive kube-apiserver && kc get --raw=/readyz >/dev/null 2>&1; then
     local all=1; for c in "${COMPONENTS[@]}"; do alive "$c" || all=0; done
     if (( all )); then say "already running"; echo "KUBECONFIG=$D/kubeconfig"; return 0; fi

@@ -111,7 +111,7 @@ def local_cluster() -> Cluster:
 
 def external_cluster(kubeconfig: str) -> Cluster:
     bins = subprocess.run(
-        ["bash", str(ROOT / "e2e" / "build-bins.sh")], capture_output=True, text=True
+        ["bash", str(ROOT / "e2e" / "build-bins.sh"), "--dir"], capture_output=True, text=True
     )
     bin_dir = bins.stdout.strip().splitlines()[-1] if bins.returncode == 0 else None
     return Cluster(kubeconfig=kubeconfig, bin_dir=bin_dir, local_dir=None)

@@ -97,7 +97,7 @@ def wait_running(
         pods = [
             p
             for p in pods_of(cluster, namespace, job_name)
-            if p["status"].get("phase") == "Running"
+            if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
         ]
         return pods if len(pods) == count else None
 

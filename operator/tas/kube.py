@@ -66,31 +66,29 @@ class Kube:
         headers = {"Accept": "application/json"}
         if content_type:
             headers["Content-Type"] = content_type
+        method, url, headers, body, post = self.api_client.param_serialize(
+            method, path, header_params=headers, body=body, auth_settings=["BearerToken"]
+        )
         try:
             response = self.api_client.call_api(
-                path,
-                method,
-                header_params=headers,
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _return_http_data_only=True,
+                method, url, headers, body, post, _request_timeout=60
             )
-        except ApiException as exc:
-            message = (
-                exc.body.decode() if isinstance(exc.body, bytes) else str(exc.body or exc.reason)
-            )
-            with contextlib.suppress(ValueError, AttributeError):  # not a Status object
+        except ApiException as exc:  # transport-level refusals
+            raise KubeError(exc.status or 0, str(exc.reason)) from None
+        data = response.read()
+        if not 200 <= response.status < 300:
+            message = data.decode(errors="replace") if isinstance(data, bytes) else str(data)
+            with contextlib.suppress(ValueError, AttributeError):  # a Status object names the cause
                 message = json.loads(message).get("message", message)
-            raise KubeError(exc.status or 0, message) from None
-        data = response.data
+            raise KubeError(response.status, message)
         return json.loads(data) if data else None
 
     async def request(
         self, method: str, path: str, body: object = None, content_type: str | None = None
     ):
         if method != "GET":
-            self.writes[f"{method} {path.rsplit('/', 2)[-2] if path.count('/') > 2 else path}"] += 1
+            self.writes[method] += 1
+            log.debug("api-write %s %s", method, path)
         return await asyncio.to_thread(self._call, method, path, body, content_type)
 
     async def get(self, path: str) -> dict | None:

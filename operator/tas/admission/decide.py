@@ -47,7 +47,7 @@ def _quota_shortfall(
     return None
 
 
-def _assignment_to_api(a: TopologyAssignment) -> dict:
+def assignment_to_api(a: TopologyAssignment) -> dict:
     return {
         "levels": list(a.levels),
         "domains": [{"values": list(d.values), "count": d.count} for d in a.domains],
@@ -66,7 +66,7 @@ def _admission(cq: str, workload: WorkloadInfo, flavor: str, covered, placements
             "count": ps.count,
         }
         if ps.name in by_name:
-            entry["topologyAssignment"] = _assignment_to_api(by_name[ps.name])
+            entry["topologyAssignment"] = assignment_to_api(by_name[ps.name])
         out.append(entry)
     return {"clusterQueue": cq, "podSetAssignments": out}
 
@@ -117,6 +117,7 @@ def decide(state: ClusterState, workload: WorkloadInfo, cq: ClusterQueueInfo) ->
             cluster_queue=cq.name,
             pod_sets=tuple(
                 PodSetCharge(
+                    name=ps.name,
                     flavor=fq.flavor,
                     count=ps.count,
                     per_pod=with_pod(ps.requests),

@@ -45,6 +45,9 @@ class KubeStatusWriter:
 
     async def write_local_queue_status(self, namespace: str, name: str, status: Mapping) -> None:
         try:
-            await self.kube.patch(f"{KUEUE}/namespaces/{namespace}/localqueues/{name}/status", {"status": dict(status)})
+            await self.kube.patch(
+                f"{KUEUE}/namespaces/{namespace}/localqueues/{name}/status",
+                {"status": dict(status)},
+            )
         except KubeError as exc:
             log.warning("status of LocalQueue %s/%s not written: %s", namespace, name, exc)

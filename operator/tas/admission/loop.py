@@ -21,6 +21,7 @@ from tas.admission.ports import WorkloadStatusWriter
 from tas.api import conditions as cond
 from tas.api.constants import (
     COND_ADMITTED,
+    COND_EVICTED,
     COND_QUOTA_RESERVED,
     REASON_ADMITTED,
     REASON_PENDING,
@@ -29,6 +30,13 @@ from tas.api.constants import (
 from tas.api.format import format_milli
 from tas.cache.projections import ClusterQueueInfo, Key, WorkloadInfo
 from tas.cache.state import ClusterState
+from tas.hotswap.replace import (
+    evicted_status,
+    find_replacement,
+    needs_replacement,
+    no_replacement_message,
+    replaced_status,
+)
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +48,11 @@ class AdmissionLoop:
         writer: WorkloadStatusWriter,
         *,
         on_decision: Callable[[str, float], None] | None = None,
+        replacement_fail_fast: bool = True,
     ) -> None:
         self.state = state
         self.writer = writer
+        self.replacement_fail_fast = replacement_fail_fast
         self.synced = asyncio.Event()  # set once every watched kind has been listed
         self._wake = asyncio.Event()
         self._tried: dict[
@@ -69,6 +79,15 @@ class AdmissionLoop:
     async def cycle(self) -> None:
         self.cycles += 1
         state = self.state
+        # Second pass first: admitted workloads that lost a node get their replacement before
+        # anyone else can take the capacity around their surviving pods.
+        for workload in list(state.workloads.values()):
+            if (
+                workload.has_quota
+                and not state.is_assumed(workload.key)
+                and needs_replacement(workload)
+            ):
+                await self._replace(workload)
         by_cq: dict[str, list[WorkloadInfo]] = {name: [] for name in state.cluster_queues}
         for workload in list(state.workloads.values()):
             if not workload.pending or state.is_assumed(workload.key):
@@ -93,12 +112,24 @@ class AdmissionLoop:
                         workload, "Workload namespace doesn't match ClusterQueue selector"
                     )
                     continue
-                admitted = await self._try(workload, cq)
+                admitted = await self._guarded(self._try(workload, cq), workload)
                 if not admitted and cq.strict_fifo:
                     break
             still_pending = sum(1 for w in by_cq[cq_name] if not state.is_assumed(w.key))
             await self._write_cq_status(cq, problem, still_pending)
         await self._write_lq_statuses()
+
+    async def _guarded(self, step, workload: WorkloadInfo) -> bool:
+        """One workload's trouble (a bug, an API error) must not stop the others' admission."""
+        try:
+            return bool(await step)
+        except Exception:
+            log.exception(
+                "admission of %s/%s failed; retrying on the next event",
+                workload.namespace,
+                workload.name,
+            )
+            return False
 
     async def _try(self, workload: WorkloadInfo, cq: ClusterQueueInfo) -> bool:
         tried = self._tried.get(workload.key)
@@ -121,6 +152,48 @@ class AdmissionLoop:
         )
         return False
 
+    async def _replace(self, workload: WorkloadInfo) -> None:
+        failed = needs_replacement(workload)
+        tried = self._tried.get(workload.key)
+        marker = (self.state.generation, workload.generation, ",".join(failed))
+        if tried and tried == marker:
+            return
+        charge = self.state.charges().get(workload.key)
+        if charge is None:
+            return
+        result = find_replacement(self.state, workload, charge)
+        if result.failure is not None:
+            self._tried[workload.key] = marker
+            if self.replacement_fail_fast:
+                await self.evict(workload, no_replacement_message(failed, result.failure))
+            else:
+                log.info(
+                    "no replacement yet for %s/%s: %s",
+                    workload.namespace,
+                    workload.name,
+                    result.failure,
+                )
+            return
+        assert result.charge is not None and result.assignments is not None
+        self.state.assume(workload.key, result.charge)
+        if not await self.writer.write_workload_status(
+            workload, replaced_status(workload, result.assignments)
+        ):
+            self.state.forget(workload.key)
+            self.wake()
+            return
+        message = f"Replaced unhealthy node(s) {', '.join(failed)} in the topology assignment"
+        log.info("%s/%s: %s", workload.namespace, workload.name, message)
+        await self.writer.record_event(workload, "Normal", "NodeReplaced", message)
+
+    async def evict(self, workload: WorkloadInfo, message: str) -> bool:
+        """Release the workload's quota and put it back in its queue (its Job is suspended)."""
+        if not await self.writer.write_workload_status(workload, evicted_status(workload, message)):
+            return False
+        log.info("evicted %s/%s: %s", workload.namespace, workload.name, message)
+        await self.writer.record_event(workload, "Warning", "EvictedDueToNodeFailures", message)
+        return True
+
     async def _admit(self, workload: WorkloadInfo, decision: Decision) -> bool:
         assert decision.charge is not None and decision.admission is not None
         self.state.assume(workload.key, decision.charge)
@@ -140,6 +213,15 @@ class AdmissionLoop:
             "The workload is admitted",
             generation=workload.generation,
         )
+        if workload.evicted:  # admitted again after an eviction
+            conditions = cond.set_condition(
+                conditions,
+                COND_EVICTED,
+                False,
+                REASON_QUOTA_RESERVED,
+                "Admitted again",
+                generation=workload.generation,
+            )
         ok = await self.writer.write_workload_status(
             workload, {"admission": decision.admission, "conditions": conditions}
         )
@@ -190,7 +272,11 @@ class AdmissionLoop:
                 waiting = workload.pending and not self.state.is_assumed(workload.key)
                 counts[key][0 if waiting else 1] += 1
         for key, (pending, admitted) in counts.items():
-            status = {"pendingWorkloads": pending, "reservingWorkloads": admitted, "admittedWorkloads": admitted}
+            status = {
+                "pendingWorkloads": pending,
+                "reservingWorkloads": admitted,
+                "admittedWorkloads": admitted,
+            }
             if self._lq_status.get(key) != status:
                 self._lq_status[key] = status
                 await self.writer.write_local_queue_status(*key, status)

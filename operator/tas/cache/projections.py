@@ -209,6 +209,9 @@ class WorkloadInfo:
     admissions: tuple[PodSetAdmission, ...]
     conditions: tuple[Mapping, ...]
     unhealthy_nodes: tuple[str, ...]
+    admission_raw: Mapping | None = field(
+        default=None, compare=False
+    )  # status.admission as written
     owner_job: str | None = None  # the controlling Job's name
     owner_uid: str | None = None
     spec_error: str | None = field(default=None, compare=False)  # why spec.podSets can't be read
@@ -324,6 +327,7 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
         admissions=admissions,
         conditions=tuple(status.get("conditions") or ()),
         unhealthy_nodes=tuple(n["name"] for n in status.get("unhealthyNodes") or []),
+        admission_raw=status.get("admission"),
         owner_job=owner["name"] if owner else None,
         owner_uid=owner["uid"] if owner else None,
         spec_error=error,

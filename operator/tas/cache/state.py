@@ -43,6 +43,7 @@ ONE_POD = 1000  # milli-units of the "pods" resource
 
 @dataclass(frozen=True)
 class PodSetCharge:
+    name: str
     flavor: str
     count: int
     per_pod: Mapping[str, int]  # including the 1 "pods"
@@ -68,6 +69,7 @@ def charge_of(workload: WorkloadInfo) -> Charge | None:
     requests = {ps.name: ps.requests for ps in workload.pod_sets}
     pod_sets = tuple(
         PodSetCharge(
+            name=a.name,
             flavor=a.flavor or "",
             count=a.count,
             per_pod=with_pod(requests.get(a.name, {})),
@@ -225,8 +227,11 @@ class ClusterState:
         self.workloads[workload.key] = workload
         if workload.owner_uid:
             self.workload_by_owner[workload.owner_uid] = workload.key
-        if workload.key in self._assumed and (workload.has_quota or workload.finished):
-            del self._assumed[workload.key]  # the watch caught up with our write
+        assumed = self._assumed.get(workload.key)
+        if assumed is not None and (workload.finished or charge_of(workload) == assumed):
+            # The watch caught up with our write. An older version arriving late (the watch
+            # lags our writes) neither matches nor clears it, so capacity is never given twice.
+            del self._assumed[workload.key]
         self._recharge(workload.key)
 
     def delete_workload(self, namespace: str, name: str) -> None:

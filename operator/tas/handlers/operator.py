@@ -20,10 +20,11 @@ from tas import certs
 from tas.admission.kube_writer import KubeStatusWriter
 from tas.admission.loop import AdmissionLoop
 from tas.api.annotations import TopologyRequestError
-from tas.api.constants import QUEUE_NAME_LABEL
+from tas.api.constants import HOSTNAME_LABEL, QUEUE_NAME_LABEL
 from tas.cache import projections as proj
 from tas.cache.state import ClusterState
 from tas.config import Settings
+from tas.hotswap.controller import NodeHealthController
 from tas.jobs.controller import JobController
 from tas.jobs.workload import build_workload
 from tas.kube import Kube, load_api_client
@@ -48,20 +49,39 @@ class Runtime:
             )
         )
         self.kube = Kube(load_api_client(settings.kubeconfig))
-        self.admission = AdmissionLoop(self.state, KubeStatusWriter(self.kube))
+        self.admission = AdmissionLoop(
+            self.state,
+            KubeStatusWriter(self.kube),
+            replacement_fail_fast=gates.enabled("TASFailedNodeReplacementFailFast"),
+        )
         self.jobs = JobController(
             self.state, self.kube, multi_layer_enabled=gates.enabled("TASMultiLayerTopology")
         )
         self.ungater = Ungater(self.state, self.kube)
         self.job_worker = SerialWorker("jobs", self.jobs.sync)
         self.ungate_worker = SerialWorker("ungater", self.ungater.sync)
+        self.hotswap_enabled = gates.enabled("TASFailedNodeReplacement")
+        self.node_health = NodeHealthController(
+            self.state,
+            self.kube,
+            self.admission,
+            on_pod_termination=gates.enabled("TASReplaceNodeOnPodTermination"),
+            on_taints=gates.enabled("TASReplaceNodeOnNodeTaints"),
+            multiple_nodes=gates.enabled("TASMultipleNodeReplacement"),
+        )
+        self.hotswap_worker = SerialWorker("hotswap", self.node_health.sync)
         self.tasks: list[asyncio.Task] = []
+
+    def check_node(self, name: str | None) -> None:
+        if self.hotswap_enabled and name:
+            self.hotswap_worker.submit(name)
 
     def start(self) -> None:
         self.tasks = [
             asyncio.create_task(self.admission.run(), name="admission"),
             asyncio.create_task(self.job_worker.run(), name="jobs"),
             asyncio.create_task(self.ungate_worker.run(), name="ungater"),
+            asyncio.create_task(self.hotswap_worker.run(), name="hotswap"),
         ]
 
     def mark_synced(self) -> None:
@@ -75,6 +95,9 @@ class Runtime:
             self.admission.synced.set()
             self.job_worker.started.set()
             self.ungate_worker.started.set()
+            self.hotswap_worker.started.set()
+            for name in self.state.nodes:  # a node may have failed while we were away
+                self.check_node(name)
             self.admission.wake()
 
 
@@ -147,6 +170,7 @@ def on_node(type: str, name: str, memo: kopf.Memo, **_: Any) -> None:
     runtime = rt(memo)
     if type == "DELETED":
         runtime.state.delete_node(name)
+    runtime.check_node(name)
     runtime.admission.wake()  # cheap: the loop retries only if the capacity generation moved
 
 
@@ -164,6 +188,12 @@ def on_pod(type: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
         runtime.ungater.forget_pod(pod.uid)
     if pod.workload:
         runtime.ungate_worker.submit((pod.namespace, pod.workload))
+        workload = runtime.state.workloads.get((pod.namespace, pod.workload))
+        if workload and workload.evicted and workload.owner_job:
+            runtime.job_worker.submit(
+                (pod.namespace, workload.owner_job)
+            )  # waiting for its pods to go
+        runtime.check_node(pod.node_name or pod.node_selector.get(HOSTNAME_LABEL))
     runtime.admission.wake()
 
 

@@ -10,6 +10,7 @@ from tas.api.conditions import set_condition
 from tas.api.constants import COND_FINISHED, REASON_FAILED, REASON_SUCCEEDED
 from tas.cache.projections import Key, WorkloadInfo
 from tas.cache.state import ClusterState
+from tas.hotswap.replace import released_status
 from tas.jobs import lifecycle
 from tas.jobs.workload import build_workload, queue_name
 from tas.kube import KUEUE, Kube, KubeError, Ref, job_path, workload_path
@@ -62,10 +63,23 @@ class JobController:
             if lifecycle.suspended(job):
                 await self._start(job, workload)
         elif not lifecycle.suspended(job):
-            await self._stop(job, workload)
+            await self._stop(job, workload)  # pending, or evicted: its pods must go
+        elif lifecycle.needs_start_time_reset(job):
+            await self._reset_start_time(job)  # so the next start may rewrite the template
+        elif workload.evicted and workload.has_quota:
+            if not self._active_pods(workload):
+                await self._write_status(
+                    workload, released_status(workload), "requeued after eviction"
+                )
         elif lifecycle.needs_new_workload(job, workload):
             log.info("job %s/%s resized; re-creating its workload", *key)
             await self.kube.delete(workload_path(workload.namespace, workload.name))
+
+    def _active_pods(self, workload: WorkloadInfo) -> bool:
+        """Pods still running or starting; terminating ones no longer count, as for the Job's
+        own `active` count (a pod on a dead node may stay terminating for good)."""
+        pods = self.state.pods_of(workload.namespace, workload.name)
+        return any(not p.terminal and not p.deleting for p in pods)
 
     async def _create_workload(self, job: Mapping) -> None:
         meta = job["metadata"]
@@ -105,32 +119,33 @@ class JobController:
         log.info("started job %s/%s (workload %s)", meta["namespace"], meta["name"], workload.name)
 
     async def _stop(self, job: Mapping, workload: WorkloadInfo) -> None:
-        current = await self.kube.get(workload_path(workload.namespace, workload.name))
-        if current is None:
-            return
-        template = next(
-            (
-                ps.get("template") or {}
-                for ps in current["spec"].get("podSets") or []
-                if ps.get("name") == "main"
-            ),
-            {},
-        )
         meta = job["metadata"]
         try:
             await self.kube.patch(
-                job_path(meta["namespace"], meta["name"]), lifecycle.stop_patch(job, template)
+                job_path(meta["namespace"], meta["name"]), lifecycle.stop_patch(job)
             )
         except KubeError as exc:
             if exc.status == 409:
                 return
             raise
         log.info(
-            "suspended job %s/%s: workload %s holds no quota",
+            "suspended job %s/%s: workload %s is not admitted",
             meta["namespace"],
             meta["name"],
             workload.name,
         )
+
+    async def _reset_start_time(self, job: Mapping) -> None:
+        meta = job["metadata"]
+        try:
+            await self.kube.patch(
+                job_path(meta["namespace"], meta["name"]) + "/status",
+                {"status": {"startTime": None}},
+            )
+        except KubeError as exc:
+            if exc.status in (404, 409):
+                return
+            raise
 
     async def _finish(self, workload: WorkloadInfo, done: lifecycle.Finished) -> None:
         conditions = set_condition(
@@ -141,16 +156,16 @@ class JobController:
             done.message,
             generation=workload.generation,
         )
-        body = {
-            "metadata": {"resourceVersion": workload.resource_version},
-            "status": {"conditions": conditions},
-        }
+        await self._write_status(workload, {"conditions": conditions}, f"finished: {done.message}")
+
+    async def _write_status(self, workload: WorkloadInfo, status: dict, what: str) -> None:
+        body = {"metadata": {"resourceVersion": workload.resource_version}, "status": status}
         try:
             await self.kube.patch(
                 workload_path(workload.namespace, workload.name) + "/status", body
             )
         except KubeError as exc:
             if exc.status in (404, 409):
-                return
+                return  # the newer object's event brings us back
             raise
-        log.info("workload %s/%s finished: %s", workload.namespace, workload.name, done.message)
+        log.info("workload %s/%s %s", workload.namespace, workload.name, what)

@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -56,62 +55,70 @@ def toleration_to_api(t: Toleration) -> dict:
 
 
 def start_patch(job: Mapping, workload: WorkloadInfo, flavors: Mapping[str, FlavorInfo]) -> dict:
-    """The Job merge patch that starts an admitted workload's pods, gated to the topology."""
-    template = copy.deepcopy((job.get("spec") or {}).get("template") or {})
-    meta = template.setdefault("metadata", {})
-    spec = template.setdefault("spec", {})
+    """The Job merge patch that starts an admitted workload's pods, gated to the topology.
+
+    nodeSelector and tolerations are rebuilt from the Workload's pod set (the template as the
+    user wrote it) plus the admitted flavor's, so a Job admitted again after an eviction
+    carries nothing of its previous admission.
+    """
+    current = (job.get("spec") or {}).get("template") or {}
+    current_spec = current.get("spec") or {}
+    pod_set = next((p for p in workload.pod_sets if p.name == POD_SET_NAME), None)
     admission = next((a for a in workload.admissions if a.name == POD_SET_NAME), None)
-    meta.setdefault("labels", {})[PODSET_LABEL] = POD_SET_NAME
-    annotations = meta.setdefault("annotations", {})
-    annotations[WORKLOAD_ANNOTATION] = workload.name
-    if admission and admission.flavor and admission.flavor in flavors:
-        flavor = flavors[admission.flavor]
-        spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **flavor.node_labels}
-        tolerations = list(spec.get("tolerations") or [])
-        for t in flavor.tolerations:
-            api = toleration_to_api(t)
-            if api not in tolerations:
-                tolerations.append(api)
-        if tolerations:
-            spec["tolerations"] = tolerations
+    flavor = flavors.get(admission.flavor or "") if admission else None
+
+    node_selector = dict(pod_set.node_selector if pod_set else {})
+    tolerations = [toleration_to_api(t) for t in (pod_set.tolerations if pod_set else ())]
+    if flavor is not None:
+        node_selector.update(flavor.node_labels)
+        tolerations += [
+            t for t in map(toleration_to_api, flavor.tolerations) if t not in tolerations
+        ]
+    # A merge patch merges maps: keys to drop must be set to null.
+    selector_patch: dict = {
+        k: None for k in current_spec.get("nodeSelector") or {} if k not in node_selector
+    }
+    selector_patch.update(node_selector)
+
+    gates = [
+        g
+        for g in current_spec.get("schedulingGates") or []
+        if g.get("name") != TOPOLOGY_SCHEDULING_GATE
+    ]
+    annotations = {WORKLOAD_ANNOTATION: workload.name}
     if admission and admission.assignment is not None:
-        gates = list(spec.get("schedulingGates") or [])
-        if not any(g.get("name") == TOPOLOGY_SCHEDULING_GATE for g in gates):
-            gates.append({"name": TOPOLOGY_SCHEDULING_GATE})
-        spec["schedulingGates"] = gates
-        pod_set = next((p for p in workload.pod_sets if p.name == POD_SET_NAME), None)
+        gates.append({"name": TOPOLOGY_SCHEDULING_GATE})
         if pod_set is not None and pod_set.topology.implied:
             annotations[PODSET_UNCONSTRAINED_TOPOLOGY] = "true"  # as Kueue marks implied requests
-    return {
-        "metadata": {"resourceVersion": job["metadata"]["resourceVersion"]},
-        "spec": {"suspend": False, "template": {"metadata": meta, "spec": spec}},
-    }
-
-
-def stop_patch(job: Mapping, original_template: Mapping) -> dict:
-    """Suspend and put back the template the Workload was made from (what start added goes)."""
-    current = (job.get("spec") or {}).get("template") or {}
-    spec = dict(current.get("spec") or {})
-    original_spec = original_template.get("spec") or {}
-    for field in ("nodeSelector", "tolerations", "schedulingGates"):
-        spec[field] = original_spec.get(field)  # None deletes it in a merge patch
-    meta = original_template.get("metadata") or {}
-    current_meta = current.get("metadata") or {}
-    labels = {
-        k: None for k in current_meta.get("labels") or {} if k not in (meta.get("labels") or {})
-    }
-    annotations = {
-        k: None
-        for k in current_meta.get("annotations") or {}
-        if k not in (meta.get("annotations") or {})
+    spec = {
+        "nodeSelector": selector_patch or None,
+        "tolerations": tolerations or None,
+        "schedulingGates": gates or None,
     }
     return {
         "metadata": {"resourceVersion": job["metadata"]["resourceVersion"]},
         "spec": {
-            "suspend": True,
-            "template": {"metadata": {"labels": labels, "annotations": annotations}, "spec": spec},
+            "suspend": False,
+            "template": {
+                "metadata": {"labels": {PODSET_LABEL: POD_SET_NAME}, "annotations": annotations},
+                "spec": spec,
+            },
         },
     }
+
+
+def stop_patch(job: Mapping) -> dict:
+    """Suspend: the Job controller removes the active pods. The template cannot change until
+    the Job's startTime is cleared (see needs_start_time_reset); the next start rewrites it."""
+    return {
+        "metadata": {"resourceVersion": job["metadata"]["resourceVersion"]},
+        "spec": {"suspend": True},
+    }
+
+
+def needs_start_time_reset(job: Mapping) -> bool:
+    """A suspended Job keeps its startTime, and with it an immutable template; Kueue clears it."""
+    return suspended(job) and bool((job.get("status") or {}).get("startTime"))
 
 
 def needs_new_workload(job: Mapping, workload: WorkloadInfo) -> bool:

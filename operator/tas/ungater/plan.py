@@ -9,7 +9,7 @@ neighbours in rank also neighbours in the topology; other pods fill the domains 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from tas.cache.projections import PodInfo
@@ -40,11 +40,13 @@ def plan(
     assignment: TopologyAssignment,
     pods: Iterable[PodInfo],
     expected: Mapping[str, tuple[str, ...]] | None = None,
+    unhealthy: Collection[str] = (),
 ) -> list[Ungate]:
-    """`expected` maps pod uid -> domain values for pods ungated but not yet seen ungated."""
+    """`expected` maps pod uid -> domain values for pods ungated but not yet seen ungated.
+    Domains on `unhealthy` nodes get nobody: their pods wait for the replacement."""
     expected = expected or {}
     domains = domain_selectors(assignment)
-    free = {values: count for values, _, count in domains}
+    free = {values: 0 if values[-1] in unhealthy else count for values, _, count in domains}
     gated: list[PodInfo] = []
     for pod in pods:
         if pod.terminal:
@@ -56,7 +58,7 @@ def plan(
             continue
         else:
             domain = next((v for v, sel, _ in domains if _matches(pod.node_selector, sel)), None)
-        if domain in free:
+        if domain in free and free[domain] > 0:
             free[domain] -= 1
 
     out: list[Ungate] = []

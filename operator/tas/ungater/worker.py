@@ -35,7 +35,9 @@ class Ungater:
             if admission.assignment is None:
                 continue
             pod_set_pods = [p for p in pods if p.pod_set == admission.name]
-            for ungate in plan(admission.assignment, pod_set_pods, self.expected):
+            for ungate in plan(
+                admission.assignment, pod_set_pods, self.expected, workload.unhealthy_nodes
+            ):
                 patch = {
                     "spec": {
                         "schedulingGates": [{"$patch": "delete", "name": TOPOLOGY_SCHEDULING_GATE}],

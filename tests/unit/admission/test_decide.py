@@ -27,7 +27,7 @@ def test_topology_shortfall_is_reported_in_numbers():
     assert not d.admitted and not d.invalid
     assert (
         d.message
-        == "couldn't assign flavors to pod set main: topology \"default\" allows to fit only 8 out of 9 pod(s)"
+        == 'couldn\'t assign flavors to pod set main: topology "default" allows to fit only 8 out of 9 pod(s)'
     )
 
 
@@ -94,11 +94,16 @@ def test_cached_snapshot_follows_pod_and_node_changes_in_place():
     assert decide(state, wl, cq_of(state)).admitted  # builds and caches the snapshot
     daemon = {
         "metadata": {"name": "daemon", "namespace": "kube-system"},
-        "spec": {"nodeName": "x1", "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+        "spec": {
+            "nodeName": "x1",
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+        },
         "status": {"phase": "Running"},
     }
     state.upsert_pod(proj.pod_from_object(daemon))
-    assert "allows to fit only 7 out of 8" not in decide(state, wl, cq_of(state)).message  # rack r2 still fits
+    assert (
+        "allows to fit only 7 out of 8" not in decide(state, wl, cq_of(state)).message
+    )  # rack r2 still fits
     state.delete_node("x3")
     assert "allows to fit only 7 out of 8" in decide(state, wl, cq_of(state)).message
     daemon["status"]["phase"] = "Succeeded"

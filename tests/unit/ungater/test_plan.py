@@ -57,3 +57,8 @@ def test_expectations_count_as_taken_before_the_watch_shows_them():
 def test_pods_without_index_fill_domains_in_assignment_order():
     pods = [pod("b"), pod("a"), pod("c", index=5)]
     assert hosts(plan(ASSIGNMENT, pods)) == {"a": "x1", "b": "x1", "c": "x2"}
+
+
+def test_nobody_is_sent_to_an_unhealthy_node_awaiting_replacement():
+    pods = [pod("p0", index=0), pod("p2", index=2)]
+    assert hosts(plan(ASSIGNMENT, pods, unhealthy={"x1"})) == {"p2": "x2"}

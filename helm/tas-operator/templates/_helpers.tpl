@@ -1,0 +1,70 @@
+{{/* Names and labels shared by every object of the chart. */}}
+
+{{/* The chart's name, overridable. */}}
+{{- define "tas-operator.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+The base name of the release's objects: <release>-tas-operator, or just the release name when
+it already contains the chart's name. Truncated to 63 characters (a DNS label).
+*/}}
+{{- define "tas-operator.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := include "tas-operator.name" . -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The webhook Service; its DNS name is the host in the webhook URL and certificate. */}}
+{{- define "tas-operator.webhookService" -}}
+{{- printf "%s-webhook" (include "tas-operator.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "tas-operator.webhookHost" -}}
+{{- printf "%s.%s.svc" (include "tas-operator.webhookService" .) .Release.Namespace -}}
+{{- end -}}
+
+{{/*
+The name of the webhook configurations the operator fills in at start-up. Fixed in the
+operator (tas.config.Settings.webhook_config_name); a test keeps the two in step.
+*/}}
+{{- define "tas-operator.webhookConfigName" -}}
+tas-operator.kueue.x-k8s.io
+{{- end -}}
+
+{{/* Labels that pick the operator's pod; never change them (Deployment selectors are immutable). */}}
+{{- define "tas-operator.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "tas-operator.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "tas-operator.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "tas-operator.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{- define "tas-operator.image" -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+
+{{/*
+The featureGates list as one --feature-gates value: "A=true,B=false", in list order (as
+Kueue's chart does). Empty when the list is empty, and then the flag is left out.
+values.schema.json checks the names and that `enabled` is a boolean.
+*/}}
+{{- define "tas-operator.featureGates" -}}
+{{- $gates := list -}}
+{{- range .Values.featureGates -}}
+{{- $gates = append $gates (printf "%s=%t" .name .enabled) -}}
+{{- end -}}
+{{- join "," $gates -}}
+{{- end -}}

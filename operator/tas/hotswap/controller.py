@@ -1,0 +1,172 @@
+"""Watches the health of nodes under admitted workloads and marks the failed ones.
+
+For each workload with pods assigned to a node that failed (see health.py): record the node in
+`status.unhealthyNodes`, and fail the workload's Pending pods pinned to it so the Job controller
+makes new ones (they stay gated until the admission loop has found the replacement). A second
+failed node evicts the workload, as in Kueue, unless TASMultipleNodeReplacement is on. A node
+that recovers before its replacement is taken off the list.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from tas.admission.loop import AdmissionLoop
+from tas.api.conditions import now_rfc3339
+from tas.api.constants import (
+    HOSTNAME_LABEL,
+    POD_COND_TERMINATED_BY_KUEUE,
+    REASON_UNSCHEDULABLE_ON_ASSIGNED_NODE,
+)
+from tas.cache.projections import PodInfo, WorkloadInfo
+from tas.cache.state import ClusterState
+from tas.hotswap.health import Health, node_health
+from tas.hotswap.replace import multiple_failures_message
+from tas.kube import Kube, KubeError, Ref, pod_path, workload_path
+from tas.solver.types import Toleration
+
+log = logging.getLogger(__name__)
+
+
+def on_node(pod: PodInfo, node: str) -> bool:
+    return pod.node_name == node or (
+        not pod.node_name and pod.node_selector.get(HOSTNAME_LABEL) == node
+    )
+
+
+class NodeHealthController:
+    def __init__(
+        self,
+        state: ClusterState,
+        kube: Kube,
+        admission: AdmissionLoop,
+        *,
+        on_pod_termination: bool = True,
+        on_taints: bool = True,
+        multiple_nodes: bool = False,
+        tolerations_of: Callable[[WorkloadInfo], tuple[Toleration, ...]] | None = None,
+    ) -> None:
+        self.state = state
+        self.kube = kube
+        self.admission = admission
+        self.on_pod_termination = on_pod_termination
+        self.on_taints = on_taints
+        self.multiple_nodes = multiple_nodes
+        self.tolerations_of = tolerations_of or self._tolerations
+        self.marked = 0
+        self.evicted = 0
+
+    def _tolerations(self, workload: WorkloadInfo) -> tuple[Toleration, ...]:
+        """The pod sets' own tolerations plus those of the flavors they were admitted to."""
+        out: list[Toleration] = [t for ps in workload.pod_sets for t in ps.tolerations]
+        for admission in workload.admissions:
+            flavor = self.state.flavors.get(admission.flavor or "")
+            if flavor:
+                out.extend(flavor.tolerations)
+        return tuple(out)
+
+    async def sync(self, node_name: str) -> None:
+        node = self.state.nodes.get(node_name)
+        for key in self.state.workloads_on_node(node_name):
+            workload = self.state.workloads.get(key)
+            if workload is None or not workload.admitted:
+                continue
+            pods = [p for p in self.state.pods_of(*key) if on_node(p, node_name)]
+            health = node_health(
+                node,
+                pods,
+                self.tolerations_of(workload),
+                on_pod_termination=self.on_pod_termination,
+                on_taints=self.on_taints,
+            )
+            listed = node_name in workload.unhealthy_nodes
+            if health is Health.FAILED and not listed:
+                await self._mark(workload, node_name, pods)
+            elif health is Health.HEALTHY and listed:
+                await self._unmark(workload, node_name)
+            if health is Health.FAILED:
+                await self._fail_stranded_pods(workload, node_name, pods)
+
+    async def _mark(self, workload: WorkloadInfo, node: str, pods: list[PodInfo]) -> None:
+        others = [n for n in workload.unhealthy_nodes if n != node]
+        if others and not self.multiple_nodes:
+            if await self.admission.evict(workload, multiple_failures_message([*others, node])):
+                self.evicted += 1
+            return
+        nodes = [{"name": n} for n in [*workload.unhealthy_nodes, node]]
+        if await self._write(workload, {"unhealthyNodes": nodes}):
+            self.marked += 1
+            log.info(
+                "node %s failed under %s/%s; looking for a replacement",
+                node,
+                workload.namespace,
+                workload.name,
+            )
+            ref = Ref(
+                "kueue.x-k8s.io/v1beta1",
+                "Workload",
+                workload.namespace,
+                workload.name,
+                workload.uid,
+            )
+            await self.kube.event(
+                ref, "Warning", "UnhealthyNode", f"Node {node} failed; replacing it"
+            )
+            self.admission.wake()
+
+    async def _unmark(self, workload: WorkloadInfo, node: str) -> None:
+        nodes = [{"name": n} for n in workload.unhealthy_nodes if n != node]
+        if await self._write(workload, {"unhealthyNodes": nodes or None}):
+            log.info("node %s recovered under %s/%s", node, workload.namespace, workload.name)
+
+    async def _write(self, workload: WorkloadInfo, status: dict) -> bool:
+        body = {"metadata": {"resourceVersion": workload.resource_version}, "status": status}
+        try:
+            await self.kube.patch(
+                workload_path(workload.namespace, workload.name) + "/status", body
+            )
+        except KubeError as exc:
+            if exc.status in (404, 409):
+                return False  # a newer object is on its way; its event brings us back here
+            raise
+        return True
+
+    async def _fail_stranded_pods(
+        self, workload: WorkloadInfo, node: str, pods: list[PodInfo]
+    ) -> None:
+        """Pending pods pinned to a failed node would wait forever: fail them to be recreated."""
+        for pod in pods:
+            if pod.phase != "Pending" or pod.gated or pod.deleting:
+                continue
+            now = now_rfc3339()
+            status = {
+                "status": {
+                    "phase": "Failed",
+                    "conditions": [
+                        {
+                            "type": POD_COND_TERMINATED_BY_KUEUE,
+                            "status": "True",
+                            "reason": REASON_UNSCHEDULABLE_ON_ASSIGNED_NODE,
+                            "message": f"Pod was pinned to node {node}, which failed under workload {workload.name}",
+                            "lastTransitionTime": now,
+                        }
+                    ],
+                }
+            }
+            try:
+                await self.kube.patch(
+                    pod_path(pod.namespace, pod.name) + "/status",
+                    status,
+                    "application/strategic-merge-patch+json",
+                )
+            except KubeError as exc:
+                if exc.status != 404:
+                    raise
+            ref = Ref("v1", "Pod", pod.namespace, pod.name, pod.uid)
+            await self.kube.event(
+                ref,
+                "Warning",
+                "PodTerminatedByKueue",
+                f"Node {node} failed; the pod will be recreated",
+            )

@@ -1,0 +1,493 @@
+"""The Helm chart, checked offline with the real `helm` binary: lint, and what it renders.
+
+helm comes from the local control-plane cache (`e2e/build-bins.sh`), TAS_BIN_DIR, or PATH; the
+tests skip only when none has it. No cluster is used.
+"""
+
+from __future__ import annotations
+
+import atexit
+import copy
+import functools
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+
+import tas
+from tas import features
+from tas.api import crdgen
+from tas.api.models import RESOURCES
+from tas.cli import build_parser
+from tas.config import Settings
+
+ROOT = Path(__file__).resolve().parents[3]
+CHART = ROOT / "helm" / "tas-operator"
+CHART_CRDS = CHART / "templates" / "crds"
+RELEASE, NAMESPACE = "tas", "tas-system"
+FULLNAME = "tas-tas-operator"  # <release>-<chart>, from _helpers.tpl
+CRD_PLURALS = sorted(resource.crd.plural for resource in RESOURCES)
+
+# (apiGroup, resource, verb, resourceName or None). Change it together with rbac.yaml and the
+# README's "Permissions" table: an added or dropped verb must be a decision, not an accident.
+EXPECTED_RULES = {
+    *{("", "nodes", v, None) for v in ("list", "watch")},
+    *{("", "namespaces", v, None) for v in ("list", "watch")},
+    *{("", "pods", v, None) for v in ("list", "watch", "patch")},
+    ("", "pods/status", "patch", None),
+    ("", "events", "create", None),
+    *{("batch", "jobs", v, None) for v in ("list", "watch", "patch")},
+    ("batch", "jobs/finalizers", "update", None),
+    *{
+        ("kueue.x-k8s.io", r, v, None)
+        for r in ("topologies", "resourceflavors", "clusterqueues", "localqueues")
+        for v in ("list", "watch")
+    },
+    *{
+        ("kueue.x-k8s.io", "workloads", v, None)
+        for v in ("get", "list", "watch", "create", "delete")
+    },
+    *{
+        ("kueue.x-k8s.io", r, "patch", None)
+        for r in ("workloads/status", "clusterqueues/status", "localqueues/status")
+    },
+    *{("apiextensions.k8s.io", "customresourcedefinitions", v, None) for v in ("list", "watch")},
+    *{
+        ("admissionregistration.k8s.io", r, v, name)
+        for r in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")
+        for v, name in (("create", None), ("patch", "tas-operator.kueue.x-k8s.io"))
+    },
+}
+
+
+# ---- running helm --------------------------------------------------------------------------------
+
+
+def _cache_bin_dir() -> Path:
+    """The directory e2e/build-bins.sh builds into, named after e2e/versions.env."""
+    versions = dict(
+        line.split("=", 1)
+        for line in (ROOT / "e2e" / "versions.env").read_text().splitlines()
+        if "=" in line and not line.startswith("#")
+    )
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return (
+        cache
+        / "tas-operator"
+        / (
+            f"bin-k8s{versions['KUBE_VERSION']}-etcd{versions['ETCD_VERSION']}"
+            f"-kwok{versions['KWOK_VERSION']}-helm{versions['HELM_VERSION']}"
+        )
+    )
+
+
+@functools.cache
+def _helm_binary() -> str | None:
+    for directory in (os.environ.get("TAS_BIN_DIR"), _cache_bin_dir()):
+        if directory and (Path(directory) / "helm").is_file():
+            return str(Path(directory) / "helm")
+    return shutil.which("helm")
+
+
+@functools.cache
+def _helm_env() -> dict[str, str]:
+    """helm's own state in a scratch directory, and no cluster to talk to."""
+    scratch = Path(tempfile.mkdtemp(prefix="tas-chart-tests-"))
+    atexit.register(shutil.rmtree, scratch, True)
+    (scratch / "kubeconfig").write_text("")
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(scratch),
+        "HELM_CACHE_HOME": str(scratch / "cache"),
+        "HELM_CONFIG_HOME": str(scratch / "config"),
+        "HELM_DATA_HOME": str(scratch / "data"),
+        "KUBECONFIG": str(scratch / "kubeconfig"),
+    }
+
+
+def helm(*args: str, values: dict[str, Any] | None = None) -> subprocess.CompletedProcess[str]:
+    binary = _helm_binary()
+    if binary is None:
+        pytest.skip("no helm binary: run `make bins` (or put helm on PATH)")
+    cmd = [binary, *args]
+    if values is not None:
+        fd, values_file = tempfile.mkstemp(suffix=".json", dir=_helm_env()["HOME"])
+        with os.fdopen(fd, "w") as out:
+            json.dump(values, out)  # JSON is YAML
+        cmd += ["-f", values_file]
+    return subprocess.run(cmd, env=_helm_env(), capture_output=True, text=True, timeout=120)
+
+
+@functools.cache
+def _render_cached(values_json: str) -> tuple[dict[str, Any], ...]:
+    values = json.loads(values_json)
+    result = helm("template", RELEASE, str(CHART), "-n", NAMESPACE, values=values)
+    assert result.returncode == 0, result.stderr
+    return tuple(doc for doc in yaml.safe_load_all(result.stdout) if doc)
+
+
+def render(values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    return copy.deepcopy(list(_render_cached(json.dumps(values or {}, sort_keys=True))))
+
+
+def the(docs: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
+    found = [d for d in docs if d["kind"] == kind and name in (None, d["metadata"]["name"])]
+    assert len(found) == 1, f"expected one {kind} {name or ''}, found {len(found)}"
+    return found[0]
+
+
+def container(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    containers = the(docs, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert len(containers) == 1
+    return containers[0]
+
+
+def args_of(docs: list[dict[str, Any]]) -> list[str]:
+    return container(docs)["args"]
+
+
+def flag(docs: list[dict[str, Any]], name: str) -> str:
+    """The value of `--name=value` among the container's args (exactly one)."""
+    values = [a.split("=", 1)[1] for a in args_of(docs) if a.startswith(f"--{name}=")]
+    assert len(values) == 1, f"--{name} given {len(values)} times: {args_of(docs)}"
+    return values[0]
+
+
+def port(docs: list[dict[str, Any]], name: str) -> int:
+    ports = {p["name"]: p["containerPort"] for p in container(docs)["ports"]}
+    return ports[name]
+
+
+def rules(docs: list[dict[str, Any]]) -> Iterator[tuple[str, str, str, str | None]]:
+    for rule in the(docs, "ClusterRole")["rules"]:
+        assert set(rule) <= {"apiGroups", "resources", "verbs", "resourceNames"}, rule
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                for verb in rule["verbs"]:
+                    for name in rule.get("resourceNames") or [None]:
+                        yield group, resource, verb, name
+
+
+# ---- lint and what is rendered ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "values",
+    [None, {"featureGates": [{"name": "TASBalancedPlacement", "enabled": True}]}],
+    ids=["defaults", "with-gates"],
+)
+def test_helm_lint_is_clean(values: dict[str, Any] | None) -> None:
+    result = helm("lint", "--strict", str(CHART), values=values)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "[WARNING]" not in output and "[ERROR]" not in output, output
+
+
+def test_renders_the_expected_objects() -> None:
+    kinds = sorted((d["kind"], d["metadata"]["name"]) for d in render())
+    crds = [("CustomResourceDefinition", f"{plural}.kueue.x-k8s.io") for plural in CRD_PLURALS]
+    assert kinds == sorted(
+        [
+            *crds,
+            ("ClusterRole", FULLNAME),
+            ("ClusterRoleBinding", FULLNAME),
+            ("Deployment", FULLNAME),
+            ("MutatingWebhookConfiguration", Settings().webhook_config_name),
+            ("Service", f"{FULLNAME}-webhook"),
+            ("ServiceAccount", FULLNAME),
+            ("ValidatingWebhookConfiguration", Settings().webhook_config_name),
+        ]
+    )
+    for doc in render():
+        if doc["kind"] in ("Deployment", "Service", "ServiceAccount"):
+            assert doc["metadata"]["namespace"] == NAMESPACE
+
+
+def render_notes(tmp_path: Path, values: dict[str, Any] | None = None) -> str:
+    """NOTES.txt as `helm install` would print it. `helm template` leaves NOTES out and
+    `helm install --dry-run` wants a cluster, so a copy of the chart renders it into a ConfigMap
+    (every template file is also a named template, NOTES.txt included)."""
+    chart = tmp_path / CHART.name
+    shutil.copytree(CHART, chart)
+    (chart / "templates" / "notes-for-test.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: notes}\ndata:\n  notes: |\n"
+        '{{ include "tas-operator/templates/NOTES.txt" . | indent 4 }}\n'
+    )
+    result = helm(
+        "template",
+        RELEASE,
+        str(chart),
+        "-n",
+        NAMESPACE,
+        "--show-only",
+        "templates/notes-for-test.yaml",
+        values=values,
+    )
+    assert result.returncode == 0, result.stderr
+    return yaml.safe_load(result.stdout)["data"]["notes"]
+
+
+def test_notes_give_next_steps_and_the_kueue_warning(tmp_path: Path) -> None:
+    notes = render_notes(tmp_path)
+    assert "never install tas-operator next to Kueue" in notes
+    assert f"rollout status deployment/{FULLNAME}" in notes
+    for step in ("examples/kueue-tas/topology.yaml", "sample-job.yaml", "describe workload"):
+        assert step in notes
+    assert "Feature gates" not in notes
+    gates = [{"name": "TASBalancedPlacement", "enabled": True}]
+    assert "Feature gates set: TASBalancedPlacement=true" in render_notes(
+        tmp_path / "gates", {"featureGates": gates}
+    )
+
+
+# ---- feature gates ---------------------------------------------------------------------------
+
+
+def test_feature_gates_become_one_flag_in_list_order() -> None:
+    gates = [
+        {"name": "TASBalancedPlacement", "enabled": True},
+        {"name": "TASFailedNodeReplacementFailFast", "enabled": False},
+    ]
+    docs = render({"featureGates": gates})
+    value = flag(docs, "feature-gates")
+    assert value == "TASBalancedPlacement=true,TASFailedNodeReplacementFailFast=false"
+    parsed = features.parse(value)
+    assert parsed.enabled("TASBalancedPlacement")
+    assert not parsed.enabled("TASFailedNodeReplacementFailFast")
+
+
+def test_no_feature_gates_flag_when_the_list_is_empty() -> None:
+    assert not [a for a in args_of(render()) if a.startswith("--feature-gates")]
+    assert not [a for a in args_of(render({"featureGates": []})) if "feature-gates" in a]
+
+
+@pytest.mark.parametrize(
+    "gate",
+    [
+        {"name": "NoSuchGate", "enabled": True},
+        {"name": "TASBalancedPlacement", "enabled": "yes"},
+        {"name": "TASBalancedPlacement"},
+        {"enabled": True},
+    ],
+    ids=["unknown-name", "not-a-boolean", "no-enabled", "no-name"],
+)
+def test_a_bad_feature_gate_fails_the_render(gate: dict[str, Any]) -> None:
+    result = helm("template", RELEASE, str(CHART), values={"featureGates": [gate]})
+    assert result.returncode != 0
+    assert "featureGates" in result.stderr
+
+
+def test_the_schema_knows_exactly_the_operators_gates() -> None:
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    names = schema["properties"]["featureGates"]["items"]["properties"]["name"]["enum"]
+    assert sorted(names) == sorted(features.GATES), "update values.schema.json"
+
+
+# ---- the operator's command line -------------------------------------------------------------
+
+
+def test_tas_operator_accepts_the_rendered_command_line() -> None:
+    docs = render({"featureGates": [{"name": "TASMultiLayerTopology", "enabled": False}]})
+    command = container(docs)["command"]
+    assert command[:2] == ["tas", "operator"]
+    parsed = build_parser().parse_args([*command[1:], *args_of(docs)])  # fails on unknown flags
+    assert parsed.command == "operator"
+    assert parsed.webhook_listen == "0.0.0.0"
+    assert parsed.webhook_port == 9443
+    assert parsed.metrics_port == 8080
+    assert parsed.log_level == "INFO"
+    assert not parsed.no_webhooks
+    assert not features.parse(parsed.feature_gates).enabled("TASMultiLayerTopology")
+
+
+# ---- RBAC ------------------------------------------------------------------------------------
+
+
+def test_rbac_is_exactly_the_expected_set() -> None:
+    actual = list(rules(render()))
+    assert len(actual) == len(set(actual)), "a verb is granted twice"
+    assert set(actual) == EXPECTED_RULES, (
+        f"added: {sorted(set(actual) - EXPECTED_RULES, key=str)}; "
+        f"missing: {sorted(EXPECTED_RULES - set(actual), key=str)}"
+    )
+
+
+def test_rbac_is_bound_to_the_operators_service_account_only() -> None:
+    docs = render()
+    assert not [d for d in docs if d["kind"] in ("Role", "RoleBinding")]
+    binding = the(docs, "ClusterRoleBinding")
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": the(docs, "ClusterRole")["metadata"]["name"],
+    }
+    account = the(docs, "ServiceAccount")["metadata"]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": account["name"], "namespace": NAMESPACE}
+    ]
+    pod = the(docs, "Deployment")["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == account["name"]
+
+
+def test_rbac_lets_kopf_list_and_watch_everything_the_operator_handles() -> None:
+    import kopf
+
+    import tas.handlers.operator  # noqa: F401  (registers the handlers)
+
+    registry = kopf.get_default_registry()
+    watched = set()
+    # kopf's own start-up code walks the same (private) handler lists to decide what to watch.
+    for handlers in (registry._indexing, registry._watching, registry._changing):
+        for handler in handlers.get_all_handlers():
+            selector = handler.selector
+            # A bare plural such as "pods" is the core group's, as kopf resolves it.
+            watched.add((selector.group or "", selector.plural or selector.any_name))
+    assert ("", "pods") in watched and ("batch", "jobs") in watched
+    granted = set(rules(render()))
+    for group, resource in sorted(watched):
+        for verb in ("list", "watch"):
+            assert (group, resource, verb, None) in granted, f"{verb} {group}/{resource}"
+
+
+# ---- webhook ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("webhook_port", [None, 8443])
+def test_webhook_service_ports_and_args_agree(webhook_port: int | None) -> None:
+    docs = render({"webhook": {"port": webhook_port}} if webhook_port else None)
+    expected_port = webhook_port or Settings().webhook_port
+    service = the(docs, "Service")
+    pod_template = the(docs, "Deployment")["spec"]["template"]
+
+    # The Service reaches the pod...
+    assert service["spec"]["selector"].items() <= pod_template["metadata"]["labels"].items()
+    assert service["spec"]["selector"] == the(docs, "Deployment")["spec"]["selector"]["matchLabels"]
+    # ...on the port the operator listens on, which is also the Service's own port, because the
+    # URL kopf registers (https://host:port/...) carries the listening port.
+    [service_port] = service["spec"]["ports"]
+    assert service_port["port"] == expected_port
+    assert service_port["targetPort"] == "webhook"
+    assert port(docs, "webhook") == expected_port
+    assert flag(docs, "webhook-port") == str(expected_port)
+    assert flag(docs, "webhook-listen") == "0.0.0.0"
+    # The URL's host and the certificate's name are the Service's DNS name.
+    assert flag(docs, "webhook-host") == f"{service['metadata']['name']}.{NAMESPACE}.svc"
+    assert "--no-webhooks" not in args_of(docs)
+    probe = container(docs)["readinessProbe"]
+    assert probe["tcpSocket"]["port"] == "webhook"
+
+
+def test_webhook_certificate_is_written_to_a_writable_volume() -> None:
+    docs = render()
+    cert_dir = Path(flag(docs, "webhook-cert-dir"))
+    pod = the(docs, "Deployment")["spec"]["template"]["spec"]
+    empty_dirs = {v["name"] for v in pod["volumes"] if "emptyDir" in v}
+    mounts = [
+        Path(m["mountPath"]) for m in container(docs)["volumeMounts"] if m["name"] in empty_dirs
+    ]
+    assert any(cert_dir.is_relative_to(m) for m in mounts), (cert_dir, mounts)
+
+
+def test_webhook_configurations_are_the_operators_and_left_for_it_to_fill() -> None:
+    docs = render()
+    name = Settings().webhook_config_name
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        config = the(docs, kind, name)
+        # No webhooks key: `helm upgrade` must never overwrite what the operator patched in.
+        assert "webhooks" not in config
+    patchable = {(r, n) for g, r, v, n in rules(docs) if g.startswith("admission") and v == "patch"}
+    assert patchable == {
+        ("mutatingwebhookconfigurations", name),
+        ("validatingwebhookconfigurations", name),
+    }
+
+
+# ---- the Deployment and the values -----------------------------------------------------------
+
+
+def test_deployment_runs_one_operator_at_a_time_without_privileges() -> None:
+    docs = render()
+    deployment = the(docs, "Deployment")
+    assert deployment["spec"]["replicas"] == 1
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    security = container(docs)["securityContext"]
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"]["drop"] == ["ALL"]
+
+
+def test_liveness_and_metrics_ports_match_their_flags() -> None:
+    docs = render({"liveness": {"port": 9000}, "metrics": {"port": 9001}})
+    liveness = urlsplit(flag(docs, "liveness"))
+    assert (liveness.hostname, liveness.port, liveness.path) == ("0.0.0.0", 9000, "/healthz")
+    probe = container(docs)["livenessProbe"]["httpGet"]
+    assert probe == {"path": "/healthz", "port": "healthz"}
+    assert port(docs, "healthz") == 9000
+    assert flag(docs, "metrics-port") == "9001"
+    assert port(docs, "metrics") == 9001
+
+
+def test_default_image_is_the_charts_app_version_which_is_the_packages() -> None:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert chart["appVersion"] == tas.__version__
+    assert container(render())["image"] == f"tas-operator:{tas.__version__}"
+
+
+def test_values_override_image_resources_and_log_level() -> None:
+    resources = {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "4Gi"}}
+    docs = render(
+        {
+            "image": {"repository": "registry.example/tas", "tag": "v9", "pullPolicy": "Always"},
+            "resources": resources,
+            "logLevel": "DEBUG",
+        }
+    )
+    assert container(docs)["image"] == "registry.example/tas:v9"
+    assert container(docs)["imagePullPolicy"] == "Always"
+    assert container(docs)["resources"] == resources
+    assert flag(docs, "log-level") == "DEBUG"
+
+
+def test_an_unknown_log_level_fails_the_render() -> None:
+    result = helm("template", RELEASE, str(CHART), values={"logLevel": "LOUD"})
+    assert result.returncode != 0
+    assert "logLevel" in result.stderr
+
+
+# ---- CRDs ------------------------------------------------------------------------------------
+
+
+def test_chart_crds_are_fresh() -> None:
+    committed = {p.name: p.read_text() for p in CHART_CRDS.glob("*.yaml")}
+    rendered = crdgen.render_all()
+    assert sorted(committed) == sorted(rendered), "run `make crds`"
+    for name, text in rendered.items():
+        assert committed[name] == text, f"{CHART_CRDS / name} is stale: run `make crds`"
+
+
+def test_rendered_crds_are_the_generated_ones() -> None:
+    generated = sorted(
+        (yaml.safe_load(text) for text in crdgen.render_all().values()),
+        key=lambda d: d["metadata"]["name"],
+    )
+    rendered = sorted(
+        (d for d in render() if d["kind"] == "CustomResourceDefinition"),
+        key=lambda d: d["metadata"]["name"],
+    )
+    assert rendered == generated
+
+
+def test_make_crds_writes_the_chart_copy() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = makefile.split("\ncrds:", 1)[1].split("\n\n", 1)[0]
+    assert "tas.api.crdgen" in recipe and "helm/tas-operator/templates/crds" in recipe
