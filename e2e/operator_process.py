@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import urllib.request
 from pathlib import Path
 
 from e2e.harness import ROOT, Cluster, wait_for
@@ -35,6 +36,7 @@ class OperatorProcess:
         self.gates = gates
         self.extra = extra
         self.port = free_port()
+        self.metrics_port = free_port()
         self.log_path = Path(tempfile.mkdtemp(prefix="tas-operator-")) / "operator.log"
         self.proc: subprocess.Popen | None = None
         self.starts = 0
@@ -46,6 +48,7 @@ class OperatorProcess:
             "operator",
             f"--kubeconfig={self.kubeconfig}",
             f"--webhook-port={self.port}",
+            f"--metrics-port={self.metrics_port}",
             "--log-level=DEBUG",
             *self.extra,
         ]
@@ -84,16 +87,31 @@ class OperatorProcess:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(timeout=30)
 
-    def stop(self) -> None:
+    def stop(self, remove_webhooks: bool = True) -> None:
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             try:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.kill()
+        if not remove_webhooks:
+            return
         # Webhook configurations outlive the process; without it, labelled Jobs could not be created.
         for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
             self.cluster.kubectl("delete", kind, WEBHOOK_CONFIG, "--ignore-not-found", check=False)
+
+    def metric(self, name: str, labels: str = "") -> float:
+        """One sample from the operator's Prometheus endpoint (0 when absent)."""
+        text = (
+            urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=10)
+            .read()
+            .decode()
+        )
+        series = f"{name}{{{labels}}}" if labels else name
+        for line in text.splitlines():
+            if line.startswith(series + " "):
+                return float(line.split()[-1])
+        return 0.0
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

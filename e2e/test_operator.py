@@ -91,6 +91,21 @@ def test_required_rack_keeps_every_pod_in_one_rack(
     assert job["spec"]["suspend"] is False
 
 
+def test_metrics_count_admissions_and_ungated_pods(
+    cluster: Cluster, namespace: str, user_queue: str, operator
+):
+    admitted_before = operator.metric("tas_admission_attempts_total", 'result="admitted"')
+    ungated_before = operator.metric("tas_pods_ungated_total")
+    cluster.apply(jobs.job("counted", user_queue, pods=3), namespace)
+    jobs.wait_admitted(cluster, namespace, "counted")
+    jobs.wait_running(cluster, namespace, "counted", 3)
+    assert (
+        operator.metric("tas_admission_attempts_total", 'result="admitted"') >= admitted_before + 1
+    )
+    assert operator.metric("tas_pods_ungated_total") >= ungated_before + 3
+    assert operator.metric("tas_admitted_workloads", 'cluster_queue="tas-cluster-queue"') >= 1
+
+
 def test_unconstrained_job_is_admitted_and_placed(
     cluster: Cluster, namespace: str, user_queue: str
 ):

@@ -26,6 +26,18 @@ def _operator(args: argparse.Namespace) -> int:
     except features.FeatureGateError as exc:
         print(f"tas operator: --feature-gates: {exc}", file=sys.stderr)
         return 2
+    webhook_service = None
+    if args.webhook_service:
+        try:
+            namespace, rest = args.webhook_service.split("/", 1)
+            name, _, port = rest.partition(":")
+            webhook_service = (namespace, name, int(port or 443))
+        except ValueError:
+            print(
+                f"tas operator: --webhook-service: {args.webhook_service!r} is not NAMESPACE/NAME[:PORT]",
+                file=sys.stderr,
+            )
+            return 2
     settings = Settings(
         kubeconfig=args.kubeconfig,
         namespaces=tuple(args.namespace or ()),
@@ -34,7 +46,7 @@ def _operator(args: argparse.Namespace) -> int:
         webhook_port=args.webhook_port,
         webhook_host=args.webhook_host,
         webhook_cert_dir=args.webhook_cert_dir,
-        webhooks=not args.no_webhooks,
+        webhook_service=webhook_service,
         metrics_port=args.metrics_port,
         log_level=args.log_level,
     )
@@ -84,7 +96,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--webhook-host", default=env_default("WEBHOOK_HOST"), help="name in the webhook URL"
     )
     op.add_argument("--webhook-cert-dir", default=env_default("WEBHOOK_CERT_DIR"))
-    op.add_argument("--no-webhooks", action="store_true", help="serve no admission webhooks")
+    op.add_argument(
+        "--webhook-service",
+        default=env_default("WEBHOOK_SERVICE"),
+        help="NAMESPACE/NAME[:PORT] of the Service in front of the webhooks (in a pod)",
+    )
     op.add_argument("--metrics-port", type=int, default=int(env_default("METRICS_PORT", "0")))
     op.add_argument("--liveness", default=None, help="e.g. http://0.0.0.0:8080/healthz")
     op.add_argument("--log-level", default=env_default("LOG_LEVEL", "INFO"))

@@ -19,8 +19,9 @@ class Settings:
         None  # the name in the webhook URL and certificate; defaults to listen
     )
     webhook_cert_dir: str | None = None
+    # In a pod: (namespace, name, port) of the Service in front of the webhooks.
+    webhook_service: tuple[str, str, int] | None = None
     webhook_config_name: str = "tas-operator.kueue.x-k8s.io"
-    webhooks: bool = True
     metrics_port: int = 0  # 0 disables the metrics endpoint
     log_level: str = "INFO"
 

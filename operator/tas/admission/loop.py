@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 
+from tas import metrics
 from tas.admission.decide import Decision, decide, pending_order
 from tas.admission.ports import WorkloadStatusWriter
 from tas.api import conditions as cond
@@ -47,7 +47,6 @@ class AdmissionLoop:
         state: ClusterState,
         writer: WorkloadStatusWriter,
         *,
-        on_decision: Callable[[str, float], None] | None = None,
         replacement_fail_fast: bool = True,
     ) -> None:
         self.state = state
@@ -60,7 +59,6 @@ class AdmissionLoop:
         ] = {}  # key -> (generation, spec generation, message)
         self._cq_status: dict[str, dict] = {}
         self._lq_status: dict[Key, dict] = {}
-        self._on_decision = on_decision
         self.cycles = 0
 
     def wake(self) -> None:
@@ -135,13 +133,10 @@ class AdmissionLoop:
         tried = self._tried.get(workload.key)
         if tried and tried[:2] == (self.state.generation, workload.generation):
             return False  # nothing changed since it last did not fit
-        started = asyncio.get_running_loop().time()
-        decision = decide(self.state, workload, cq)
-        if self._on_decision:
-            self._on_decision(
-                "admitted" if decision.admitted else "pending",
-                asyncio.get_running_loop().time() - started,
-            )
+        with metrics.ADMISSION_LATENCY.time():
+            decision = decide(self.state, workload, cq)
+        result = "admitted" if decision.admitted else "invalid" if decision.invalid else "pending"
+        metrics.ADMISSION_ATTEMPTS.labels(result).inc()
         if decision.admitted:
             return await self._admit(workload, decision)
         self._tried[workload.key] = (self.state.generation, workload.generation, decision.message)
@@ -182,6 +177,7 @@ class AdmissionLoop:
             self.state.forget(workload.key)
             self.wake()
             return
+        metrics.NODE_REPLACEMENTS.inc(len(failed))
         message = f"Replaced unhealthy node(s) {', '.join(failed)} in the topology assignment"
         log.info("%s/%s: %s", workload.namespace, workload.name, message)
         await self.writer.record_event(workload, "Normal", "NodeReplaced", message)
@@ -190,6 +186,7 @@ class AdmissionLoop:
         """Release the workload's quota and put it back in its queue (its Job is suspended)."""
         if not await self.writer.write_workload_status(workload, evicted_status(workload, message)):
             return False
+        metrics.EVICTIONS.labels("NodeFailures").inc()
         log.info("evicted %s/%s: %s", workload.namespace, workload.name, message)
         await self.writer.record_event(workload, "Warning", "EvictedDueToNodeFailures", message)
         return True
@@ -299,6 +296,8 @@ class AdmissionLoop:
                         ],
                     }
                 )
+        metrics.PENDING.labels(cq.name).set(pending)
+        metrics.ADMITTED.labels(cq.name).set(admitted)
         reason, message = problem or ("Ready", "Can admit new workloads")
         active = self._cq_status.get(cq.name, {}).get("conditions", [])
         status = {

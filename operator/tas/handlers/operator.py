@@ -16,7 +16,7 @@ from typing import Any
 
 import kopf
 
-from tas import certs
+from tas import certs, metrics
 from tas.admission.kube_writer import KubeStatusWriter
 from tas.admission.loop import AdmissionLoop
 from tas.api.annotations import TopologyRequestError
@@ -34,6 +34,22 @@ from tas.ungater.worker import Ungater
 
 log = logging.getLogger("tas.operator")
 KUEUE = ("kueue.x-k8s.io", "v1beta1")
+
+
+class ServiceWebhookServer:
+    """kopf's webhook server, announced to the API server as a Service reference instead of a
+    URL: an in-cluster API server reaches webhooks through Services, not cluster DNS names."""
+
+    def __init__(self, inner: kopf.WebhookServer, namespace: str, name: str, port: int) -> None:
+        self.inner = inner
+        self.service = {"namespace": namespace, "name": name, "port": port}
+
+    async def __call__(self, fn: Any) -> Any:
+        async for config in self.inner(fn):
+            announced: dict[str, Any] = {"service": {**self.service, "path": self.inner.path or ""}}
+            if config.get("caBundle"):
+                announced["caBundle"] = config["caBundle"]
+            yield announced
 
 
 class Runtime:
@@ -121,18 +137,25 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     settings.persistence.finalizer = "tas.kueue.x-k8s.io/finalizer"
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
-    if config.webhooks:
-        cert_dir = Path(config.webhook_cert_dir or tempfile.mkdtemp(prefix="tas-webhook-"))
-        hosts = [config.webhook_url_host, config.webhook_listen]
-        certfile, keyfile = certs.write_self_signed(cert_dir, hosts)
-        settings.admission.server = kopf.WebhookServer(
-            addr=config.webhook_listen,
-            port=config.webhook_port,
-            host=config.webhook_url_host,
-            certfile=str(certfile),
-            pkeyfile=str(keyfile),
-        )
-        settings.admission.managed = config.webhook_config_name
+    cert_dir = Path(config.webhook_cert_dir or tempfile.mkdtemp(prefix="tas-webhook-"))
+    hosts = [config.webhook_url_host, config.webhook_listen]
+    if config.webhook_service:
+        namespace, name, _ = config.webhook_service
+        hosts = [f"{name}.{namespace}.svc", f"{name}.{namespace}.svc.cluster.local", *hosts]
+    certfile, keyfile = certs.write_self_signed(cert_dir, hosts)
+    server = kopf.WebhookServer(
+        addr=config.webhook_listen,
+        port=config.webhook_port,
+        host=config.webhook_url_host,
+        certfile=str(certfile),
+        pkeyfile=str(keyfile),
+    )
+    if config.webhook_service:
+        settings.admission.server = ServiceWebhookServer(server, *config.webhook_service)
+    else:
+        settings.admission.server = server
+    settings.admission.managed = config.webhook_config_name
+    metrics.serve(config.metrics_port)
     memo.runtime = Runtime(config)
     memo.runtime.start()
 

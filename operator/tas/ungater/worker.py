@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from tas import metrics
 from tas.api.constants import TOPOLOGY_SCHEDULING_GATE
 from tas.cache.projections import Key
 from tas.cache.state import ClusterState
@@ -54,6 +55,7 @@ class Ungater:
                     raise
                 self.expected[ungate.pod.uid] = ungate.domain
                 self.ungated += 1
+                metrics.PODS_UNGATED.inc()
                 log.debug(
                     "ungated %s/%s onto %s", ungate.pod.namespace, ungate.pod.name, ungate.domain
                 )

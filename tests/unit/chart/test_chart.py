@@ -45,16 +45,14 @@ EXPECTED_RULES = {
     ("", "pods/status", "patch", None),
     ("", "events", "create", None),
     *{("batch", "jobs", v, None) for v in ("list", "watch", "patch")},
+    ("batch", "jobs/status", "patch", None),
     ("batch", "jobs/finalizers", "update", None),
     *{
         ("kueue.x-k8s.io", r, v, None)
         for r in ("topologies", "resourceflavors", "clusterqueues", "localqueues")
         for v in ("list", "watch")
     },
-    *{
-        ("kueue.x-k8s.io", "workloads", v, None)
-        for v in ("get", "list", "watch", "create", "delete")
-    },
+    *{("kueue.x-k8s.io", "workloads", v, None) for v in ("list", "watch", "create", "delete")},
     *{
         ("kueue.x-k8s.io", r, "patch", None)
         for r in ("workloads/status", "clusterqueues/status", "localqueues/status")
@@ -304,7 +302,6 @@ def test_tas_operator_accepts_the_rendered_command_line() -> None:
     assert parsed.webhook_port == 9443
     assert parsed.metrics_port == 8080
     assert parsed.log_level == "INFO"
-    assert not parsed.no_webhooks
     assert not features.parse(parsed.feature_gates).enabled("TASMultiLayerTopology")
 
 
@@ -380,7 +377,12 @@ def test_webhook_service_ports_and_args_agree(webhook_port: int | None) -> None:
     assert flag(docs, "webhook-listen") == "0.0.0.0"
     # The URL's host and the certificate's name are the Service's DNS name.
     assert flag(docs, "webhook-host") == f"{service['metadata']['name']}.{NAMESPACE}.svc"
-    assert "--no-webhooks" not in args_of(docs)
+    # The webhook configurations reference the Service (an API server does not resolve
+    # cluster DNS names in webhook URLs).
+    assert (
+        flag(docs, "webhook-service")
+        == f"{NAMESPACE}/{service['metadata']['name']}:{expected_port}"
+    )
     probe = container(docs)["readinessProbe"]
     assert probe["tcpSocket"]["port"] == "webhook"
 
