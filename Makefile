@@ -58,10 +58,11 @@ cluster-down:  ## stop the local cluster and remove its data
 crds: venv  ## regenerate crds/ and the chart's CRDs from the pydantic models
 	$(BIN)/python -m tas.api.crdgen crds helm/tas-operator/templates/crds
 
-demo: venv bins  ## local cluster with a 2x4x4 topology, and where everything landed
+demo: venv  ## local cluster, chart, operator, Kueue's example flow, and where every pod landed
 	@$(DEV_CLUSTER) bash e2e/demo.sh
 
-demo-down: cluster-down  ## stop the demo cluster
+demo-down:  ## stop the demo's operator and cluster
+	@$(DEV_CLUSTER) bash e2e/demo.sh down
 
 bench: venv  ## solver benchmark (reported, not asserted)
 	$(BIN)/python bench/solver_bench.py

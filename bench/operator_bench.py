@@ -166,8 +166,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     args = parser.parse_args()
     os.environ.setdefault("TAS_CLUSTER_DIR", str(ROOT / ".cluster" / "bench"))
-    os.environ.setdefault("TAS_API_PORT", "18443")
-    os.environ.setdefault("TAS_ETCD_PORT", "14379")
+    os.environ.setdefault("TAS_API_PORT", "19443")
+    os.environ.setdefault("TAS_ETCD_PORT", "15379")
     cluster = cluster_from_env()
     results: dict = {}
 
