@@ -1,0 +1,55 @@
+"""Pydantic models of the kueue.x-k8s.io objects we serve; the CRDs are generated from them."""
+
+from tas.api.models.clusterqueue import ClusterQueue, ClusterQueueSpec, ClusterQueueStatus
+from tas.api.models.common import Condition, KueueResource, LabelSelector, ObjectMeta
+from tas.api.models.localqueue import LocalQueue, LocalQueueSpec, LocalQueueStatus
+from tas.api.models.resourceflavor import ResourceFlavor, ResourceFlavorSpec
+from tas.api.models.topology import Topology, TopologyLevel, TopologySpec
+from tas.api.models.workload import (
+    Admission,
+    PodSet,
+    PodSetAssignment,
+    PodSetTopologyRequest,
+    TopologyAssignment,
+    TopologyDomainAssignment,
+    Workload,
+    WorkloadSpec,
+    WorkloadStatus,
+)
+
+# Every resource we serve, in a stable order (crdgen writes one CRD for each).
+RESOURCES: tuple[type[KueueResource], ...] = (
+    Topology,
+    ResourceFlavor,
+    ClusterQueue,
+    LocalQueue,
+    Workload,
+)
+
+__all__ = [
+    "RESOURCES",
+    "Admission",
+    "ClusterQueue",
+    "ClusterQueueSpec",
+    "ClusterQueueStatus",
+    "Condition",
+    "KueueResource",
+    "LabelSelector",
+    "LocalQueue",
+    "LocalQueueSpec",
+    "LocalQueueStatus",
+    "ObjectMeta",
+    "PodSet",
+    "PodSetAssignment",
+    "PodSetTopologyRequest",
+    "ResourceFlavor",
+    "ResourceFlavorSpec",
+    "Topology",
+    "TopologyAssignment",
+    "TopologyDomainAssignment",
+    "TopologyLevel",
+    "TopologySpec",
+    "Workload",
+    "WorkloadSpec",
+    "WorkloadStatus",
+]

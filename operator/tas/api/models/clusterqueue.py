@@ -1,0 +1,163 @@
+"""ClusterQueue: quota per (flavor, resource), and the queue that admits against it."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import ConfigDict, Field
+
+from tas.api.constants import BEST_EFFORT_FIFO
+from tas.api.models.common import (
+    AGE_COLUMN,
+    Condition,
+    CRDInfo,
+    Int32,
+    KubeModel,
+    KueueResource,
+    LabelSelector,
+    NonNegativeQuantity,
+    ObjectName,
+    PrinterColumn,
+    Quantity,
+    cel,
+    conditions_field,
+    schema,
+)
+
+QueueingStrategy = Literal["StrictFIFO", "BestEffortFIFO"]
+
+FLAVORS_COVER_ALL_RESOURCES = cel(
+    "self.flavors.all(f, size(f.resources) == size(self.coveredResources))",
+    "each flavor must list exactly as many resources as coveredResources",
+)
+
+
+class ResourceQuota(KubeModel):
+    name: str
+    """Resource name, e.g. cpu, memory, nvidia.com/gpu."""
+    nominal_quota: NonNegativeQuantity
+    """How much of the resource this ClusterQueue may admit in this flavor."""
+
+
+class FlavorQuotas(KubeModel):
+    name: ObjectName
+    """Name of a ResourceFlavor."""
+    resources: list[ResourceQuota] = Field(
+        min_length=1,
+        max_length=64,
+        json_schema_extra=schema(list_type="map", list_map_keys=("name",)),
+    )
+    """Quota for each covered resource, in the order of coveredResources."""
+
+
+class ResourceGroup(KubeModel):
+    """Resources whose quota is given together, by one list of flavors tried in order."""
+
+    model_config = ConfigDict(json_schema_extra=schema(FLAVORS_COVER_ALL_RESOURCES))
+
+    covered_resources: list[str] = Field(min_length=1, max_length=64)
+    """The resources of this group, e.g. [cpu, memory]."""
+    flavors: list[FlavorQuotas] = Field(
+        min_length=1,
+        max_length=64,
+        json_schema_extra=schema(list_type="map", list_map_keys=("name",)),
+    )
+    """Flavors in the order admission tries them."""
+
+
+class ClusterQueueSpec(KubeModel):
+    resource_groups: list[ResourceGroup] = Field(
+        default_factory=list, max_length=16, json_schema_extra=schema(list_type="atomic")
+    )
+    """Groups of resources and the flavors that give quota for them."""
+    queueing_strategy: QueueingStrategy = Field(
+        BEST_EFFORT_FIFO, json_schema_extra=schema(default=BEST_EFFORT_FIFO)
+    )
+    """StrictFIFO: the oldest workload blocks the ones behind it. BestEffortFIFO (default): a
+    workload that does not fit does not block newer ones that do."""
+    namespace_selector: LabelSelector | None = None
+    """Namespaces whose LocalQueues may use this ClusterQueue: absent selects none, {} all."""
+
+
+class ResourceUsage(KubeModel):
+    name: str
+    total: Quantity = 0
+    """Quota in use, including what is borrowed."""
+    borrowed: Quantity = 0
+    """Quota in use above nominalQuota."""
+
+
+class FlavorUsage(KubeModel):
+    name: ObjectName
+    resources: list[ResourceUsage] = Field(
+        default_factory=list,
+        max_length=64,
+        json_schema_extra=schema(list_type="map", list_map_keys=("name",), required=True),
+    )
+
+
+def _usage_field(description: str) -> Any:
+    return Field(
+        default_factory=list,
+        max_length=64,
+        description=description,
+        json_schema_extra=schema(list_type="map", list_map_keys=("name",)),
+    )
+
+
+class ClusterQueueStatus(KubeModel):
+    conditions: list[Condition] = conditions_field(
+        "Active, with reason Ready or why it cannot admit."
+    )
+    flavors_reservation: list[FlavorUsage] = _usage_field(
+        "Quota reserved by the workloads of this ClusterQueue, per flavor."
+    )
+    flavors_usage: list[FlavorUsage] = _usage_field(
+        "Quota used by the admitted workloads of this ClusterQueue, per flavor."
+    )
+    pending_workloads: Int32 = Field(0, ge=0)
+    """Workloads waiting for admission."""
+    reserving_workloads: Int32 = Field(0, ge=0)
+    """Workloads holding a quota reservation."""
+    admitted_workloads: Int32 = Field(0, ge=0)
+    """Workloads admitted and not finished."""
+
+
+class ClusterQueue(KueueResource):
+    """Quota for a set of namespaces, and the order in which their workloads are admitted."""
+
+    crd: ClassVar[CRDInfo] = CRDInfo(
+        plural="clusterqueues",
+        scope="Cluster",
+        versions=("v1beta1",),
+        storage_version="v1beta1",
+        short_names=("cq",),
+        status_subresource=True,
+        printer_columns=(
+            PrinterColumn(
+                "Strategy",
+                ".spec.queueingStrategy",
+                description="How workloads are ordered",
+                priority=1,
+            ),
+            PrinterColumn(
+                "Pending Workloads",
+                ".status.pendingWorkloads",
+                "integer",
+                "Workloads waiting for admission",
+            ),
+            PrinterColumn(
+                "Admitted Workloads",
+                ".status.admittedWorkloads",
+                "integer",
+                "Admitted workloads that have not finished",
+            ),
+            AGE_COLUMN,
+        ),
+    )
+
+    kind: str = "ClusterQueue"
+    spec: ClusterQueueSpec = Field(default_factory=ClusterQueueSpec)
+    """Quota and queueing policy."""
+    status: ClusterQueueStatus = Field(default_factory=ClusterQueueStatus)
+    """Counts, usage and the Active condition, written by the operator."""

@@ -1,0 +1,528 @@
+"""The generated CRDs: committed and fresh, structural, and with the validation rules we promise.
+
+The CEL rules are also evaluated offline (with cel-python, when installed) on good and bad
+objects, so a wrong rule shows up before it meets an apiserver.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tas.api import crdgen
+from tas.api.constants import GROUP, HOSTNAME_LABEL
+
+CRD_DIR = Path(__file__).resolve().parents[3] / "crds"
+RENDERED = crdgen.render_all()
+CRDS = {name: yaml.safe_load(text) for name, text in RENDERED.items()}
+
+# Server-side defaults we keep on purpose (Kueue has them too); any other default is a bug.
+ALLOWED_DEFAULTS = {
+    ("clusterqueues", "spec.queueingStrategy"): "BestEffortFIFO",
+    ("workloads", "spec.podSets[].name"): "main",
+    ("workloads", "spec.podSets[].count"): 1,
+    ("workloads", "spec.active"): True,
+    ("workloads", "status.admission.podSetAssignments[].name"): "main",
+}
+
+
+def crd(plural: str) -> dict[str, Any]:
+    return CRDS[f"{GROUP}_{plural}.yaml"]
+
+
+def root(plural: str, version: str = "v1beta1") -> dict[str, Any]:
+    (v,) = [v for v in crd(plural)["spec"]["versions"] if v["name"] == version]
+    return v["schema"]["openAPIV3Schema"]
+
+
+def at(node: dict[str, Any], path: str) -> dict[str, Any]:
+    """The schema at a dotted path; `x[]` steps into a list's items."""
+    for part in path.split("."):
+        node = node["properties"][part.removesuffix("[]")]
+        if part.endswith("[]"):
+            node = node["items"]
+    return node
+
+
+def walk(node: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    yield path, node
+    for name, prop in node.get("properties", {}).items():
+        yield from walk(prop, f"{path}.{name}".lstrip("."))
+    if isinstance(node.get("items"), dict):
+        yield from walk(node["items"], path + "[]")
+    if isinstance(node.get("additionalProperties"), dict):
+        yield from walk(node["additionalProperties"], path + "{}")
+
+
+def all_schemas() -> Iterator[tuple[str, str, dict[str, Any]]]:
+    for doc in CRDS.values():
+        plural = doc["spec"]["names"]["plural"]
+        for version in doc["spec"]["versions"]:
+            for path, node in walk(version["schema"]["openAPIV3Schema"]):
+                yield plural, path, node
+
+
+# --- committed and fresh ------------------------------------------------------------------------
+def test_committed_crds_are_fresh() -> None:
+    committed = {p.name: p.read_text() for p in CRD_DIR.glob(f"{GROUP}_*.yaml")}
+    assert set(committed) == set(RENDERED), "run `make crds`"
+    for name, text in RENDERED.items():
+        assert committed[name] == text, f"crds/{name} is stale: run `make crds`"
+
+
+def test_output_is_deterministic() -> None:
+    assert crdgen.render_all() == RENDERED
+
+
+def test_cli_writes_every_file_to_every_dir(tmp_path: Path) -> None:
+    assert crdgen.main([str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    for sub in ("a", "b"):
+        assert {p.name: p.read_text() for p in (tmp_path / sub).iterdir()} == RENDERED
+    assert crdgen.main([]) == 2
+
+
+# --- names, versions, subresources, columns -----------------------------------------------------
+@pytest.mark.parametrize(
+    ("plural", "kind", "scope", "short", "versions", "status"),
+    [
+        ("topologies", "Topology", "Cluster", ["topo"], ["v1alpha1", "v1beta1"], False),
+        (
+            "resourceflavors",
+            "ResourceFlavor",
+            "Cluster",
+            ["flavor", "flavors", "rf"],
+            ["v1beta1"],
+            False,
+        ),
+        ("clusterqueues", "ClusterQueue", "Cluster", ["cq"], ["v1beta1"], True),
+        ("localqueues", "LocalQueue", "Namespaced", ["queue", "queues", "lq"], ["v1beta1"], True),
+        (
+            "workloads",
+            "Workload",
+            "Namespaced",
+            ["kwl", "kueueworkload", "kueueworkloads"],
+            ["v1beta1"],
+            True,
+        ),
+    ],
+)
+def test_names_and_versions(
+    plural: str, kind: str, scope: str, short: list[str], versions: list[str], status: bool
+) -> None:
+    spec = crd(plural)["spec"]
+    assert crd(plural)["metadata"]["name"] == f"{plural}.{GROUP}"
+    assert spec["group"] == GROUP and spec["scope"] == scope
+    names = spec["names"]
+    assert (names["kind"], names["listKind"], names["singular"]) == (
+        kind,
+        f"{kind}List",
+        kind.lower(),
+    )
+    assert names["shortNames"] == short and names["categories"] == ["kueue"]
+    assert [v["name"] for v in spec["versions"]] == versions
+    assert all(v["served"] for v in spec["versions"])
+    assert [v["name"] for v in spec["versions"] if v["storage"]] == ["v1beta1"]
+    assert all(("subresources" in v) == status for v in spec["versions"])
+    # Served versions share one schema: no conversion is needed between them.
+    schemas = [v["schema"] for v in spec["versions"]]
+    assert all(s == schemas[0] for s in schemas)
+
+
+def columns(plural: str) -> dict[str, str]:
+    (version,) = [v for v in crd(plural)["spec"]["versions"] if v["storage"]]
+    return {c["name"]: c["jsonPath"] for c in version["additionalPrinterColumns"]}
+
+
+def test_printer_columns() -> None:
+    assert columns("workloads") == {
+        "Queue": ".spec.queueName",
+        "Reserved in": ".status.admission.clusterQueue",
+        "Admitted": ".status.conditions[?(@.type=='Admitted')].status",
+        "Finished": ".status.conditions[?(@.type=='Finished')].status",
+        "Age": ".metadata.creationTimestamp",
+    }
+    assert columns("clusterqueues")["Pending Workloads"] == ".status.pendingWorkloads"
+    assert columns("clusterqueues")["Admitted Workloads"] == ".status.admittedWorkloads"
+    assert columns("localqueues")["ClusterQueue"] == ".spec.clusterQueue"
+    assert columns("topologies")["Highest Level"] == ".spec.levels[0].nodeLabel"
+    assert columns("topologies")["Lowest Level"] == ".spec.levels[-1:].nodeLabel"
+
+
+def test_printer_columns_point_at_fields_that_exist() -> None:
+    for name, doc in CRDS.items():
+        plural = doc["spec"]["names"]["plural"]
+        for path in columns(plural).values():
+            fields = path.split("[")[0].strip(".").split(".")
+            if fields[0] == "metadata":
+                continue
+            node = root(plural)
+            for f in fields:
+                node = node["properties"][f]
+                node = node.get("items", node)
+            assert node, f"{name}: {path}"
+
+
+# --- structural schema ----------------------------------------------------------------------
+FORBIDDEN_KEYS = {
+    "$ref",
+    "$defs",
+    "title",
+    "allOf",
+    "oneOf",
+    "not",
+    "const",
+    "nullable",
+    "examples",
+    "discriminator",
+}
+
+
+def test_no_forbidden_keys() -> None:
+    for plural, path, node in all_schemas():
+        assert not FORBIDDEN_KEYS & set(node), (
+            f"{plural} {path}: {sorted(FORBIDDEN_KEYS & set(node))}"
+        )
+        assert not any(k.startswith("x-tas-") for k in node), f"{plural} {path}: marker left"
+
+
+def test_every_node_has_a_type() -> None:
+    for plural, path, node in all_schemas():
+        if node.get("x-kubernetes-int-or-string"):
+            assert "type" not in node
+            assert node["anyOf"] == [{"type": "integer"}, {"type": "string"}], f"{plural} {path}"
+            continue
+        assert node.get("type") in {"object", "array", "string", "integer", "boolean", "number"}, (
+            f"{plural} {path} has no type"
+        )
+        assert "anyOf" not in node, f"{plural} {path}: anyOf outside int-or-string"
+
+
+def test_objects_and_arrays_are_well_formed() -> None:
+    for plural, path, node in all_schemas():
+        if node.get("type") == "array":
+            assert isinstance(node.get("items"), dict), f"{plural} {path}: array without items"
+        if node.get("type") == "object":
+            assert not ("properties" in node and "additionalProperties" in node), f"{plural} {path}"
+            for req in node.get("required", []):
+                assert req in node.get("properties", {}), f"{plural} {path}: required {req}?"
+        if node.get("x-kubernetes-list-type") == "map":
+            item = node["items"]
+            for key in node["x-kubernetes-list-map-keys"]:
+                assert key in item.get("required", []) or "default" in item["properties"][key], (
+                    f"{plural} {path}: map key {key} must be required or defaulted"
+                )
+
+
+def test_root_is_kubernetes_shaped() -> None:
+    for doc in CRDS.values():
+        for version in doc["spec"]["versions"]:
+            schema = version["schema"]["openAPIV3Schema"]
+            assert schema["type"] == "object"
+            assert schema["properties"]["metadata"] == {"type": "object"}
+            assert schema["properties"]["apiVersion"]["type"] == "string"
+            assert schema["properties"]["kind"]["type"] == "string"
+            assert "apiVersion" not in schema.get("required", [])
+
+
+def test_only_kueues_defaults() -> None:
+    found = {
+        (plural, path): node["default"] for plural, path, node in all_schemas() if "default" in node
+    }
+    assert found == ALLOWED_DEFAULTS
+
+
+def test_quantities_are_int_or_string() -> None:
+    quota = at(root("clusterqueues"), "spec.resourceGroups[].flavors[].resources[].nominalQuota")
+    usage = at(root("workloads"), "status.admission.podSetAssignments[].resourceUsage")
+    for node in (quota, usage["additionalProperties"]):
+        assert node["x-kubernetes-int-or-string"] is True
+        assert node["anyOf"] == [{"type": "integer"}, {"type": "string"}]
+    assert usage["additionalProperties"]["pattern"].startswith("^(\\+|-)?")
+    assert quota["pattern"].startswith("^\\+?(") and quota["minimum"] == 0
+
+
+def test_pod_template_spec_is_preserved_not_modelled() -> None:
+    template = at(root("workloads"), "spec.podSets[].template")
+    assert template["properties"]["spec"] == {
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": True,
+    }
+
+
+def test_counts_are_non_negative() -> None:
+    wl, cq, lq = root("workloads"), root("clusterqueues"), root("localqueues")
+    assert at(wl, "spec.podSets[].count")["minimum"] == 0
+    assert at(wl, "status.admission.podSetAssignments[].count")["minimum"] == 0
+    domain = at(wl, "status.admission.podSetAssignments[].topologyAssignment.domains[].count")
+    assert domain["minimum"] == 1
+    for schema in (cq, lq):
+        for field in ("pendingWorkloads", "reservingWorkloads", "admittedWorkloads"):
+            assert at(schema, f"status.{field}")["minimum"] == 0
+
+
+def test_names_and_label_keys_are_checked() -> None:
+    dns = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+    assert at(root("resourceflavors"), "spec.topologyName")["pattern"] == dns
+    assert at(root("localqueues"), "spec.clusterQueue")["pattern"] == dns
+    assert at(root("workloads"), "spec.queueName")["pattern"] == dns
+    assert at(root("clusterqueues"), "spec.resourceGroups[].flavors[].name")["pattern"] == dns
+    level = at(root("topologies"), "spec.levels[].nodeLabel")
+    assert level["maxLength"] == 316 and level["minLength"] == 1 and "pattern" in level
+
+
+# --- field for field Kueue's ------------------------------------------------------------------
+# Every field path of Kueue's own CRDs with its type (see "source" in the file).
+KUEUE_FIELDS = json.loads((Path(__file__).parent / "testdata" / "kueue_fields.json").read_text())
+# Served in our v1beta1 under Kueue v1beta2's name (Kueue's v1beta1 has no multi-layer slices).
+FROM_KUEUE_V1BETA2 = ".spec.podSets[].topologyRequest.podsetSliceRequiredTopologyConstraints"
+
+
+def schema_type(node: dict[str, Any]) -> str:
+    return node.get("type", "int-or-string" if node.get("x-kubernetes-int-or-string") else "any")
+
+
+@pytest.mark.parametrize("kind", sorted(KUEUE_FIELDS["kinds"]))
+def test_every_field_is_kueues_with_kueues_type(kind: str) -> None:
+    kueue = KUEUE_FIELDS["kinds"][kind]
+    (resource,) = [r for r in crdgen.RESOURCES if r.model_fields["kind"].default == kind]
+    for path, node in walk(root(resource.crd.plural)):
+        path = "." + path if path else "."
+        if ".template." in path:
+            continue  # the pod template is kept as given
+        version = "v1beta2" if path.startswith(FROM_KUEUE_V1BETA2) else "v1beta1"
+        assert path in kueue[version], f"{kind} {path} is not a Kueue {version} field"
+        assert schema_type(node) == kueue[version][path], f"{kind} {path}"
+
+
+# --- validation rules ------------------------------------------------------------------------
+def messages(node: dict[str, Any]) -> list[str]:
+    return [r["message"] for r in node.get("x-kubernetes-validations", [])]
+
+
+def test_topology_rules_present() -> None:
+    levels = at(root("topologies"), "spec.levels")
+    assert (levels["minItems"], levels["maxItems"]) == (1, 16)
+    assert levels["x-kubernetes-list-type"] == "atomic"
+    got = " | ".join(messages(levels))
+    for text in ("immutable", "unique", "can only be the lowest"):
+        assert text in got
+
+
+def test_flavor_rules_present() -> None:
+    got = " | ".join(messages(at(root("resourceflavors"), "spec")))
+    assert "at least one entry in nodeLabels" in got
+    assert "topologyName cannot be changed" in got
+
+
+def test_every_rule_has_a_message() -> None:
+    for plural, path, node in all_schemas():
+        for rule in node.get("x-kubernetes-validations", []):
+            assert rule["rule"] and len(rule["message"]) > 10, f"{plural} {path}"
+
+
+# --- the CEL rules, evaluated offline -------------------------------------------------------
+def check(node: dict[str, Any], new: Any, old: Any = None) -> list[str]:
+    """Messages of the rules at `node` that refuse `new` (updating from `old`, if given).
+
+    Like the apiserver, a rule that mentions oldSelf runs only on update."""
+    celpy = pytest.importorskip("celpy")
+    env = celpy.Environment()
+    failed = []
+    for rule in node.get("x-kubernetes-validations", []):
+        uses_old = "oldSelf" in rule["rule"]
+        if uses_old and old is None:
+            continue
+        activation = {"self": celpy.json_to_cel(new)}
+        if uses_old:
+            activation["oldSelf"] = celpy.json_to_cel(old)
+        result = env.program(env.compile(rule["rule"])).evaluate(activation)
+        if result is not True and result != celpy.celtypes.BoolType(True):
+            failed.append(rule["message"])
+    return failed
+
+
+def levels(*labels: str) -> list[dict[str, str]]:
+    return [{"nodeLabel": x} for x in labels]
+
+
+BLOCK, RACK = "cloud.provider.com/topology-block", "cloud.provider.com/topology-rack"
+
+
+@pytest.mark.parametrize(
+    ("new", "old", "message"),
+    [
+        (levels(BLOCK, RACK, HOSTNAME_LABEL), None, None),
+        (levels(BLOCK), None, None),
+        (levels(HOSTNAME_LABEL, RACK), None, "can only be the lowest"),
+        (levels(BLOCK, RACK, BLOCK), None, "must be unique"),
+        (levels(BLOCK, RACK), levels(BLOCK, RACK), None),
+        (levels(BLOCK), levels(BLOCK, RACK), "immutable"),
+        (levels(RACK, BLOCK), levels(BLOCK, RACK), "immutable"),
+        (levels(RACK, HOSTNAME_LABEL), levels(BLOCK, RACK, HOSTNAME_LABEL), None),
+        (levels(BLOCK, RACK), levels(BLOCK, HOSTNAME_LABEL), "immutable"),
+    ],
+    ids=[
+        "seed",
+        "one-level",
+        "hostname-first",
+        "duplicate",
+        "unchanged",
+        "level-removed",
+        "levels-swapped",
+        "hostname-lowest-both",
+        "hostname-dropped",
+    ],
+)
+def test_topology_cel(new: list, old: list | None, message: str | None) -> None:
+    failed = check(at(root("topologies"), "spec.levels"), new, old)
+    if message is None:
+        assert failed == []
+    else:
+        assert len(failed) == 1 and message in failed[0]
+
+
+@pytest.mark.parametrize(
+    ("new", "old", "message"),
+    [
+        ({"nodeLabels": {"a": "b"}, "topologyName": "default"}, None, None),
+        ({}, None, None),
+        ({"topologyName": "default"}, None, "at least one entry in nodeLabels"),
+        ({"topologyName": "default", "nodeLabels": {}}, None, "at least one entry in nodeLabels"),
+        (
+            {"nodeLabels": {"a": "b"}, "topologyName": "other"},
+            {"nodeLabels": {"a": "b"}, "topologyName": "default"},
+            "cannot be changed",
+        ),
+        (
+            {"nodeLabels": {"a": "b"}},
+            {"nodeLabels": {"a": "b"}, "topologyName": "default"},
+            "cannot be changed",
+        ),
+        ({"nodeLabels": {"a": "b"}, "topologyName": "default"}, {"nodeLabels": {"a": "b"}}, None),
+    ],
+    ids=["tas", "plain", "no-labels", "empty-labels", "renamed", "removed", "added"],
+)
+def test_flavor_cel(new: dict, old: dict | None, message: str | None) -> None:
+    failed = check(at(root("resourceflavors"), "spec"), new, old)
+    assert failed == ([] if message is None else [m for m in failed if message in m])
+    assert (message is None) == (failed == [])
+
+
+@pytest.mark.parametrize(
+    ("toleration", "ok"),
+    [
+        ({"key": "k", "operator": "Equal", "value": "v", "effect": "NoSchedule"}, True),
+        ({"operator": "Exists"}, True),
+        ({"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 5}, True),
+        ({"value": "v"}, False),
+        ({"key": "k", "operator": "Exists", "value": "v"}, False),
+        ({"key": "k", "effect": "NoSchedule", "tolerationSeconds": 5}, False),
+    ],
+)
+def test_toleration_cel(toleration: dict, ok: bool) -> None:
+    node = at(root("resourceflavors"), "spec.tolerations[]")
+    assert (check(node, toleration) == []) == ok
+
+
+@pytest.mark.parametrize(
+    ("quota", "ok"),
+    [
+        (0, True),
+        (100, True),
+        ("100Gi", True),
+        ("+1", True),
+        ("1e-3", True),
+        (-1, False),
+        ("-1Gi", False),
+    ],
+)
+def test_quota_is_never_negative(quota: int | str, ok: bool) -> None:
+    # By minimum and pattern rather than CEL: a rule here costs too much (see the model).
+    node = at(root("clusterqueues"), "spec.resourceGroups[].flavors[].resources[].nominalQuota")
+    assert "x-kubernetes-validations" not in node
+    if isinstance(quota, int):
+        assert (quota >= node["minimum"]) == ok
+    else:
+        assert (re.fullmatch(node["pattern"], quota) is not None) == ok
+
+
+def test_resource_group_cel() -> None:
+    node = at(root("clusterqueues"), "spec.resourceGroups[]")
+    good = {
+        "coveredResources": ["cpu", "memory"],
+        "flavors": [{"name": "f", "resources": [{"name": "cpu"}, {"name": "memory"}]}],
+    }
+    bad = {
+        "coveredResources": ["cpu", "memory"],
+        "flavors": [{"name": "f", "resources": [{"name": "cpu"}]}],
+    }
+    assert check(node, good) == []
+    assert check(node, bad) == [
+        "each flavor must list exactly as many resources as coveredResources"
+    ]
+
+
+def test_local_queue_cel() -> None:
+    node = at(root("localqueues"), "spec.clusterQueue")
+    assert check(node, "a", "a") == []
+    assert check(node, "b", "a") == ["clusterQueue cannot be changed"]
+
+
+@pytest.mark.parametrize(
+    ("request_", "ok"),
+    [
+        ({"required": "rack"}, True),
+        ({"preferred": "rack", "unconstrained": False}, True),
+        ({"podSetSliceRequiredTopology": "rack", "podSetSliceSize": 2}, True),
+        ({"podsetSliceRequiredTopologyConstraints": [{"topology": "rack", "size": 2}]}, True),
+        ({"required": "rack", "preferred": "block"}, False),
+        ({"required": "rack", "unconstrained": True}, False),
+        ({"podSetSliceRequiredTopology": "rack"}, False),
+        ({"podSetSliceSize": 2}, False),
+        (
+            {
+                "podSetSliceRequiredTopology": "rack",
+                "podSetSliceSize": 2,
+                "podsetSliceRequiredTopologyConstraints": [{"topology": "rack", "size": 2}],
+            },
+            False,
+        ),
+    ],
+)
+def test_topology_request_cel(request_: dict, ok: bool) -> None:
+    node = at(root("workloads"), "spec.podSets[].topologyRequest")
+    assert (check(node, request_) == []) == ok
+
+
+def reserved_workload(pod_sets: int, assignments: int, queue: str = "q") -> dict[str, Any]:
+    return {
+        "spec": {"queueName": queue, "podSets": [{"name": f"p{i}"} for i in range(pod_sets)]},
+        "status": {
+            "conditions": [{"type": "QuotaReserved", "status": "True"}],
+            "admission": {"podSetAssignments": [{"name": f"p{i}"} for i in range(assignments)]},
+        },
+    }
+
+
+def test_workload_cel() -> None:
+    wl = root("workloads")
+    assert check(wl, reserved_workload(2, 2)) == []
+    assert check(wl, {"spec": {"podSets": [{}]}}) == []
+    assert check(wl, reserved_workload(2, 1)) == [
+        "status.admission.podSetAssignments must have one entry per spec.podSets entry"
+    ]
+    assert check(wl, reserved_workload(1, 1, "other"), reserved_workload(1, 1)) == [
+        "queueName cannot change while the workload holds a quota reservation"
+    ]
+    podset = at(wl, "spec.podSets[]")
+    assert check(podset, {"count": 3, "minCount": 2}) == []
+    assert check(podset, {"count": 1, "minCount": 2}) == ["minCount must not exceed count"]
+    assert check(at(wl, "spec"), {"priorityClassName": "high"}) == [
+        "priority must be set when priorityClassName is set"
+    ]

@@ -1,0 +1,647 @@
+"""The CRD models: Kueue's field names and JSON shapes, defaults, parsing and round trips."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from tas.api.constants import BEST_EFFORT_FIFO, HOSTNAME_LABEL
+from tas.api.models import ClusterQueue, LocalQueue, ResourceFlavor, Topology, Workload
+from tas.api.models.common import ObjectMeta
+from tas.api.models.workload import TopologyAssignment
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "kueue-tas"
+
+
+def load(name: str) -> dict[str, Any]:
+    return yaml.safe_load((EXAMPLES / name).read_text())
+
+
+def is_contained(given: Any, dumped: Any) -> bool:
+    """Every key and value of `given` is in `dumped` (which may add defaults)."""
+    if isinstance(given, dict):
+        return isinstance(dumped, dict) and all(
+            k in dumped and is_contained(v, dumped[k]) for k, v in given.items()
+        )
+    if isinstance(given, list):
+        return (
+            isinstance(dumped, list)
+            and len(given) == len(dumped)
+            and all(is_contained(a, b) for a, b in zip(given, dumped, strict=True))
+        )
+    return given == dumped and type(given) is type(dumped)
+
+
+# --- Kueue's documented TAS examples ------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("file", "model"),
+    [
+        ("topology.yaml", Topology),
+        ("resource-flavor.yaml", ResourceFlavor),
+        ("cluster-queue.yaml", ClusterQueue),
+        ("local-queue.yaml", LocalQueue),
+    ],
+)
+def test_seed_examples_parse_and_dump_back(file: str, model: type) -> None:
+    doc = load(file)
+    obj = model.model_validate(doc)
+    assert is_contained(doc, obj.to_kube())
+
+
+def test_seed_topology_levels() -> None:
+    topo = Topology.model_validate(load("topology.yaml"))
+    assert topo.api_version == "kueue.x-k8s.io/v1alpha1"
+    assert topo.name == "default"
+    assert topo.spec.node_labels == [
+        "cloud.provider.com/topology-block",
+        "cloud.provider.com/topology-rack",
+        HOSTNAME_LABEL,
+    ]
+
+
+def test_seed_cluster_queue_fields() -> None:
+    cq = ClusterQueue.model_validate(load("cluster-queue.yaml"))
+    group = cq.spec.resource_groups[0]
+    assert group.covered_resources == ["cpu", "memory"]
+    quotas = {r.name: r.nominal_quota for r in group.flavors[0].resources}
+    assert quotas == {"cpu": 100, "memory": "100Gi"}  # kept as written
+    assert cq.spec.queueing_strategy == BEST_EFFORT_FIFO
+    # {} selects every namespace; it must not turn into "absent" (which selects none).
+    assert cq.spec.namespace_selector is not None
+    assert cq.to_kube()["spec"]["namespaceSelector"] == {}
+
+
+def test_seed_flavor_and_local_queue() -> None:
+    rf = ResourceFlavor.model_validate(load("resource-flavor.yaml"))
+    assert rf.spec.topology_name == "default"
+    assert rf.spec.node_labels == {"cloud.provider.com/node-group": "tas-group"}
+    lq = LocalQueue.model_validate(load("local-queue.yaml"))
+    assert (lq.namespace, lq.spec.cluster_queue) == ("default", "tas-cluster-queue")
+
+
+# --- defaults -------------------------------------------------------------------------------------
+def test_defaults() -> None:
+    cq = ClusterQueue.model_validate({"metadata": {"name": "cq"}})
+    assert cq.spec.queueing_strategy == "BestEffortFIFO"
+    assert cq.spec.namespace_selector is None
+    assert cq.status.pending_workloads == cq.status.admitted_workloads == 0
+    wl = Workload.model_validate({"spec": {"podSets": [{"template": {}}]}})
+    assert (wl.spec.pod_sets[0].name, wl.spec.pod_sets[0].count) == ("main", 1)
+    assert wl.api_version == "kueue.x-k8s.io/v1beta1" and wl.kind == "Workload"
+    assert wl.status.admission is None and not wl.admitted
+
+
+def test_snake_case_and_camel_case_both_accepted() -> None:
+    a = ResourceFlavor.model_validate({"spec": {"topologyName": "t", "nodeLabels": {"a": "b"}}})
+    b = ResourceFlavor.model_validate({"spec": {"topology_name": "t", "node_labels": {"a": "b"}}})
+    assert a == b
+
+
+def test_unknown_fields_ignored_but_metadata_kept() -> None:
+    doc = {
+        "metadata": {"name": "x", "managedFields": [{"manager": "kubectl"}]},
+        "spec": {"clusterQueue": "cq", "stopPolicy": "None"},
+    }
+    lq = LocalQueue.model_validate(doc)
+    out = lq.to_kube()
+    assert "stopPolicy" not in out["spec"]
+    assert out["metadata"]["managedFields"] == [{"manager": "kubectl"}]
+
+
+# --- validation mirrors the CRD ---------------------------------------------------------------
+def topology(*labels: str) -> dict[str, Any]:
+    return {"metadata": {"name": "t"}, "spec": {"levels": [{"nodeLabel": x} for x in labels]}}
+
+
+@pytest.mark.parametrize(
+    ("labels", "message"),
+    [
+        ((), "at least 1 item"),
+        (tuple(f"example.com/l{i}" for i in range(17)), "at most 16 items"),
+        (("rack", "rack"), "must be unique"),
+        ((HOSTNAME_LABEL, "rack"), "can only be the lowest"),
+        (("Not A Label",), "should match pattern"),
+    ],
+    ids=["empty", "17-levels", "duplicate", "hostname-not-lowest", "bad-label"],
+)
+def test_invalid_topology(labels: tuple[str, ...], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        Topology.model_validate(topology(*labels))
+
+
+def test_sixteen_levels_with_hostname_last_is_valid() -> None:
+    labels = [f"example.com/l{i}" for i in range(15)] + [HOSTNAME_LABEL]
+    assert len(Topology.model_validate(topology(*labels)).spec.levels) == 16
+
+
+def test_flavor_with_topology_needs_node_labels() -> None:
+    with pytest.raises(ValidationError, match="at least one entry in nodeLabels"):
+        ResourceFlavor.model_validate({"spec": {"topologyName": "default"}})
+    with pytest.raises(ValidationError):
+        ResourceFlavor.model_validate({"spec": {"topologyName": "Not_DNS"}})
+
+
+@pytest.mark.parametrize("quota", [1, 0, "1", "100Gi", "500m", "1.5", "1e3"])
+def test_quantity_kept_as_written(quota: int | str) -> None:
+    cq = ClusterQueue.model_validate(
+        {
+            "spec": {
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [
+                            {"name": "f", "resources": [{"name": "cpu", "nominalQuota": quota}]}
+                        ],
+                    }
+                ]
+            }
+        }
+    )
+    dumped = cq.to_kube()["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]
+    assert dumped["nominalQuota"] == quota and type(dumped["nominalQuota"]) is type(quota)
+
+
+@pytest.mark.parametrize("quota", [-1, "-1", "-100Gi"])
+def test_negative_quota_refused(quota: int | str) -> None:
+    flavor = {"name": "f", "resources": [{"name": "cpu", "nominalQuota": quota}]}
+    with pytest.raises(ValidationError):
+        ClusterQueue.model_validate(
+            {"spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [flavor]}]}}
+        )
+
+
+@pytest.mark.parametrize("bad", ["lots", "1 Gi", "", "Gi"])
+def test_bad_quantity_refused(bad: str) -> None:
+    with pytest.raises(ValidationError):
+        Workload.model_validate(
+            {
+                "spec": {"podSets": [{"template": {}}]},
+                "status": {
+                    "admission": {
+                        "clusterQueue": "cq",
+                        "podSetAssignments": [{"name": "main", "resourceUsage": {"cpu": bad}}],
+                    }
+                },
+            }
+        )
+
+
+@pytest.mark.parametrize(
+    "podset",
+    [
+        {"template": {}, "count": -1},
+        {"template": {}, "count": 2, "minCount": 0},
+        {"template": {}, "name": "Main"},
+        {"template": {}, "topologyRequest": {"podSetSliceSize": 0}},
+        {"count": 1},
+    ],
+    ids=["negative-count", "zero-min-count", "uppercase-name", "zero-slice-size", "no-template"],
+)
+def test_invalid_podset(podset: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        Workload.model_validate({"spec": {"podSets": [podset]}})
+
+
+def test_workload_needs_a_podset() -> None:
+    with pytest.raises(ValidationError):
+        Workload.model_validate({"spec": {"podSets": []}})
+
+
+def test_topology_assignment_values_match_levels() -> None:
+    with pytest.raises(ValidationError, match="2 values for 1 levels"):
+        TopologyAssignment.model_validate(
+            {"levels": [HOSTNAME_LABEL], "domains": [{"values": ["a", "b"], "count": 1}]}
+        )
+    with pytest.raises(ValidationError):
+        TopologyAssignment.model_validate(
+            {"levels": [HOSTNAME_LABEL], "domains": [{"values": ["a"], "count": 0}]}
+        )
+
+
+# --- a full Workload, Kueue-shaped ------------------------------------------------------------
+ADMITTED_WORKLOAD: dict[str, Any] = {
+    "apiVersion": "kueue.x-k8s.io/v1beta1",
+    "kind": "Workload",
+    "metadata": {"name": "job-sample-1a2b3", "namespace": "team-a"},
+    "spec": {
+        "queueName": "tas-user-queue",
+        "priority": 100,
+        "active": True,
+        "podSets": [
+            {
+                "name": "main",
+                "count": 6,
+                "template": {
+                    "metadata": {
+                        "annotations": {"kueue.x-k8s.io/podset-required-topology": "rack"}
+                    },
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "c",
+                                "image": "busybox",
+                                "resources": {"requests": {"cpu": "1"}},
+                            }
+                        ],
+                        "restartPolicy": "Never",
+                    },
+                },
+                "topologyRequest": {
+                    "required": "cloud.provider.com/topology-rack",
+                    "podIndexLabel": "batch.kubernetes.io/job-completion-index",
+                    "podsetSliceRequiredTopologyConstraints": [
+                        {"topology": "cloud.provider.com/topology-rack", "size": 6},
+                        {"topology": "kubernetes.io/hostname", "size": 2},
+                    ],
+                },
+            }
+        ],
+    },
+    "status": {
+        "conditions": [
+            {
+                "type": "QuotaReserved",
+                "status": "True",
+                "reason": "QuotaReserved",
+                "message": "Quota reserved in ClusterQueue tas-cluster-queue",
+                "lastTransitionTime": "2026-11-21T10:00:00Z",
+                "observedGeneration": 1,
+            },
+            {
+                "type": "Admitted",
+                "status": "True",
+                "reason": "Admitted",
+                "message": "The workload is admitted",
+                "lastTransitionTime": "2026-11-21T10:00:01Z",
+            },
+        ],
+        "admission": {
+            "clusterQueue": "tas-cluster-queue",
+            "podSetAssignments": [
+                {
+                    "name": "main",
+                    "flavors": {"cpu": "tas-flavor"},
+                    "resourceUsage": {"cpu": "6"},
+                    "count": 6,
+                    "topologyAssignment": {
+                        "levels": ["kubernetes.io/hostname"],
+                        "domains": [
+                            {"values": ["node-1"], "count": 4},
+                            {"values": ["node-2"], "count": 2},
+                        ],
+                    },
+                }
+            ],
+        },
+        "requeueState": {"count": 2, "requeueAt": "2026-11-21T09:59:00Z"},
+        "unhealthyNodes": [{"name": "node-3"}],
+    },
+}
+
+
+def test_admitted_workload_round_trips_exactly() -> None:
+    wl = Workload.model_validate(ADMITTED_WORKLOAD)
+    assert wl.to_kube() == ADMITTED_WORKLOAD
+    assert wl.quota_reserved and wl.admitted and not wl.finished
+    assignment = wl.status.admission.pod_set_assignments[0].topology_assignment
+    assert [(d.values, d.count) for d in assignment.domains] == [(["node-1"], 4), (["node-2"], 2)]
+    request = wl.spec.pod_sets[0].topology_request
+    assert [(x.topology, x.size) for x in request.podset_slice_required_topology_constraints] == [
+        ("cloud.provider.com/topology-rack", 6),
+        (HOSTNAME_LABEL, 2),
+    ]
+    assert wl.status.requeue_state.requeue_at == datetime(2026, 11, 21, 9, 59, tzinfo=UTC)
+
+
+def test_times_are_rfc3339_utc_seconds() -> None:
+    meta = ObjectMeta(creation_timestamp=datetime(2026, 1, 2, 3, 4, 5, 678, tzinfo=UTC))
+    assert meta.to_kube() == {"creationTimestamp": "2026-01-02T03:04:05Z"}
+    naive = ObjectMeta.model_validate({"creationTimestamp": "2026-01-02T03:04:05"})
+    assert naive.to_kube()["creationTimestamp"] == "2026-01-02T03:04:05Z"
+
+
+def test_dump_is_json_serialisable_and_camel_case() -> None:
+    text = json.dumps(Workload.model_validate(ADMITTED_WORKLOAD).to_kube())
+    for key in ("podSets", "topologyRequest", "podSetAssignments", "topologyAssignment"):
+        assert f'"{key}"' in text
+    assert "_" not in "".join(k for k in json.loads(text)["spec"]["podSets"][0])
+
+
+# --- hypothesis: Kueue-shaped JSON -> model -> JSON, and model -> JSON -> model ---------------
+dns_label = st.from_regex(r"\A[a-z0-9]([-a-z0-9]{0,10}[a-z0-9])?\Z")
+dns_name = st.lists(dns_label, min_size=1, max_size=3).map(".".join)
+label_key = st.one_of(
+    st.from_regex(r"\A[A-Za-z0-9]([-A-Za-z0-9_.]{0,10}[A-Za-z0-9])?\Z"),
+    st.tuples(dns_name, dns_label).map("/".join),
+)
+quantity = st.one_of(
+    st.integers(min_value=0, max_value=10**12),
+    st.from_regex(r"\A[0-9]{1,6}(\.[0-9]{1,3})?(Ki|Mi|Gi|Ti|m|k|M|G)?\Z"),
+)
+int32 = st.integers(min_value=0, max_value=2**31 - 1)
+times = st.datetimes(
+    min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)
+).map(lambda t: t.replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ"))
+short_text = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=20)
+
+
+def optional(draw: st.DrawFn, out: dict[str, Any], key: str, strategy: st.SearchStrategy) -> None:
+    if draw(st.booleans()):
+        out[key] = draw(strategy)
+
+
+@st.composite
+def topologies(draw: st.DrawFn) -> dict[str, Any]:
+    labels = draw(
+        st.lists(label_key, min_size=1, max_size=15, unique=True).filter(
+            lambda xs: HOSTNAME_LABEL not in xs
+        )
+    )
+    if draw(st.booleans()):
+        labels.append(HOSTNAME_LABEL)
+    version = draw(st.sampled_from(["v1alpha1", "v1beta1"]))
+    return {
+        "apiVersion": f"kueue.x-k8s.io/{version}",
+        "kind": "Topology",
+        "metadata": {"name": draw(dns_name)},
+        "spec": {"levels": [{"nodeLabel": x} for x in labels]},
+    }
+
+
+@st.composite
+def flavors(draw: st.DrawFn) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "nodeLabels": draw(st.dictionaries(label_key, dns_label, min_size=1, max_size=8))
+    }
+    optional(draw, spec, "topologyName", dns_name)
+    optional(
+        draw,
+        spec,
+        "nodeTaints",
+        st.lists(
+            st.fixed_dictionaries(
+                {
+                    "key": label_key,
+                    "effect": st.sampled_from(["NoSchedule", "PreferNoSchedule", "NoExecute"]),
+                },
+                optional={"value": dns_label, "timeAdded": times},
+            ),
+            min_size=1,
+            max_size=8,
+        ),
+    )
+    optional(
+        draw,
+        spec,
+        "tolerations",
+        st.lists(
+            st.one_of(
+                st.fixed_dictionaries(
+                    {"key": label_key, "operator": st.just("Equal"), "value": dns_label},
+                    optional={"effect": st.sampled_from(["NoSchedule", "NoExecute"])},
+                ),
+                st.fixed_dictionaries(
+                    {"operator": st.just("Exists"), "effect": st.just("NoExecute")},
+                    optional={"tolerationSeconds": st.integers(0, 10**6), "key": label_key},
+                ),
+            ),
+            min_size=1,
+            max_size=8,
+        ),
+    )
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": draw(dns_name)},
+        "spec": spec,
+    }
+
+
+conditions = st.lists(
+    st.fixed_dictionaries(
+        {
+            "type": st.sampled_from(["QuotaReserved", "Admitted", "Finished", "Evicted", "Active"]),
+            "status": st.sampled_from(["True", "False", "Unknown"]),
+            "reason": st.from_regex(r"\A[A-Z][A-Za-z]{0,20}\Z"),
+            "message": short_text,
+            "lastTransitionTime": times,
+        },
+        optional={"observedGeneration": st.integers(0, 10**9)},
+    ),
+    max_size=4,
+    unique_by=lambda c: c["type"],
+)
+
+
+@st.composite
+def cluster_queues(draw: st.DrawFn) -> dict[str, Any]:
+    resources = draw(
+        st.lists(
+            st.sampled_from(["cpu", "memory", "pods", "nvidia.com/gpu"]),
+            min_size=1,
+            max_size=4,
+            unique=True,
+        )
+    )
+    flavor_names = draw(st.lists(dns_name, min_size=1, max_size=3, unique=True))
+    group = {
+        "coveredResources": resources,
+        "flavors": [
+            {
+                "name": f,
+                "resources": [{"name": r, "nominalQuota": draw(quantity)} for r in resources],
+            }
+            for f in flavor_names
+        ],
+    }
+    spec: dict[str, Any] = {
+        "resourceGroups": [group],
+        "queueingStrategy": draw(st.sampled_from(["StrictFIFO", "BestEffortFIFO"])),
+    }
+    optional(
+        draw,
+        spec,
+        "namespaceSelector",
+        st.one_of(
+            st.just({}),
+            st.fixed_dictionaries(
+                {"matchLabels": st.dictionaries(label_key, dns_label, max_size=3)}
+            ),
+            st.fixed_dictionaries(
+                {
+                    "matchExpressions": st.lists(
+                        st.fixed_dictionaries(
+                            {
+                                "key": label_key,
+                                "operator": st.sampled_from(["In", "NotIn"]),
+                                "values": st.lists(dns_label, min_size=1, max_size=3),
+                            }
+                        ),
+                        max_size=2,
+                    )
+                }
+            ),
+        ),
+    )
+    usage = st.lists(
+        st.fixed_dictionaries(
+            {
+                "name": dns_name,
+                "resources": st.lists(
+                    st.fixed_dictionaries(
+                        {
+                            "name": st.sampled_from(["cpu", "memory"]),
+                            "total": quantity,
+                            "borrowed": quantity,
+                        }
+                    ),
+                    max_size=2,
+                    unique_by=lambda r: r["name"],
+                ),
+            }
+        ),
+        max_size=2,
+        unique_by=lambda f: f["name"],
+    )
+    status = {
+        "conditions": draw(conditions),
+        "flavorsReservation": draw(usage),
+        "flavorsUsage": draw(usage),
+        "pendingWorkloads": draw(int32),
+        "reservingWorkloads": draw(int32),
+        "admittedWorkloads": draw(int32),
+    }
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "ClusterQueue",
+        "metadata": {"name": draw(dns_name)},
+        "spec": spec,
+        "status": status,
+    }
+
+
+@st.composite
+def local_queues(draw: st.DrawFn) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "LocalQueue",
+        "metadata": {"name": draw(dns_name), "namespace": draw(dns_label)},
+        "spec": {"clusterQueue": draw(dns_name)},
+        "status": {
+            "conditions": draw(conditions),
+            "pendingWorkloads": draw(int32),
+            "reservingWorkloads": draw(int32),
+            "admittedWorkloads": draw(int32),
+        },
+    }
+
+
+@st.composite
+def topology_requests(draw: st.DrawFn) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    mode = draw(st.sampled_from(["required", "preferred", "unconstrained", None]))
+    if mode == "unconstrained":
+        out["unconstrained"] = True
+    elif mode:
+        out[mode] = draw(label_key)
+    optional(draw, out, "podIndexLabel", label_key)
+    optional(draw, out, "podSetGroupName", dns_label)
+    layers = draw(st.integers(0, 3))
+    if layers == 1:
+        out["podSetSliceRequiredTopology"] = draw(label_key)
+        out["podSetSliceSize"] = draw(st.integers(1, 1000))
+    elif layers > 1:
+        out["podsetSliceRequiredTopologyConstraints"] = [
+            {"topology": draw(label_key), "size": draw(st.integers(1, 1000))} for _ in range(layers)
+        ]
+    return out
+
+
+@st.composite
+def workloads(draw: st.DrawFn) -> dict[str, Any]:
+    names = draw(st.lists(dns_label, min_size=1, max_size=4, unique=True))
+    pod_sets = []
+    for name in names:
+        pod_set: dict[str, Any] = {
+            "name": name,
+            "count": draw(st.integers(0, 10**5)),
+            "template": {
+                "metadata": {"labels": draw(st.dictionaries(label_key, dns_label, max_size=2))},
+                "spec": {"containers": [{"name": "c", "image": draw(dns_name)}]},
+            },
+        }
+        optional(draw, pod_set, "topologyRequest", topology_requests())
+        pod_sets.append(pod_set)
+    spec: dict[str, Any] = {"podSets": pod_sets}
+    optional(draw, spec, "queueName", dns_name)
+    optional(draw, spec, "priority", st.integers(-(2**31), 2**31 - 1))
+    status: dict[str, Any] = {"conditions": draw(conditions), "unhealthyNodes": []}
+    if draw(st.booleans()):
+        levels = draw(st.lists(label_key, min_size=1, max_size=3, unique=True))
+        status["admission"] = {
+            "clusterQueue": draw(dns_name),
+            "podSetAssignments": [
+                {
+                    "name": name,
+                    "flavors": {"cpu": draw(dns_name)},
+                    "resourceUsage": {"cpu": draw(quantity)},
+                    "count": draw(int32),
+                    "topologyAssignment": {
+                        "levels": levels,
+                        "domains": draw(
+                            st.lists(
+                                st.fixed_dictionaries(
+                                    {
+                                        "values": st.lists(
+                                            dns_label, min_size=len(levels), max_size=len(levels)
+                                        ),
+                                        "count": st.integers(1, 1000),
+                                    }
+                                ),
+                                min_size=1,
+                                max_size=5,
+                            )
+                        ),
+                    },
+                }
+                for name in names
+            ],
+        }
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "Workload",
+        "metadata": {"name": draw(dns_name), "namespace": draw(dns_label)},
+        "spec": spec,
+        "status": status,
+    }
+
+
+ROUND_TRIPS = [
+    (Topology, topologies()),
+    (ResourceFlavor, flavors()),
+    (ClusterQueue, cluster_queues()),
+    (LocalQueue, local_queues()),
+    (Workload, workloads()),
+]
+
+
+@pytest.mark.parametrize(("model", "docs"), ROUND_TRIPS, ids=[m.__name__ for m, _ in ROUND_TRIPS])
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_round_trip(model: type, docs: st.SearchStrategy, data: st.DataObject) -> None:
+    doc = data.draw(docs)
+    obj = model.model_validate(doc)
+    dumped = obj.to_kube()
+    # JSON -> model -> JSON keeps every field as Kueue spells it (defaults may be added) ...
+    assert is_contained(doc, dumped)
+    # ... and model -> JSON -> model is the identity, also through a JSON string.
+    assert model.model_validate(dumped) == obj
+    assert model.model_validate_json(json.dumps(dumped)) == obj

@@ -1,0 +1,126 @@
+from tas.cache import projections as proj
+from tas.jobs import lifecycle
+from tas.jobs.workload import build_workload, pod_count
+
+GATE = "kueue.x-k8s.io/topology"
+
+
+def job(**spec):
+    return {
+        "metadata": {
+            "name": "j",
+            "namespace": "ns",
+            "uid": "u1",
+            "resourceVersion": "7",
+            "labels": {"kueue.x-k8s.io/queue-name": "q"},
+        },
+        "spec": {
+            "parallelism": 4,
+            "suspend": True,
+            "template": {
+                "metadata": {"annotations": {"kueue.x-k8s.io/podset-required-topology": "rack"}},
+                "spec": {"nodeSelector": {"user": "choice"}, "containers": [{"name": "c"}]},
+            },
+            **spec,
+        },
+    }
+
+
+def admitted(job_obj, flavor="tas", assignment=True):
+    wl = build_workload(job_obj)
+    ps = {"name": "main", "flavors": {"cpu": flavor}, "count": 4}
+    if assignment:
+        ps["topologyAssignment"] = {
+            "levels": ["kubernetes.io/hostname"],
+            "domains": [{"values": ["x1"], "count": 4}],
+        }
+    wl["status"] = {
+        "admission": {"clusterQueue": "cq", "podSetAssignments": [ps]},
+        "conditions": [
+            {"type": "QuotaReserved", "status": "True"},
+            {"type": "Admitted", "status": "True"},
+        ],
+    }
+    return proj.workload_from_object(wl)
+
+
+FLAVORS = {
+    "tas": proj.flavor_from_object(
+        {
+            "metadata": {"name": "tas"},
+            "spec": {
+                "nodeLabels": {"pool": "tas"},
+                "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            },
+        }
+    ),
+    "other": proj.flavor_from_object(
+        {"metadata": {"name": "other"}, "spec": {"nodeLabels": {"pool": "other"}}}
+    ),
+}
+
+
+def test_start_gates_labels_and_pins_the_flavor_then_unsuspends():
+    j = job()
+    patch = lifecycle.start_patch(j, admitted(j), FLAVORS)
+    assert patch["spec"]["suspend"] is False
+    assert patch["metadata"]["resourceVersion"] == "7"  # guarded against a concurrent change
+    template = patch["spec"]["template"]
+    assert template["metadata"]["labels"] == {"kueue.x-k8s.io/podset": "main"}
+    assert template["metadata"]["annotations"]["kueue.x-k8s.io/workload"].startswith("job-j-")
+    assert template["spec"]["schedulingGates"] == [{"name": GATE}]
+    assert template["spec"]["nodeSelector"] == {"user": "choice", "pool": "tas"}
+    assert template["spec"]["tolerations"] == [
+        {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}
+    ]
+
+
+def test_a_second_start_on_another_flavor_drops_the_first_flavors_labels():
+    j = job()
+    j["spec"]["template"]["spec"]["nodeSelector"] = {
+        "user": "choice",
+        "pool": "tas",
+    }  # left by the first start
+    j["spec"]["template"]["spec"]["schedulingGates"] = [{"name": GATE}, {"name": "other/gate"}]
+    patch = lifecycle.start_patch(j, admitted(j, flavor="other"), FLAVORS)
+    spec = patch["spec"]["template"]["spec"]
+    assert spec["nodeSelector"] == {"user": "choice", "pool": "other"}
+    assert spec["tolerations"] is None
+    assert spec["schedulingGates"] == [
+        {"name": "other/gate"},
+        {"name": GATE},
+    ]  # ours once, others kept
+
+
+def test_stop_only_suspends_and_the_start_time_is_then_cleared():
+    j = job(suspend=False)
+    assert lifecycle.stop_patch(j) == {
+        "metadata": {"resourceVersion": "7"},
+        "spec": {"suspend": True},
+    }
+    j["spec"]["suspend"] = True
+    j["status"] = {"startTime": "2026-01-01T00:00:00Z"}
+    assert lifecycle.needs_start_time_reset(j)
+    j["status"] = {}
+    assert not lifecycle.needs_start_time_reset(j)
+
+
+def test_finished_reads_the_job_conditions():
+    assert lifecycle.finished(job()) is None
+    done = job()
+    done["status"] = {"conditions": [{"type": "Complete", "status": "True"}]}
+    assert lifecycle.finished(done).succeeded
+    failed = job()
+    failed["status"] = {
+        "conditions": [{"type": "Failed", "status": "True", "message": "BackoffLimitExceeded"}]
+    }
+    assert lifecycle.finished(failed) == lifecycle.Finished(False, "BackoffLimitExceeded")
+
+
+def test_a_resized_suspended_job_needs_a_new_workload_and_count_follows_completions():
+    j = job()
+    wl = proj.workload_from_object(build_workload(j))
+    assert not lifecycle.needs_new_workload(j, wl)
+    j["spec"]["parallelism"] = 6
+    assert lifecycle.needs_new_workload(j, wl)
+    assert pod_count(job(completions=2)) == 2
