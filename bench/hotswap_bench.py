@@ -81,12 +81,7 @@ def one_run(cluster, op: OperatorProcess, run: int) -> dict:
     cluster.kubectl("wait", "--for=condition=Ready", "node", *hosts, "--timeout=60s")
     ns = cluster.create_namespace(f"hsbench{run}")
     cluster.apply(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta1",
-            "kind": "LocalQueue",
-            "metadata": {"name": "q"},
-            "spec": {"clusterQueue": "hs"},
-        },
+        jobs.local_queue("q", "hs"),
         ns,
     )
     cluster.apply(jobs.job("train", "q", pods=4, cpu="2", annotations=REQUIRED_RACK), ns)

@@ -60,12 +60,7 @@ def setup(cluster: Cluster, shape: topology.Shape) -> str:
     add_nodes(cluster, shape)
     ns = cluster.create_namespace("bench")
     cluster.apply(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta1",
-            "kind": "LocalQueue",
-            "metadata": {"name": "q"},
-            "spec": {"clusterQueue": "bench"},
-        },
+        jobs.local_queue("q", "bench"),
         ns,
     )
     return ns

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from e2e import jobs
 from e2e.harness import ROOT, Cluster, wait_for
 from e2e.operator_process import OperatorProcess
 
@@ -35,12 +36,7 @@ def operator(cluster: Cluster, kueue_example):
 def user_queue(cluster: Cluster, namespace: str, operator) -> str:
     """A LocalQueue in the test's namespace, on Kueue's example ClusterQueue."""
     cluster.apply(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta1",
-            "kind": "LocalQueue",
-            "metadata": {"name": "user-queue"},
-            "spec": {"clusterQueue": CLUSTER_QUEUE},
-        },
+        jobs.local_queue("user-queue", CLUSTER_QUEUE),
         namespace,
     )
     return "user-queue"

@@ -44,6 +44,15 @@ def job(
     }
 
 
+def local_queue(name: str, cluster_queue: str) -> dict:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "LocalQueue",
+        "metadata": {"name": name},
+        "spec": {"clusterQueue": cluster_queue},
+    }
+
+
 def workload_of(cluster: Cluster, namespace: str, job_name: str) -> dict | None:
     items = cluster.get_json("workloads", "-n", namespace)["items"]
     return next(

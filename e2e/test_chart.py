@@ -96,12 +96,7 @@ def test_operator_under_the_chart_rbac_admits_and_places(
     cluster: Cluster, namespace: str, chart_operator
 ):
     cluster.apply(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta1",
-            "kind": "LocalQueue",
-            "metadata": {"name": "q"},
-            "spec": {"clusterQueue": "tas-cluster-queue"},
-        },
+        jobs.local_queue("q", "tas-cluster-queue"),
         namespace,
     )
     cluster.apply(
@@ -129,12 +124,7 @@ def test_helm_upgrade_of_feature_gates_takes_effect(
     cluster: Cluster, namespace: str, chart_operator
 ):
     cluster.apply(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta1",
-            "kind": "LocalQueue",
-            "metadata": {"name": "q"},
-            "spec": {"clusterQueue": "tas-cluster-queue"},
-        },
+        jobs.local_queue("q", "tas-cluster-queue"),
         namespace,
     )
     cluster.apply(constrained_job("layered", "q"), namespace)  # multi-layer slices: on by default

@@ -108,12 +108,7 @@ def ready(cluster: Cluster, node: str) -> bool:
 @pytest.fixture
 def queue(cluster: Cluster, namespace: str, hotswap_queue: str) -> str:
     cluster.apply(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta1",
-            "kind": "LocalQueue",
-            "metadata": {"name": "q"},
-            "spec": {"clusterQueue": hotswap_queue},
-        },
+        jobs.local_queue("q", hotswap_queue),
         namespace,
     )
     return "q"

@@ -198,12 +198,7 @@ def test_a_job_over_quota_waits_with_the_shortfall(cluster: Cluster, namespace: 
     )
     try:
         cluster.apply(
-            {
-                "apiVersion": "kueue.x-k8s.io/v1beta1",
-                "kind": "LocalQueue",
-                "metadata": {"name": "small"},
-                "spec": {"clusterQueue": cq},
-            },
+            jobs.local_queue("small", cq),
             namespace,
         )
         cluster.apply(jobs.job("fits", "small", pods=3), namespace)

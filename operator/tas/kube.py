@@ -114,6 +114,21 @@ class Kube:
             if exc.status != 404:
                 raise
 
+    async def patch_workload_status(
+        self, namespace: str, name: str, resource_version: str, status: Mapping
+    ) -> bool:
+        """Merge-patch a Workload's status, guarded by the resourceVersion it was decided on.
+        False when the object changed or went away meanwhile: the caller's decision is stale,
+        and the newer object's watch event brings it back to decide again."""
+        body = {"metadata": {"resourceVersion": resource_version}, "status": dict(status)}
+        try:
+            await self.patch(workload_path(namespace, name) + "/status", body)
+        except KubeError as exc:
+            if exc.status in (404, 409):
+                return False
+            raise
+        return True
+
     async def event(self, ref: Ref, type_: str, reason: str, message: str) -> None:
         """A core/v1 Event, so `kubectl describe` shows it; never fails the caller."""
         now = now_rfc3339()

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Mapping
 
 from tas.cache.projections import WorkloadInfo
-from tas.kube import KUEUE, Kube, KubeError, Ref, workload_path
+from tas.kube import KUEUE, Kube, KubeError, Ref
 
 log = logging.getLogger(__name__)
 
@@ -16,18 +16,13 @@ class KubeStatusWriter:
         self.kube = kube
 
     async def write_workload_status(self, workload: WorkloadInfo, status: Mapping) -> bool:
-        body = {"metadata": {"resourceVersion": workload.resource_version}, "status": dict(status)}
         try:
-            await self.kube.patch(
-                workload_path(workload.namespace, workload.name) + "/status", body
+            return await self.kube.patch_workload_status(
+                workload.namespace, workload.name, workload.resource_version, status
             )
         except KubeError as exc:
-            if exc.status not in (404, 409):
-                log.warning(
-                    "status of %s/%s not written: %s", workload.namespace, workload.name, exc
-                )
+            log.warning("status of %s/%s not written: %s", workload.namespace, workload.name, exc)
             return False
-        return True
 
     async def record_event(
         self, workload: WorkloadInfo, type_: str, reason: str, message: str

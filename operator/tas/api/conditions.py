@@ -22,38 +22,20 @@ def set_condition(
 ) -> list[dict]:
     """A copy of `conditions` with `type_` set; lastTransitionTime moves only when status flips."""
     text = "True" if status else "False"
-    out = []
-    found = False
-    for cond in conditions:
-        if cond.get("type") != type_:
-            out.append(dict(cond))
-            continue
-        found = True
-        changed = cond.get("status") != text
-        out.append(
-            {
-                "type": type_,
-                "status": text,
-                "reason": reason,
-                "message": message,
-                "observedGeneration": generation,
-                "lastTransitionTime": (now or now_rfc3339())
-                if changed
-                else cond.get("lastTransitionTime"),
-            }
-        )
-    if not found:
-        out.append(
-            {
-                "type": type_,
-                "status": text,
-                "reason": reason,
-                "message": message,
-                "observedGeneration": generation,
-                "lastTransitionTime": now or now_rfc3339(),
-            }
-        )
-    return out
+    previous = find(conditions, type_)
+    unchanged = previous is not None and previous.get("status") == text
+    updated = {
+        "type": type_,
+        "status": text,
+        "reason": reason,
+        "message": message,
+        "observedGeneration": generation,
+        "lastTransitionTime": previous.get("lastTransitionTime")
+        if unchanged
+        else (now or now_rfc3339()),
+    }
+    out = [dict(c) if c.get("type") != type_ else updated for c in conditions]
+    return out if previous is not None else [*out, updated]
 
 
 def find(conditions: Iterable[Mapping], type_: str) -> Mapping | None:

@@ -23,7 +23,7 @@ from tas.cache.projections import PodInfo, WorkloadInfo
 from tas.cache.state import ClusterState
 from tas.hotswap.health import Health, node_health
 from tas.hotswap.replace import multiple_failures_message
-from tas.kube import Kube, KubeError, Ref, pod_path, workload_path
+from tas.kube import Kube, KubeError, Ref, pod_path
 from tas.solver.types import Toleration
 
 log = logging.getLogger(__name__)
@@ -121,16 +121,9 @@ class NodeHealthController:
             log.info("node %s recovered under %s/%s", node, workload.namespace, workload.name)
 
     async def _write(self, workload: WorkloadInfo, status: dict) -> bool:
-        body = {"metadata": {"resourceVersion": workload.resource_version}, "status": status}
-        try:
-            await self.kube.patch(
-                workload_path(workload.namespace, workload.name) + "/status", body
-            )
-        except KubeError as exc:
-            if exc.status in (404, 409):
-                return False  # a newer object is on its way; its event brings us back here
-            raise
-        return True
+        return await self.kube.patch_workload_status(
+            workload.namespace, workload.name, workload.resource_version, status
+        )
 
     async def _fail_stranded_pods(
         self, workload: WorkloadInfo, node: str, pods: list[PodInfo]

@@ -159,13 +159,8 @@ class JobController:
         await self._write_status(workload, {"conditions": conditions}, f"finished: {done.message}")
 
     async def _write_status(self, workload: WorkloadInfo, status: dict, what: str) -> None:
-        body = {"metadata": {"resourceVersion": workload.resource_version}, "status": status}
-        try:
-            await self.kube.patch(
-                workload_path(workload.namespace, workload.name) + "/status", body
-            )
-        except KubeError as exc:
-            if exc.status in (404, 409):
-                return  # the newer object's event brings us back
-            raise
+        if not await self.kube.patch_workload_status(
+            workload.namespace, workload.name, workload.resource_version, status
+        ):
+            return  # the newer object's event brings us back
         log.info("workload %s/%s %s", workload.namespace, workload.name, what)
