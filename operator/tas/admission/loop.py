@@ -216,7 +216,7 @@ class AdmissionLoop:
                 COND_EVICTED,
                 False,
                 REASON_QUOTA_RESERVED,
-                "Admitted again",
+                "Previously: " + (workload.condition(COND_EVICTED) or {}).get("message", ""),  # as Kueue
                 generation=workload.generation,
             )
         ok = await self.writer.write_workload_status(
