@@ -1,10 +1,13 @@
-"""Fixtures for the operator's end-to-end tests: CRDs, Kueue's example queues, the operator."""
+"""Fixtures for the operator's end-to-end tests: the chart, Kueue's example queues, the operator.
+
+The chart is installed once per session and the operator runs under its ServiceAccount's token,
+so every end-to-end test also checks that the chart grants what the operator needs."""
 
 from __future__ import annotations
 
 import pytest
 
-from e2e import jobs
+from e2e import chart, jobs
 from e2e.harness import ROOT, Cluster, wait_for
 from e2e.operator_process import OperatorProcess
 
@@ -12,13 +15,12 @@ CLUSTER_QUEUE = "tas-cluster-queue"
 
 
 @pytest.fixture(scope="session")
-def crds(cluster: Cluster) -> None:
-    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(ROOT / "crds"))
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+def chart_installed(cluster: Cluster) -> None:
+    chart.install(cluster)
 
 
 @pytest.fixture(scope="session")
-def kueue_example(cluster: Cluster, crds, topology_nodes) -> None:
+def kueue_example(cluster: Cluster, chart_installed, topology_nodes) -> None:
     """Kueue's documented TAS setup, applied unchanged (its LocalQueue lives in `default`)."""
     for name in ("topology.yaml", "resource-flavor.yaml", "cluster-queue.yaml", "local-queue.yaml"):
         cluster.kubectl("apply", "-f", str(ROOT / "examples" / "kueue-tas" / name))
@@ -26,7 +28,11 @@ def kueue_example(cluster: Cluster, crds, topology_nodes) -> None:
 
 @pytest.fixture(scope="session")
 def operator(cluster: Cluster, kueue_example):
-    proc = OperatorProcess(cluster)
+    proc = OperatorProcess(
+        cluster,
+        kubeconfig=chart.service_account_kubeconfig(cluster),
+        gates=chart.deployment_gates(cluster),
+    )
     proc.start()
     yield proc
     proc.stop()

@@ -15,8 +15,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from e2e import topology
+from e2e.chart import install, service_account_kubeconfig
 from e2e.harness import ROOT, Cluster, local_cluster, wait_for
-from e2e.test_chart import NAMESPACE, RELEASE, helm, service_account_kubeconfig
 
 EXAMPLES = ROOT / "examples"
 SAMPLE_PREFIX = "tas-sample-preferred"
@@ -152,18 +152,7 @@ def main(argv: list[str]) -> int:
     cluster.apply(topology.node_list(topology.Shape(blocks=2, racks=4, hosts=4)))
     cluster.kubectl("wait", "--for=condition=Ready", "node", "-l", "type=kwok", "--timeout=120s")
     say("helm install the chart (CRDs, RBAC, webhook configurations)")
-    installed = helm(cluster, "list", "-n", NAMESPACE, "-q")
-    if RELEASE not in installed.split():
-        helm(
-            cluster,
-            "install",
-            RELEASE,
-            str(ROOT / "helm" / "tas-operator"),
-            "-n",
-            NAMESPACE,
-            "--create-namespace",
-            "--take-ownership",
-        )
+    install(cluster)
     start_operator(cluster, state_dir)
     say(
         "Kueue's TAS example (Topology, ResourceFlavor, ClusterQueue, LocalQueue, 40-pod Job) and three more Jobs"

@@ -234,7 +234,7 @@ def operator_with(cluster: Cluster, operator: OperatorProcess):
 
     def start(gates: str) -> OperatorProcess:
         operator.stop()
-        other = OperatorProcess(cluster, gates=gates)
+        other = OperatorProcess(cluster, kubeconfig=operator.kubeconfig, gates=gates)
         other.start()
         started.append(other)
         return other

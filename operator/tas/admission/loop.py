@@ -59,6 +59,8 @@ class AdmissionLoop:
         ] = {}  # key -> (generation, spec generation, message)
         self._cq_status: dict[str, dict] = {}
         self._lq_status: dict[Key, dict] = {}
+        self._writes: set[asyncio.Task] = set()
+        self._write_slots = asyncio.Semaphore(16)  # admission writes in flight at once
         self.cycles = 0
 
     def wake(self) -> None:
@@ -216,31 +218,39 @@ class AdmissionLoop:
                 COND_EVICTED,
                 False,
                 REASON_QUOTA_RESERVED,
-                "Previously: " + (workload.condition(COND_EVICTED) or {}).get("message", ""),  # as Kueue
+                "Previously: "
+                + (workload.condition(COND_EVICTED) or {}).get("message", ""),  # as Kueue
                 generation=workload.generation,
             )
-        ok = await self.writer.write_workload_status(
-            workload, {"admission": decision.admission, "conditions": conditions}
-        )
+        # The capacity is ours from here on (assumed); the write runs beside the loop, which
+        # goes on deciding, as Kueue's scheduler does. A failed write gives the capacity back.
+        status = {"admission": decision.admission, "conditions": conditions}
+        task = asyncio.create_task(self._write_admission(workload, decision, status))
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+        return True
+
+    async def _write_admission(
+        self, workload: WorkloadInfo, decision: Decision, status: dict
+    ) -> None:
+        async with self._write_slots:
+            ok = await self.writer.write_workload_status(workload, status)
         if not ok:
             self.state.forget(workload.key)
             self.wake()  # the watch brings the newer object; decide again with it
-            return False
+            return
         self._tried.pop(workload.key, None)
-        log.info(
-            "admitted %s/%s in %s",
-            workload.namespace,
-            workload.name,
-            decision.admission["clusterQueue"],
-        )
+        cq = decision.admission["clusterQueue"]
+        log.info("admitted %s/%s in %s", workload.namespace, workload.name, cq)
         await self.writer.record_event(workload, "Normal", REASON_QUOTA_RESERVED, decision.message)
         await self.writer.record_event(
-            workload,
-            "Normal",
-            REASON_ADMITTED,
-            "Admitted by ClusterQueue " + decision.admission["clusterQueue"],
+            workload, "Normal", REASON_ADMITTED, "Admitted by ClusterQueue " + cq
         )
-        return True
+
+    async def drain(self) -> None:
+        """Wait for the admission writes in flight (tests, shutdown)."""
+        while self._writes:
+            await asyncio.gather(*list(self._writes), return_exceptions=True)
 
     async def _pending(
         self, workload: WorkloadInfo, message: str, reason: str = REASON_PENDING

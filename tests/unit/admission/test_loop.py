@@ -41,8 +41,14 @@ def add(state, obj):
     state.upsert_workload(proj.workload_from_object(obj))
 
 
-def run(coro):
-    return asyncio.run(coro)
+def cycle(loop: AdmissionLoop) -> None:
+    """One admission cycle, then the status writes it started."""
+
+    async def go():
+        await loop.cycle()
+        await loop.drain()
+
+    asyncio.run(go())
 
 
 def test_higher_priority_first_then_older_and_capacity_is_never_given_twice():
@@ -70,7 +76,7 @@ def test_higher_priority_first_then_older_and_capacity_is_never_given_twice():
         ),
     )
     writer = FakeWriter()
-    run(AdmissionLoop(state, writer).cycle())
+    cycle(AdmissionLoop(state, writer))
     assert admitted(writer) == ["vip", "old"]
     pending = [s for name, s in writer.statuses if name == "new"]
     assert pending and pending[0]["conditions"][0]["status"] == "False"
@@ -87,13 +93,13 @@ def test_strict_fifo_does_not_let_a_later_workload_pass_the_head():
     add(state, workload("head", pods=20, created="2026-01-01T00:00:00Z"))  # never fits
     add(state, workload("small", pods=1, created="2026-01-02T00:00:00Z"))
     writer = FakeWriter()
-    run(AdmissionLoop(state, writer).cycle())
+    cycle(AdmissionLoop(state, writer))
     assert admitted(writer) == []
     state2 = make_state(two_racks())  # BestEffortFIFO lets it through
     add(state2, workload("head", pods=20, created="2026-01-01T00:00:00Z"))
     add(state2, workload("small", pods=1, created="2026-01-02T00:00:00Z"))
     writer2 = FakeWriter()
-    run(AdmissionLoop(state2, writer2).cycle())
+    cycle(AdmissionLoop(state2, writer2))
     assert admitted(writer2) == ["small"]
 
 
@@ -103,9 +109,9 @@ def test_a_failed_status_write_rolls_the_capacity_back():
     writer = FakeWriter()
     writer.refuse = 1
     loop = AdmissionLoop(state, writer)
-    run(loop.cycle())
+    cycle(loop)
     assert admitted(writer) == [] and not state.charges()
-    run(loop.cycle())  # woken again: the next try succeeds, with the capacity still free
+    cycle(loop)  # woken again: the next try succeeds, with the capacity still free
     assert admitted(writer) == ["a"]
 
 
@@ -114,17 +120,17 @@ def test_a_waiting_workload_is_retried_only_when_capacity_changes_and_written_on
     add(state, workload("big", pods=17))
     writer = FakeWriter()
     loop = AdmissionLoop(state, writer)
-    run(loop.cycle())
-    run(loop.cycle())
+    cycle(loop)
+    cycle(loop)
     assert len(writer.statuses) == 1  # the same message is not written again
     calls = []
     original = loop_module.decide
     loop_module.decide = lambda *a: calls.append(1) or original(*a)
     try:
-        run(loop.cycle())
+        cycle(loop)
         assert calls == []  # nothing changed: not even tried
         state.upsert_node(proj.node_from_object(node("x5", "b1", "r3")))
-        run(loop.cycle())
+        cycle(loop)
         assert calls == [1]
     finally:
         loop_module.decide = original
@@ -136,15 +142,15 @@ def test_finished_workload_releases_its_capacity():
     add(state, workload("a", pods=16))
     writer = FakeWriter()
     loop = AdmissionLoop(state, writer)
-    run(loop.cycle())
+    cycle(loop)
     admitted_status = writer.statuses[-1][1]
     obj = workload("a", pods=16)
     obj["status"] = admitted_status
     add(state, obj)  # the watch shows the admission
     add(state, workload("b", pods=4))
-    run(loop.cycle())
+    cycle(loop)
     assert admitted(writer) == ["a"]
     obj["status"]["conditions"].append({"type": "Finished", "status": "True"})
     add(state, obj)
-    run(loop.cycle())
+    cycle(loop)
     assert admitted(writer) == ["a", "b"]
