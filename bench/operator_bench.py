@@ -213,6 +213,13 @@ def main() -> int:
         pods = 1000 if args.quick else 10000
         bare_pods(cluster, ns, pods, names)
         time.sleep(10)  # let the watches drain before reading memory; a measurement, not a test
+        op.stop()
+        results["restart_sync_s"] = {
+            "nodes": len(names),
+            "pods": pods,
+            "value": op.start(sync_timeout=900),
+        }
+        print(f"restart: caches synced in {results['restart_sync_s']['value']:.1f} s", flush=True)
         results["operator_rss_mb"] = {
             "nodes": len(names),
             "pods": pods,
@@ -230,6 +237,10 @@ def main() -> int:
     t = results["admission_throughput_wl_per_s"]
     print(
         f"| admission throughput, {t['jobs']} Jobs on {t['nodes']} nodes | {t['value']:.1f} workloads/s |"
+    )
+    r = results["restart_sync_s"]
+    print(
+        f"| operator restart until caches synced, {r['nodes']} nodes + {r['pods']} pods | {r['value']:.1f} s |"
     )
     m = results["operator_rss_mb"]
     print(f"| operator RSS, {m['nodes']} nodes + {m['pods']} pods | {m['value']:.0f} MiB |")

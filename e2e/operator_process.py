@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.request
 from pathlib import Path
 
@@ -41,7 +42,7 @@ class OperatorProcess:
         self.proc: subprocess.Popen | None = None
         self.starts = 0
 
-    def start(self) -> None:
+    def start(self, sync_timeout: float = 120) -> float:
         self.starts += 1
         cmd = [
             str(Path(sys.executable).parent / "tas"),
@@ -61,14 +62,17 @@ class OperatorProcess:
             cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=os.environ.copy()
         )
         mark = f"===== start {self.starts} ====="
+        started = time.monotonic()
         wait_for(
             lambda: self._alive() and "caches synced" in self.log().split(mark)[-1],
-            timeout=60,
+            timeout=sync_timeout,
             what="the operator to sync its caches",
         )
+        synced = time.monotonic() - started
         wait_for(
             self._webhook_registered, timeout=30, what="the operator's webhooks to be registered"
         )
+        return synced
 
     def _alive(self) -> bool:
         if self.proc is None or self.proc.poll() is not None:

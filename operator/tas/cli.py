@@ -54,6 +54,11 @@ def _operator(args: argparse.Namespace) -> int:
         level=getattr(logging, settings.log_level.upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    # kopf logs every handler call on every object; with thousands of pods that is most of the
+    # work. Keep its per-object lines and the HTTP access logs to warnings.
+    for noisy in ("kopf.objects", "aiohttp.access", "urllib3.connectionpool"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    logging.captureWarnings(True)  # e.g. urllib3's InsecureRequestWarning, once, into the log
     if settings.kubeconfig:
         os.environ["KUBECONFIG"] = settings.kubeconfig  # kopf logs in with the same credentials
 
