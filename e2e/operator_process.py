@@ -63,15 +63,21 @@ class OperatorProcess:
         )
         mark = f"===== start {self.starts} ====="
         started = time.monotonic()
-        wait_for(
-            lambda: self._alive() and "caches synced" in self.log().split(mark)[-1],
-            timeout=sync_timeout,
-            what="the operator to sync its caches",
-        )
-        synced = time.monotonic() - started
-        wait_for(
-            self._webhook_registered, timeout=30, what="the operator's webhooks to be registered"
-        )
+        try:
+            wait_for(
+                lambda: self._alive() and "caches synced" in self.log().split(mark)[-1],
+                timeout=sync_timeout,
+                what="the operator to sync its caches",
+            )
+            synced = time.monotonic() - started
+            wait_for(
+                self._webhook_registered,
+                timeout=30,
+                what="the operator's webhooks to be registered",
+            )
+        except Exception:
+            self.kill()  # never leave a half-started operator behind
+            raise
         return synced
 
     def _alive(self) -> bool:
