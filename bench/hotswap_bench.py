@@ -114,7 +114,9 @@ def one_run(cluster, op: OperatorProcess, run: int) -> dict:
         for line in op.log()[log_mark:].splitlines()
         if "api-write" in line and f"/{ns}/" in line
     ]
-    cluster.kubectl("delete", "namespace", ns, "--wait=true", "--timeout=180s")  # before its nodes go
+    cluster.kubectl(
+        "delete", "namespace", ns, "--wait=true", "--timeout=180s"
+    )  # before its nodes go
     for host in hosts:
         cluster.kubectl("delete", "node", host, "--wait=false")
     return {
