@@ -87,7 +87,7 @@ class AdmissionLoop:
                 and not state.is_assumed(workload.key)
                 and needs_replacement(workload)
             ):
-                await self._replace(workload)
+                await self._guarded(self._replace(workload), workload)
         by_cq: dict[str, list[WorkloadInfo]] = {name: [] for name in state.cluster_queues}
         for workload in list(state.workloads.values()):
             if not workload.pending or state.is_assumed(workload.key):
