@@ -25,47 +25,13 @@ sys.path.insert(0, str(ROOT))
 from e2e import jobs, topology  # noqa: E402
 from e2e.harness import cluster_from_env, wait_for  # noqa: E402
 from e2e.operator_process import OperatorProcess  # noqa: E402
-from e2e.test_hotswap import GROUP, NOT_READY, REQUIRED_RACK  # noqa: E402
+from e2e.test_hotswap import GROUP, NOT_READY, REQUIRED_RACK, install_hotswap_queue  # noqa: E402
 
 
 def setup(cluster) -> None:
     cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(ROOT / "crds"))
     cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
-    levels = [{"nodeLabel": label} for label in topology.LEVELS]
-    cluster.apply(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta1",
-            "kind": "Topology",
-            "metadata": {"name": "hs"},
-            "spec": {"levels": levels},
-        }
-    )
-    cluster.apply(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta1",
-            "kind": "ResourceFlavor",
-            "metadata": {"name": "hs"},
-            "spec": {"nodeLabels": {topology.NODE_GROUP_LABEL: GROUP}, "topologyName": "hs"},
-        }
-    )
-    cluster.apply(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta1",
-            "kind": "ClusterQueue",
-            "metadata": {"name": "hs"},
-            "spec": {
-                "namespaceSelector": {},
-                "resourceGroups": [
-                    {
-                        "coveredResources": ["cpu"],
-                        "flavors": [
-                            {"name": "hs", "resources": [{"name": "cpu", "nominalQuota": 1000}]}
-                        ],
-                    }
-                ],
-            },
-        }
-    )
+    install_hotswap_queue(cluster, "hs")
 
 
 def one_run(cluster, op: OperatorProcess, run: int) -> dict:

@@ -24,46 +24,39 @@ REQUIRED_RACK = {jobs.PREFIX + "podset-required-topology": topology.RACK_LABEL}
 NOT_READY = "node-not-ready.stage.kwok.x-k8s.io"
 
 
+def install_hotswap_queue(cluster: Cluster, name: str = "hotswap") -> str:
+    """A Topology, ResourceFlavor (node-group `hotswap`) and ClusterQueue, all named `name`."""
+    kueue = "kueue.x-k8s.io/v1beta1"
+    levels = [{"nodeLabel": label} for label in topology.LEVELS]
+    cluster.apply(
+        {
+            "apiVersion": kueue,
+            "kind": "Topology",
+            "metadata": {"name": name},
+            "spec": {"levels": levels},
+        }
+    )
+    flavor_spec = {"nodeLabels": {topology.NODE_GROUP_LABEL: GROUP}, "topologyName": name}
+    cluster.apply(
+        {
+            "apiVersion": kueue,
+            "kind": "ResourceFlavor",
+            "metadata": {"name": name},
+            "spec": flavor_spec,
+        }
+    )
+    quota = {"name": name, "resources": [{"name": "cpu", "nominalQuota": 1000}]}
+    groups = [{"coveredResources": ["cpu"], "flavors": [quota]}]
+    cq_spec = {"namespaceSelector": {}, "resourceGroups": groups}
+    cluster.apply(
+        {"apiVersion": kueue, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": cq_spec}
+    )
+    return name
+
+
 @pytest.fixture(scope="module")
 def hotswap_queue(cluster: Cluster, operator) -> str:
-    cluster.apply(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta1",
-            "kind": "Topology",
-            "metadata": {"name": "hotswap"},
-            "spec": {"levels": [{"nodeLabel": label} for label in topology.LEVELS]},
-        }
-    )
-    cluster.apply(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta1",
-            "kind": "ResourceFlavor",
-            "metadata": {"name": "hotswap"},
-            "spec": {"nodeLabels": {topology.NODE_GROUP_LABEL: GROUP}, "topologyName": "hotswap"},
-        }
-    )
-    cluster.apply(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta1",
-            "kind": "ClusterQueue",
-            "metadata": {"name": "hotswap"},
-            "spec": {
-                "namespaceSelector": {},
-                "resourceGroups": [
-                    {
-                        "coveredResources": ["cpu"],
-                        "flavors": [
-                            {
-                                "name": "hotswap",
-                                "resources": [{"name": "cpu", "nominalQuota": 1000}],
-                            }
-                        ],
-                    }
-                ],
-            },
-        }
-    )
-    return "hotswap"
+    return install_hotswap_queue(cluster)
 
 
 @pytest.fixture

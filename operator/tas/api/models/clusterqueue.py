@@ -9,6 +9,7 @@ from pydantic import ConfigDict, Field
 from tas.api.constants import BEST_EFFORT_FIFO
 from tas.api.models.common import (
     AGE_COLUMN,
+    WORKLOAD_COUNT_COLUMNS,
     Condition,
     CRDInfo,
     Int32,
@@ -140,18 +141,7 @@ class ClusterQueue(KueueResource):
                 description="How workloads are ordered",
                 priority=1,
             ),
-            PrinterColumn(
-                "Pending Workloads",
-                ".status.pendingWorkloads",
-                "integer",
-                "Workloads waiting for admission",
-            ),
-            PrinterColumn(
-                "Admitted Workloads",
-                ".status.admittedWorkloads",
-                "integer",
-                "Admitted workloads that have not finished",
-            ),
+            *WORKLOAD_COUNT_COLUMNS,
             AGE_COLUMN,
         ),
     )

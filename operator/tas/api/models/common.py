@@ -275,6 +275,21 @@ class PrinterColumn:
 
 
 AGE_COLUMN = PrinterColumn("Age", ".metadata.creationTimestamp", "date", "Time since creation")
+# The counts ClusterQueue and LocalQueue both show.
+WORKLOAD_COUNT_COLUMNS = (
+    PrinterColumn(
+        "Pending Workloads",
+        ".status.pendingWorkloads",
+        "integer",
+        "Workloads waiting for admission",
+    ),
+    PrinterColumn(
+        "Admitted Workloads",
+        ".status.admittedWorkloads",
+        "integer",
+        "Admitted workloads that have not finished",
+    ),
+)
 
 
 @dataclass(frozen=True)

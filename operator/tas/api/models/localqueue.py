@@ -8,6 +8,7 @@ from pydantic import Field
 
 from tas.api.models.common import (
     AGE_COLUMN,
+    WORKLOAD_COUNT_COLUMNS,
     Condition,
     CRDInfo,
     Int32,
@@ -81,18 +82,7 @@ class LocalQueue(KueueResource):
         status_subresource=True,
         printer_columns=(
             PrinterColumn("ClusterQueue", ".spec.clusterQueue", description="Backing ClusterQueue"),
-            PrinterColumn(
-                "Pending Workloads",
-                ".status.pendingWorkloads",
-                "integer",
-                "Workloads waiting for admission",
-            ),
-            PrinterColumn(
-                "Admitted Workloads",
-                ".status.admittedWorkloads",
-                "integer",
-                "Admitted workloads that have not finished",
-            ),
+            *WORKLOAD_COUNT_COLUMNS,
             AGE_COLUMN,
         ),
     )
