@@ -1,7 +1,9 @@
-"""A self-signed serving certificate for the admission webhooks.
+"""The admission webhooks' serving certificate.
 
-The certificate is its own CA: the API server gets it as the webhook configuration's caBundle.
-Made fresh at each start, so there is nothing to rotate or to keep secret on disk for long.
+With several replicas behind one Service, every replica must present a certificate the same
+caBundle verifies: the chart mounts one (tls.crt, tls.key, ca.crt, from a Secret it makes) and
+`serving_files` uses it. Without one (a single process on a workstation), a self-signed
+certificate is made at start-up; it is its own CA.
 """
 
 from __future__ import annotations
@@ -54,3 +56,13 @@ def write_self_signed(directory: Path, hosts: list[str], days: int = 365) -> tup
     )
     keyfile.chmod(0o600)
     return certfile, keyfile
+
+
+def serving_files(directory: Path, hosts: list[str]) -> tuple[Path, Path, Path | None]:
+    """(certfile, keyfile, cafile): the mounted certificate if there is one, else a fresh
+    self-signed one (cafile None: the certificate is its own CA)."""
+    cert, key, ca = directory / "tls.crt", directory / "tls.key", directory / "ca.crt"
+    if cert.exists() and key.exists():
+        return cert, key, ca if ca.exists() else None
+    certfile, keyfile = write_self_signed(directory, hosts)
+    return certfile, keyfile, None

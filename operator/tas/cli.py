@@ -16,10 +16,10 @@ def _solve(args: argparse.Namespace) -> int:
 
 def _operator(args: argparse.Namespace) -> int:
     import logging
-    import os
 
     from tas import features
     from tas.config import Settings
+    from tas.leader import default_namespace
 
     try:
         gates = features.from_env_and_flag(args.feature_gates)
@@ -49,6 +49,8 @@ def _operator(args: argparse.Namespace) -> int:
         webhook_service=webhook_service,
         metrics_port=args.metrics_port,
         log_level=args.log_level,
+        leader_elect=args.leader_elect,
+        leader_election_namespace=args.leader_election_namespace or default_namespace(),
     )
     logging.basicConfig(
         level=getattr(logging, settings.log_level.upper(), logging.INFO),
@@ -56,11 +58,9 @@ def _operator(args: argparse.Namespace) -> int:
     )
     # kopf logs every handler call on every object; with thousands of pods that is most of the
     # work. Keep its per-object lines and the HTTP access logs to warnings.
-    for noisy in ("kopf.objects", "aiohttp.access", "urllib3.connectionpool"):
+    for noisy in ("kopf.objects", "kopf.activities.probe", "aiohttp.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     logging.captureWarnings(True)  # e.g. urllib3's InsecureRequestWarning, once, into the log
-    if settings.kubeconfig:
-        os.environ["KUBECONFIG"] = settings.kubeconfig  # kopf logs in with the same credentials
 
     import kopf
 
@@ -107,6 +107,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="NAMESPACE/NAME[:PORT] of the Service in front of the webhooks (in a pod)",
     )
     op.add_argument("--metrics-port", type=int, default=int(env_default("METRICS_PORT", "0")))
+    op.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=env_default("LEADER_ELECT", "true").lower() == "true",
+        help="only the replica holding the Lease admits (default: on)",
+    )
+    op.add_argument(
+        "--leader-election-namespace",
+        default=env_default("LEADER_ELECTION_NAMESPACE"),
+        help="namespace of the Lease (default: the pod's, else TAS_POD_NAMESPACE, else tas-system)",
+    )
     op.add_argument("--liveness", default=None, help="e.g. http://0.0.0.0:8080/healthz")
     op.add_argument("--log-level", default=env_default("LOG_LEVEL", "INFO"))
     op.set_defaults(func=_operator)

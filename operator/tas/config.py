@@ -23,6 +23,9 @@ class Settings:
     webhook_service: tuple[str, str, int] | None = None
     webhook_config_name: str = "tas-operator.kueue.x-k8s.io"
     metrics_port: int = 0  # 0 disables the metrics endpoint
+    # Only the replica holding this namespace's Lease admits; the others stand by.
+    leader_elect: bool = True
+    leader_election_namespace: str = "tas-system"
     log_level: str = "INFO"
 
     @property

@@ -9,105 +9,123 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 
 ENV_VAR = "TAS_FEATURE_GATES"
 
 
+class Gate(StrEnum):
+    """Every gate's name, typed: code asks `gates.enabled(Gate.TAS_PROFILE_MIXED)`."""
+
+    TOPOLOGY_AWARE_SCHEDULING = "TopologyAwareScheduling"
+    TAS_PROFILE_MIXED = "TASProfileMixed"
+    TAS_FAILED_NODE_REPLACEMENT = "TASFailedNodeReplacement"
+    TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST = "TASFailedNodeReplacementFailFast"
+    TAS_REPLACE_NODE_ON_POD_TERMINATION = "TASReplaceNodeOnPodTermination"
+    TAS_REPLACE_NODE_DUE_TO_NOT_READY_OVER_FIXED_TIME = "TASReplaceNodeDueToNotReadyOverFixedTime"
+    TAS_REPLACE_NODE_ON_NODE_TAINTS = "TASReplaceNodeOnNodeTaints"
+    TAS_BALANCED_PLACEMENT = "TASBalancedPlacement"
+    TAS_MULTI_LAYER_TOPOLOGY = "TASMultiLayerTopology"
+    TAS_RESPECT_NODE_AFFINITY_PREFERRED = "TASRespectNodeAffinityPreferred"
+    SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS = "SkipReassignmentForPodOwnedWorkloads"
+    TAS_MULTIPLE_NODE_REPLACEMENT = "TASMultipleNodeReplacement"
+
+
 @dataclass(frozen=True)
-class Gate:
-    name: str
+class GateSpec:
+    name: Gate
     default: bool
     stage: str  # Alpha / Beta / GA / Deprecated, as Kueue labels it (ours: "Alpha (tas-operator)")
-    depends_on: tuple[str, ...] = ()
+    depends_on: tuple[Gate, ...] = ()
     doc: str = ""
 
 
-_TAS = ("TopologyAwareScheduling",)
-_REPLACE = ("TopologyAwareScheduling", "TASFailedNodeReplacement")
+_TAS = (Gate.TOPOLOGY_AWARE_SCHEDULING,)
+_REPLACE = (Gate.TOPOLOGY_AWARE_SCHEDULING, Gate.TAS_FAILED_NODE_REPLACEMENT)
 
-GATES: dict[str, Gate] = {
+GATES: dict[str, GateSpec] = {
     g.name: g
     for g in (
-        Gate(
-            "TopologyAwareScheduling",
+        GateSpec(
+            Gate.TOPOLOGY_AWARE_SCHEDULING,
             True,
             "Beta",
             (),
             "Master switch for topology-aware admission.",
         ),
-        Gate(
-            "TASProfileMixed",
+        GateSpec(
+            Gate.TAS_PROFILE_MIXED,
             True,
             "Beta",
             _TAS,
             "LeastFreeCapacity for unconstrained requests, BestFit for required/preferred.",
         ),
-        Gate(
-            "TASFailedNodeReplacement",
+        GateSpec(
+            Gate.TAS_FAILED_NODE_REPLACEMENT,
             True,
             "Beta",
             _TAS,
             "Replace a failed node under a workload.",
         ),
-        Gate(
-            "TASFailedNodeReplacementFailFast",
+        GateSpec(
+            Gate.TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST,
             True,
             "Beta",
             _REPLACE,
             "Try a replacement once; evict the workload when none fits.",
         ),
-        Gate(
-            "TASReplaceNodeOnPodTermination",
+        GateSpec(
+            Gate.TAS_REPLACE_NODE_ON_POD_TERMINATION,
             True,
             "Beta",
             _REPLACE,
             "A NotReady node counts as failed once the workload's pods on it stop.",
         ),
-        Gate(
-            "TASReplaceNodeDueToNotReadyOverFixedTime",
+        GateSpec(
+            Gate.TAS_REPLACE_NODE_DUE_TO_NOT_READY_OVER_FIXED_TIME,
             False,
             "Deprecated",
             _REPLACE,
             "Legacy: a node NotReady for 30s counts as failed.",
         ),
-        Gate(
-            "TASReplaceNodeOnNodeTaints",
+        GateSpec(
+            Gate.TAS_REPLACE_NODE_ON_NODE_TAINTS,
             True,
             "Beta",
             _REPLACE,
             "Untolerated NoSchedule/NoExecute taints count as node failure.",
         ),
-        Gate(
-            "TASBalancedPlacement",
+        GateSpec(
+            Gate.TAS_BALANCED_PLACEMENT,
             False,
             "Alpha",
             _TAS,
             "Balanced placement for preferred requests.",
         ),
-        Gate(
-            "TASMultiLayerTopology",
+        GateSpec(
+            Gate.TAS_MULTI_LAYER_TOPOLOGY,
             True,
             "Beta",
             _TAS,
             "The podset-slice-required-topology-constraints annotation (up to 3 layers).",
         ),
-        Gate(
-            "TASRespectNodeAffinityPreferred",
+        GateSpec(
+            Gate.TAS_RESPECT_NODE_AFFINITY_PREFERRED,
             False,
             "Alpha",
             _TAS,
             "Preferred node affinity overrides the domain ordering.",
         ),
-        Gate(
-            "SkipReassignmentForPodOwnedWorkloads",
+        GateSpec(
+            Gate.SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS,
             True,
             "Beta",
             _TAS,
             "Workloads owned by a single Pod keep their assignment on node failure.",
         ),
         # Beyond Kueue: our own gates, off until proven.
-        Gate(
-            "TASMultipleNodeReplacement",
+        GateSpec(
+            Gate.TAS_MULTIPLE_NODE_REPLACEMENT,
             False,
             "Alpha (tas-operator)",
             _REPLACE,
@@ -127,7 +145,7 @@ class FeatureGates:
 
     values: Mapping[str, bool]
 
-    def enabled(self, name: str) -> bool:
+    def enabled(self, name: Gate | str) -> bool:
         if name not in GATES:
             raise FeatureGateError(f"unknown feature gate {name!r}")
         if not self.values.get(name, GATES[name].default):
@@ -135,7 +153,7 @@ class FeatureGates:
         return all(self.enabled(dep) for dep in GATES[name].depends_on)
 
     def as_dict(self) -> dict[str, bool]:
-        return {name: self.enabled(name) for name in GATES}
+        return {str(name): self.enabled(name) for name in GATES}
 
 
 def defaults() -> FeatureGates:

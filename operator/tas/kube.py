@@ -1,7 +1,10 @@
-"""A thin async client over the `kubernetes` package: JSON dicts in and out, no typed models.
+"""A thin async client for the API server: JSON dicts in and out, on the event loop (aiohttp).
 
-Calls run in a worker thread so the event loop never blocks on I/O. Every write the operator
-makes goes through here, which keeps the count of API writes easy to measure.
+Every call has a timeout, and every failure, connection errors and timeouts included, comes out
+as one `KubeError` whose status says what to do: 409 re-read, 429 wait `retry_after`, 0 (no
+answer) or 5xx back off. Every write goes through here, which keeps the count of API requests
+easy to measure. Credentials are read with the `kubernetes` package's loaders (kubeconfig or
+in-cluster), the requests themselves never leave the loop thread.
 """
 
 from __future__ import annotations
@@ -10,26 +13,43 @@ import asyncio
 import contextlib
 import json
 import logging
+import ssl
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
+import aiohttp
 import kubernetes
-from kubernetes.client.exceptions import ApiException
 
+from tas import metrics
 from tas.api.conditions import now_rfc3339
 
 log = logging.getLogger(__name__)
 
 MERGE = "application/merge-patch+json"
+STRATEGIC = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 KUEUE = "/apis/kueue.x-k8s.io/v1beta1"
+REQUEST_TIMEOUT = 30.0  # seconds for any single non-watch call
 
 
 class KubeError(Exception):
-    def __init__(self, status: int, message: str) -> None:
+    """An API call that did not succeed. status 0 means no answer (connection, timeout)."""
+
+    def __init__(self, status: int, message: str, retry_after: float | None = None) -> None:
         super().__init__(f"{status}: {message}")
         self.status = status
+        self.message = message
+        self.retry_after = retry_after
+
+    @property
+    def conflict(self) -> bool:
+        return self.status == 409
+
+    @property
+    def not_found(self) -> bool:
+        return self.status == 404
 
 
 @dataclass
@@ -41,61 +61,149 @@ class Ref:
     uid: str
 
 
-def load_api_client(kubeconfig: str | None = None) -> kubernetes.client.ApiClient:
+@dataclass(frozen=True)
+class Connection:
+    """Where the API server is and how to log in, read once from kubeconfig or in-cluster."""
+
+    server: str
+    ssl: ssl.SSLContext | bool
+    config: Any  # kubernetes.client.Configuration, for the (refreshable) token
+
+    def authorization(self) -> str | None:
+        # get_api_key_with_prefix runs the in-cluster loader's refresh hook: bound service
+        # account tokens rotate.
+        return self.config.get_api_key_with_prefix("BearerToken") or None
+
+
+def load_connection(kubeconfig: str | None = None) -> Connection:
     """In-cluster credentials when running in a pod, else the kubeconfig."""
+    config = kubernetes.client.Configuration()
+    loaded = False
     if kubeconfig is None:
         try:
-            kubernetes.config.load_incluster_config()
-            return kubernetes.client.ApiClient()
+            kubernetes.config.load_incluster_config(client_configuration=config)
+            loaded = True
         except kubernetes.config.ConfigException:
             pass
-    config = kubernetes.client.Configuration()
-    kubernetes.config.load_kube_config(config_file=kubeconfig, client_configuration=config)
-    return kubernetes.client.ApiClient(configuration=config)
+    if not loaded:
+        kubernetes.config.load_kube_config(config_file=kubeconfig, client_configuration=config)
+    server = config.host.rstrip("/")
+    context: ssl.SSLContext | bool = False
+    if server.startswith("https"):
+        if config.verify_ssl:
+            context = ssl.create_default_context(cafile=config.ssl_ca_cert)
+        else:
+            context = ssl.create_default_context()
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        if config.cert_file:
+            context.load_cert_chain(config.cert_file, config.key_file)
+    return Connection(server=server, ssl=context, config=config)
 
 
 class Kube:
     def __init__(
-        self, api_client: kubernetes.client.ApiClient, component: str = "tas-operator"
+        self,
+        connection: Connection,
+        component: str = "tas-operator",
+        *,
+        timeout: float = REQUEST_TIMEOUT,
+        max_connections: int = 32,
     ) -> None:
-        self.api_client = api_client
+        self.connection = connection
         self.component = component
-        self.writes: Counter[str] = Counter()  # method + kind, for measurements
+        self.timeout = timeout
+        self.max_connections = max_connections
+        self._session: aiohttp.ClientSession | None = None
+        self.requests: Counter[str] = Counter()  # method -> count, for measurements
+        self.writes: Counter[str] = Counter()  # write method -> count
 
-    def _call(self, method: str, path: str, body: object, content_type: str | None) -> object:
-        headers = {"Accept": "application/json"}
+    def session(self) -> aiohttp.ClientSession:
+        # Created lazily: a session belongs to the running loop.
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(ssl=self.connection.ssl, limit=self.max_connections),
+                json_serialize=json.dumps,
+            )
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    def _headers(self, content_type: str | None) -> dict[str, str]:
+        headers = {"Accept": "application/json", "User-Agent": self.component}
         if content_type:
             headers["Content-Type"] = content_type
-        method, url, headers, body, post = self.api_client.param_serialize(
-            method, path, header_params=headers, body=body, auth_settings=["BearerToken"]
-        )
-        try:
-            response = self.api_client.call_api(
-                method, url, headers, body, post, _request_timeout=60
-            )
-        except ApiException as exc:  # transport-level refusals
-            raise KubeError(exc.status or 0, str(exc.reason)) from None
-        data = response.read()
-        if not 200 <= response.status < 300:
-            message = data.decode(errors="replace") if isinstance(data, bytes) else str(data)
-            with contextlib.suppress(ValueError, AttributeError):  # a Status object names the cause
-                message = json.loads(message).get("message", message)
-            raise KubeError(response.status, message)
-        return json.loads(data) if data else None
+        auth = self.connection.authorization()
+        if auth:
+            headers["Authorization"] = auth
+        return headers
 
     async def request(
-        self, method: str, path: str, body: object = None, content_type: str | None = None
-    ):
+        self,
+        method: str,
+        path: str,
+        body: object = None,
+        content_type: str | None = None,
+        *,
+        params: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        self.requests[method] += 1
         if method != "GET":
             self.writes[method] += 1
             log.debug("api-write %s %s", method, path)
-        return await asyncio.to_thread(self._call, method, path, body, content_type)
+        data = None if body is None else json.dumps(body)
+        try:
+            async with self.session().request(
+                method,
+                self.connection.server + path,
+                data=data,
+                params=params,
+                headers=self._headers(content_type),
+                timeout=aiohttp.ClientTimeout(total=timeout or self.timeout),
+            ) as response:
+                raw = await response.read()
+                metrics.API_REQUESTS.labels(method, str(response.status)).inc()
+                if not 200 <= response.status < 300:
+                    raise error_from(response.status, raw, response.headers.get("Retry-After"))
+                return json.loads(raw) if raw else None
+        except (aiohttp.ClientError, TimeoutError, ConnectionError) as exc:
+            metrics.API_REQUESTS.labels(method, "0").inc()
+            raise KubeError(0, f"{method} {path}: {type(exc).__name__}: {exc}") from None
+
+    async def stream_lines(
+        self, path: str, params: Mapping[str, str], timeout: float
+    ) -> AsyncIterator[bytes]:
+        """A watch: one JSON event per line until the server ends it (or `timeout` passes)."""
+        self.requests["WATCH"] += 1
+        try:
+            async with self.session().get(
+                self.connection.server + path,
+                params=params,
+                headers=self._headers(None),
+                timeout=aiohttp.ClientTimeout(total=timeout, sock_connect=self.timeout),
+            ) as response:
+                metrics.API_REQUESTS.labels("WATCH", str(response.status)).inc()
+                if response.status != 200:
+                    raw = await response.read()
+                    raise error_from(response.status, raw, response.headers.get("Retry-After"))
+                buffer = b""
+                async for chunk in response.content.iter_any():
+                    buffer += chunk
+                    *lines, buffer = buffer.split(b"\n")
+                    for line in lines:
+                        if line.strip():
+                            yield line
+        except (aiohttp.ClientError, TimeoutError, ConnectionError) as exc:
+            raise KubeError(0, f"watch {path}: {type(exc).__name__}: {exc}") from None
 
     async def get(self, path: str) -> dict | None:
         try:
             return await self.request("GET", path)
         except KubeError as exc:
-            if exc.status == 404:
+            if exc.not_found:
                 return None
             raise
 
@@ -105,29 +213,17 @@ class Kube:
     async def create(self, path: str, body: Mapping) -> dict:
         return await self.request("POST", path, body, "application/json")
 
+    async def replace(self, path: str, body: Mapping) -> dict:
+        return await self.request("PUT", path, body, "application/json")
+
     async def delete(self, path: str) -> None:
         try:
             await self.request(
                 "DELETE", path, {"propagationPolicy": "Background"}, "application/json"
             )
         except KubeError as exc:
-            if exc.status != 404:
+            if not exc.not_found:
                 raise
-
-    async def patch_workload_status(
-        self, namespace: str, name: str, resource_version: str, status: Mapping
-    ) -> bool:
-        """Merge-patch a Workload's status, guarded by the resourceVersion it was decided on.
-        False when the object changed or went away meanwhile: the caller's decision is stale,
-        and the newer object's watch event brings it back to decide again."""
-        body = {"metadata": {"resourceVersion": resource_version}, "status": dict(status)}
-        try:
-            await self.patch(workload_path(namespace, name) + "/status", body)
-        except KubeError as exc:
-            if exc.status in (404, 409):
-                return False
-            raise
-        return True
 
     async def event(self, ref: Ref, type_: str, reason: str, message: str) -> None:
         """A core/v1 Event, so `kubectl describe` shows it; never fails the caller."""
@@ -158,6 +254,19 @@ class Kube:
             )
 
 
+def error_from(status: int, raw: bytes, retry_after: str | None) -> KubeError:
+    message = raw.decode(errors="replace")
+    with contextlib.suppress(ValueError, AttributeError):  # a Status object names the cause
+        message = json.loads(message).get("message", message)
+    seconds = None
+    if retry_after:
+        try:
+            seconds = float(retry_after)
+        except ValueError:
+            seconds = None
+    return KubeError(status, message, seconds)
+
+
 def workload_path(namespace: str, name: str) -> str:
     return f"{KUEUE}/namespaces/{namespace}/workloads/{name}"
 
@@ -168,3 +277,14 @@ def job_path(namespace: str, name: str) -> str:
 
 def pod_path(namespace: str, name: str) -> str:
     return f"/api/v1/namespaces/{namespace}/pods/{name}"
+
+
+async def gather_bounded(limit: int, coros: list) -> list:
+    """Run coroutines concurrently, at most `limit` at once; results (or exceptions) in order."""
+    slots = asyncio.Semaphore(limit)
+
+    async def one(coro):
+        async with slots:
+            return await coro
+
+    return await asyncio.gather(*(one(c) for c in coros), return_exceptions=True)

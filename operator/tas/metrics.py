@@ -21,6 +21,11 @@ PODS_UNGATED = Counter(
 )
 NODE_REPLACEMENTS = Counter("tas_node_replacements_total", "Failed nodes replaced under a workload")
 EVICTIONS = Counter("tas_evictions_total", "Workloads evicted, by reason", ["reason"])
+API_REQUESTS = Counter(
+    "tas_api_requests_total",
+    "Requests to the API server, by verb (GET, WATCH, POST, PATCH, PUT, DELETE) and outcome",
+    ["verb", "code"],
+)
 
 
 def serve(port: int) -> None:

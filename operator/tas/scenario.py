@@ -15,6 +15,7 @@ from typing import IO, Any
 import yaml
 
 from tas import features
+from tas.api import topologyassignment
 from tas.api.annotations import (
     MULTI_LAYER_GATE,
     TopologyRequestError,
@@ -33,7 +34,6 @@ from tas.solver.types import (
     SolverOptions,
     Taint,
     Toleration,
-    TopologyAssignment,
 )
 
 DEFAULT_PODS_PER_NODE = 110
@@ -347,8 +347,8 @@ def parse_scenario(document: Any) -> Scenario:
         levels=levels,
         flavor=_flavor(document),
         options=SolverOptions(
-            profile_mixed=gates.enabled("TASProfileMixed"),
-            balanced_placement=gates.enabled("TASBalancedPlacement"),
+            profile_mixed=gates.enabled(features.Gate.TAS_PROFILE_MIXED),
+            balanced_placement=gates.enabled(features.Gate.TAS_BALANCED_PLACEMENT),
         ),
         nodes=_nodes(document),
         workloads=_workloads(document, levels, gates.enabled(MULTI_LAYER_GATE)),
@@ -374,16 +374,6 @@ def load_document(text: str) -> Any:
 # Placement and output.
 
 
-def _assignment_json(assignment: TopologyAssignment) -> dict[str, Any]:
-    # SCENARIO.md promises domains sorted by the printed `values`. The solver orders hostname
-    # domains by their full topology path (Kueue's order); sort again so the contract holds.
-    domains = sorted(assignment.domains, key=lambda domain: domain.values)
-    return {
-        "levels": list(assignment.levels),
-        "domains": [{"values": list(domain.values), "count": domain.count} for domain in domains],
-    }
-
-
 def solve(scenario: Scenario) -> dict[str, Any]:
     """Place every workload in order on one snapshot; an admitted one keeps its capacity."""
     from tas.solver.snapshot import TopologySnapshot
@@ -406,7 +396,9 @@ def solve(scenario: Scenario) -> dict[str, Any]:
                     {
                         "name": placed.name,
                         "count": placed.count,
-                        "topologyAssignment": _assignment_json(placed.assignment),
+                        "topologyAssignment": topologyassignment.to_api(
+                            placed.assignment, sort_by_values=True
+                        ),
                     }
                     for placed in placement.podsets
                 ],

@@ -1,7 +1,13 @@
-"""A serial worker: keys in, one async handler call at a time, duplicates folded.
+"""A keyed worker: keys in, an async handler call per key, duplicates folded.
 
-Events for the same key that arrive while it waits are folded into one call; a key that
-arrives while it is being handled is handled again afterwards, so no change is missed.
+Events for a key that arrive while it waits are folded into one call; a key that arrives while
+it is being handled is handled again afterwards, so no change is missed. Up to `concurrency`
+different keys are handled at once, never the same key twice at once: handlers read the newest
+state from the cache when they run, so folding loses nothing.
+
+A key whose handler fails waits out a capped, jittered backoff (or the server's Retry-After)
+before it is handled again; events for it meanwhile do not cut the wait short, so a failing
+object cannot storm the API server however busy its watch is.
 """
 
 from __future__ import annotations
@@ -10,41 +16,77 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Hashable
 
+from tas.retry import Backoff, PerKeyBackoff
+
 log = logging.getLogger(__name__)
 
 
 class SerialWorker:
-    def __init__(self, name: str, handle: Callable[[Hashable], Awaitable[None]]) -> None:
+    def __init__(
+        self,
+        name: str,
+        handle: Callable[[Hashable], Awaitable[None]],
+        *,
+        concurrency: int = 1,
+        backoff: Backoff | None = None,
+    ) -> None:
         self.name = name
         self._handle = handle
+        self.concurrency = concurrency
         self._pending: dict[Hashable, None] = {}  # insertion-ordered set
+        self._running: set[Hashable] = set()
+        self._waiting: set[Hashable] = set()  # backing off after a failure
         self._wake = asyncio.Event()
-        self.started = asyncio.Event()  # handling begins once the caches are synced
-        self._failures: dict[Hashable, int] = {}
+        self.started = asyncio.Event()  # handling begins once the caches are synced (and leading)
+        self.retries = PerKeyBackoff(backoff or Backoff(base=0.5, cap=30.0))
+        self.handled = 0
+        self.failed = 0
 
     def submit(self, key: Hashable) -> None:
+        if key in self._waiting:
+            return  # its retry is already scheduled and will read the newest state
         self._pending[key] = None
         self._wake.set()
 
     async def run(self) -> None:
         await self.started.wait()
+        await asyncio.gather(*(self._consume() for _ in range(self.concurrency)))
+
+    async def _next(self) -> Hashable:
         while True:
-            await self._wake.wait()
+            for key in self._pending:
+                if key not in self._running:
+                    del self._pending[key]
+                    return key
             self._wake.clear()
-            while self._pending:
-                key = next(iter(self._pending))
-                del self._pending[key]
-                try:
-                    await self._handle(key)
-                    self._failures.pop(key, None)
-                except Exception:  # one bad object must not stop the others
-                    failures = self._failures[key] = self._failures.get(key, 0) + 1
-                    delay = min(30.0, 0.5 * 2**failures)
-                    log.exception(
-                        "%s: handling %s failed; retrying in %.1fs", self.name, key, delay
-                    )
-                    asyncio.get_running_loop().call_later(delay, self.submit, key)
+            await self._wake.wait()
+
+    async def _consume(self) -> None:
+        while True:
+            key = await self._next()
+            self._running.add(key)
+            try:
+                await self._handle(key)
+                self.retries.succeeded(key)
+                self.handled += 1
+            except Exception as exc:  # one bad object must not stop the others
+                self.failed += 1
+                delay = self.retries.failed(key, getattr(exc, "retry_after", None))
+                log.warning(
+                    "%s: handling %s failed (%s); retrying in %.1fs", self.name, key, exc, delay
+                )
+                log.debug("%s: %s failure", self.name, key, exc_info=True)
+                self._waiting.add(key)
+                asyncio.get_running_loop().call_later(delay, self._retry, key)
+            finally:
+                self._running.discard(key)
+                if key in self._pending:
+                    self._wake.set()
+
+    def _retry(self, key: Hashable) -> None:
+        self._waiting.discard(key)
+        self.submit(key)
 
     @property
     def idle(self) -> bool:
-        return not self._pending
+        return not self._pending and not self._running

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tas.api import topologyassignment
 from tas.api.annotations import TopologyRequestError, validate_levels, validate_pod_set_groups
 from tas.api.format import format_milli
 from tas.cache.projections import ClusterQueueInfo, FlavorQuota, WorkloadInfo
 from tas.cache.state import Charge, ClusterState, PodSetCharge, with_pod
-from tas.solver.types import PODS, PodSetRequest, TopologyAssignment
+from tas.solver.types import PODS, PodSetRequest
 
 
 @dataclass(frozen=True)
@@ -47,13 +48,6 @@ def _quota_shortfall(
     return None
 
 
-def assignment_to_api(a: TopologyAssignment) -> dict:
-    return {
-        "levels": list(a.levels),
-        "domains": [{"values": list(d.values), "count": d.count} for d in a.domains],
-    }
-
-
 def _admission(cq: str, workload: WorkloadInfo, flavor: str, covered, placements) -> dict:
     by_name = {p.name: p.assignment for p in placements} if placements else {}
     out = []
@@ -66,7 +60,7 @@ def _admission(cq: str, workload: WorkloadInfo, flavor: str, covered, placements
             "count": ps.count,
         }
         if ps.name in by_name:
-            entry["topologyAssignment"] = assignment_to_api(by_name[ps.name])
+            entry["topologyAssignment"] = topologyassignment.to_api(by_name[ps.name])
         out.append(entry)
     return {"clusterQueue": cq, "podSetAssignments": out}
 

@@ -7,36 +7,37 @@ workloads in queue order (StrictFIFO stops at the first that does not fit). A wo
 not fit is tried again only when the cache's capacity generation or its own spec changed.
 
 Per admission: decide on the snapshot, assume the charge in the cache, write the status with the
-workload's resourceVersion; if the write fails, forget the charge and try again next cycle.
+workload's resourceVersion. If the write fails in any way the charge is forgotten in the same
+step: on a conflict the writer has re-read the workload and the next cycle decides again; on any
+other failure the workload waits out its own capped, jittered backoff before it is tried again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from tas import metrics
 from tas.admission.decide import Decision, decide, pending_order
 from tas.admission.ports import WorkloadStatusWriter
 from tas.api import conditions as cond
 from tas.api.constants import (
-    COND_ADMITTED,
-    COND_EVICTED,
-    COND_QUOTA_RESERVED,
+    COND_ACTIVE,
     REASON_ADMITTED,
+    REASON_INADMISSIBLE,
     REASON_PENDING,
     REASON_QUOTA_RESERVED,
+    REASON_READY,
 )
 from tas.api.format import format_milli
 from tas.cache.projections import ClusterQueueInfo, Key, WorkloadInfo
 from tas.cache.state import ClusterState
-from tas.hotswap.replace import (
-    evicted_status,
-    find_replacement,
-    needs_replacement,
-    no_replacement_message,
-    replaced_status,
-)
+from tas.hotswap.replace import find_replacement, needs_replacement
+from tas.kube import KubeError
+from tas.retry import PerKeyBackoff
+from tas.workload import transitions
+from tas.workload.writer import evict
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,10 @@ class AdmissionLoop:
         self._lq_status: dict[Key, dict] = {}
         self._writes: set[asyncio.Task] = set()
         self._write_slots = asyncio.Semaphore(16)  # admission writes in flight at once
+        self._backoff = PerKeyBackoff()
+        self._retry_at: dict[object, float] = {}  # workload key or queue -> monotonic time
         self.cycles = 0
+        self.write_failures = 0
 
     def wake(self) -> None:
         self._wake.set()
@@ -85,12 +89,15 @@ class AdmissionLoop:
             if (
                 workload.has_quota
                 and not state.is_assumed(workload.key)
+                and not self._backing_off(workload.key)
                 and needs_replacement(workload)
             ):
                 await self._guarded(self._replace(workload), workload)
         by_cq: dict[str, list[WorkloadInfo]] = {name: [] for name in state.cluster_queues}
         for workload in list(state.workloads.values()):
             if not workload.pending or state.is_assumed(workload.key):
+                continue
+            if self._backing_off(workload.key):
                 continue
             cq_name = state.cluster_queue_of(workload)
             if cq_name is None:
@@ -120,16 +127,38 @@ class AdmissionLoop:
         await self._write_lq_statuses()
 
     async def _guarded(self, step, workload: WorkloadInfo) -> bool:
-        """One workload's trouble (a bug, an API error) must not stop the others' admission."""
+        """One workload's trouble (a bug, an API error) must not stop the others' admission;
+        it backs off on its own."""
         try:
             return bool(await step)
-        except Exception:
-            log.exception(
-                "admission of %s/%s failed; retrying on the next event",
+        except Exception as exc:
+            delay = self._failed(workload.key, exc)
+            log.warning(
+                "admission of %s/%s failed (%s); retrying in %.1fs",
                 workload.namespace,
                 workload.name,
+                exc,
+                delay,
             )
+            log.debug("admission failure", exc_info=True)
             return False
+
+    def _backing_off(self, key: object) -> bool:
+        until = self._retry_at.get(key)
+        if until is None:
+            return False
+        if time.monotonic() >= until:
+            del self._retry_at[key]
+            return False
+        return True
+
+    def _failed(self, key: object, exc: BaseException) -> float:
+        """Back off this key, and wake the loop when its wait is over."""
+        self.write_failures += 1
+        delay = self._backoff.failed(key, getattr(exc, "retry_after", None))
+        self._retry_at[key] = time.monotonic() + delay
+        asyncio.get_running_loop().call_later(delay, self.wake)
+        return delay
 
     async def _try(self, workload: WorkloadInfo, cq: ClusterQueueInfo) -> bool:
         tried = self._tried.get(workload.key)
@@ -145,7 +174,7 @@ class AdmissionLoop:
         await self._pending(
             workload,
             decision.message,
-            reason="Inadmissible" if decision.invalid else REASON_PENDING,
+            reason=REASON_INADMISSIBLE if decision.invalid else REASON_PENDING,
         )
         return False
 
@@ -162,7 +191,8 @@ class AdmissionLoop:
         if result.failure is not None:
             self._tried[workload.key] = marker
             if self.replacement_fail_fast:
-                await self.evict(workload, no_replacement_message(failed, result.failure))
+                message = transitions.no_replacement_message(failed, result.failure)
+                await evict(self.writer, workload, message)
             else:
                 log.info(
                     "no replacement yet for %s/%s: %s",
@@ -173,58 +203,29 @@ class AdmissionLoop:
             return
         assert result.charge is not None and result.assignments is not None
         self.state.assume(workload.key, result.charge)
-        if not await self.writer.write_workload_status(
-            workload, replaced_status(workload, result.assignments)
-        ):
+        try:
+            written = await self.writer.write_status(
+                workload, transitions.replaced(workload, result.assignments)
+            )
+        except BaseException:
+            self.state.forget(workload.key)
+            raise
+        if not written:
             self.state.forget(workload.key)
             self.wake()
             return
+        self._backoff.succeeded(workload.key)
         metrics.NODE_REPLACEMENTS.inc(len(failed))
         message = f"Replaced unhealthy node(s) {', '.join(failed)} in the topology assignment"
         log.info("%s/%s: %s", workload.namespace, workload.name, message)
         await self.writer.record_event(workload, "Normal", "NodeReplaced", message)
 
-    async def evict(self, workload: WorkloadInfo, message: str) -> bool:
-        """Release the workload's quota and put it back in its queue (its Job is suspended)."""
-        if not await self.writer.write_workload_status(workload, evicted_status(workload, message)):
-            return False
-        metrics.EVICTIONS.labels("NodeFailures").inc()
-        log.info("evicted %s/%s: %s", workload.namespace, workload.name, message)
-        await self.writer.record_event(workload, "Warning", "EvictedDueToNodeFailures", message)
-        return True
-
     async def _admit(self, workload: WorkloadInfo, decision: Decision) -> bool:
         assert decision.charge is not None and decision.admission is not None
         self.state.assume(workload.key, decision.charge)
-        conditions = cond.set_condition(
-            workload.conditions,
-            COND_QUOTA_RESERVED,
-            True,
-            REASON_QUOTA_RESERVED,
-            decision.message,
-            generation=workload.generation,
-        )
-        conditions = cond.set_condition(
-            conditions,
-            COND_ADMITTED,
-            True,
-            REASON_ADMITTED,
-            "The workload is admitted",
-            generation=workload.generation,
-        )
-        if workload.evicted:  # admitted again after an eviction
-            conditions = cond.set_condition(
-                conditions,
-                COND_EVICTED,
-                False,
-                REASON_QUOTA_RESERVED,
-                "Previously: "
-                + (workload.condition(COND_EVICTED) or {}).get("message", ""),  # as Kueue
-                generation=workload.generation,
-            )
         # The capacity is ours from here on (assumed); the write runs beside the loop, which
         # goes on deciding, as Kueue's scheduler does. A failed write gives the capacity back.
-        status = {"admission": decision.admission, "conditions": conditions}
+        status = transitions.admitted(workload, decision.admission, decision.message)
         task = asyncio.create_task(self._write_admission(workload, decision, status))
         self._writes.add(task)
         task.add_done_callback(self._writes.discard)
@@ -233,12 +234,26 @@ class AdmissionLoop:
     async def _write_admission(
         self, workload: WorkloadInfo, decision: Decision, status: dict
     ) -> None:
-        async with self._write_slots:
-            ok = await self.writer.write_workload_status(workload, status)
-        if not ok:
-            self.state.forget(workload.key)
-            self.wake()  # the watch brings the newer object; decide again with it
+        written = False
+        try:
+            async with self._write_slots:
+                written = await self.writer.write_status(workload, status)
+        except Exception as exc:  # connection errors too: the capacity must come back
+            delay = self._failed(workload.key, exc)
+            log.warning(
+                "admission of %s/%s not written (%s); retrying in %.1fs",
+                workload.namespace,
+                workload.name,
+                exc,
+                delay,
+            )
+        finally:
+            if not written:
+                self.state.forget(workload.key)  # released in the same step as the failure
+                self.wake()
+        if not written:
             return
+        self._backoff.succeeded(workload.key)
         self._tried.pop(workload.key, None)
         cq = decision.admission["clusterQueue"]
         log.info("admitted %s/%s in %s", workload.namespace, workload.name, cq)
@@ -256,24 +271,16 @@ class AdmissionLoop:
         self, workload: WorkloadInfo, message: str, reason: str = REASON_PENDING
     ) -> None:
         """QuotaReserved=False with the reason; written (and evented) only when it changes."""
-        current = workload.condition(COND_QUOTA_RESERVED)
-        if current and current.get("status") == "False" and current.get("message") == message:
+        status = transitions.pending(workload, message, reason)
+        if status is None:
             return
-        conditions = cond.set_condition(
-            workload.conditions,
-            COND_QUOTA_RESERVED,
-            False,
-            reason,
-            message,
-            generation=workload.generation,
-        )
-        if await self.writer.write_workload_status(workload, {"conditions": conditions}):
+        if await self.writer.write_status(workload, status):
             await self.writer.record_event(workload, "Warning", reason, message)
 
     async def _write_lq_statuses(self) -> None:
         """Kueue's LocalQueue counts: pending, and reserving/admitted workloads."""
         counts: dict[Key, list[int]] = {key: [0, 0] for key in self.state.local_queues}
-        for workload in self.state.workloads.values():
+        for workload in list(self.state.workloads.values()):
             key = (workload.namespace, workload.queue_name)
             if key in counts and not workload.finished:
                 waiting = workload.pending and not self.state.is_assumed(workload.key)
@@ -284,9 +291,12 @@ class AdmissionLoop:
                 "reservingWorkloads": admitted,
                 "admittedWorkloads": admitted,
             }
-            if self._lq_status.get(key) != status:
-                self._lq_status[key] = status
-                await self.writer.write_local_queue_status(*key, status)
+            if self._lq_status.get(key) != status and not self._backing_off(("lq", key)):
+                try:
+                    await self.writer.write_local_queue_status(*key, status)
+                    self._lq_status[key] = status
+                except KubeError as exc:
+                    self._failed(("lq", key), exc)
 
     async def _write_cq_status(
         self, cq: ClusterQueueInfo, problem: tuple[str, str] | None, pending: int
@@ -308,7 +318,7 @@ class AdmissionLoop:
                 )
         metrics.PENDING.labels(cq.name).set(pending)
         metrics.ADMITTED.labels(cq.name).set(admitted)
-        reason, message = problem or ("Ready", "Can admit new workloads")
+        reason, message = problem or (REASON_READY, "Can admit new workloads")
         active = self._cq_status.get(cq.name, {}).get("conditions", [])
         status = {
             "pendingWorkloads": pending,
@@ -316,9 +326,12 @@ class AdmissionLoop:
             "admittedWorkloads": admitted,
             "flavorsReservation": usage,
             "flavorsUsage": usage,
-            "conditions": cond.set_condition(active, "Active", problem is None, reason, message),
+            "conditions": cond.set_condition(active, COND_ACTIVE, problem is None, reason, message),
         }
-        if self._cq_status.get(cq.name) == status:
+        if self._cq_status.get(cq.name) == status or self._backing_off(("cq", cq.name)):
             return
-        self._cq_status[cq.name] = status
-        await self.writer.write_cluster_queue_status(cq.name, status)
+        try:
+            await self.writer.write_cluster_queue_status(cq.name, status)
+            self._cq_status[cq.name] = status
+        except KubeError as exc:
+            self._failed(("cq", cq.name), exc)

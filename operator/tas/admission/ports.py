@@ -1,4 +1,4 @@
-"""What the admission loop needs from the API server; the kube client implements it."""
+"""What the admission loop needs from the API server; `workload.writer.WorkloadWriter` is it."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from tas.cache.projections import WorkloadInfo
 
 
 class WorkloadStatusWriter(Protocol):
-    async def write_workload_status(self, workload: WorkloadInfo, status: Mapping) -> bool:
-        """Merge-patch status (conditions, admission) guarded by the workload's resourceVersion.
-        False when the write failed (conflict, gone): the caller rolls back."""
+    async def write_status(self, workload: WorkloadInfo, status: Mapping) -> bool:
+        """Merge-patch status guarded by the workload's resourceVersion. False when the decision
+        was stale (conflict: re-read) or the workload is gone; raises on any other failure."""
 
     async def record_event(
         self, workload: WorkloadInfo, type_: str, reason: str, message: str

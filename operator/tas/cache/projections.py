@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from tas.api import topologyrequest
+from tas.api import topologyassignment, topologyrequest
 from tas.api.constants import (
     COND_ADMITTED,
     COND_EVICTED,
@@ -18,14 +18,14 @@ from tas.api.constants import (
     COND_QUOTA_RESERVED,
     JOB_COMPLETION_INDEX_LABEL,
     PODSET_LABEL,
+    STRICT_FIFO,
     TOPOLOGY_ANNOTATIONS,
     TOPOLOGY_SCHEDULING_GATE,
     WORKLOAD_ANNOTATION,
 )
+from tas.api.podrequests import pod_requests
 from tas.api.quantity import resources_to_milli
-from tas.jobs.podrequests import pod_requests
 from tas.solver.types import (
-    DomainAssignment,
     Node,
     PodSetRequest,
     Taint,
@@ -180,7 +180,7 @@ def cluster_queue_from_object(obj: Mapping) -> ClusterQueueInfo:
         )
     return ClusterQueueInfo(
         name=obj["metadata"]["name"],
-        strict_fifo=spec.get("queueingStrategy") == "StrictFIFO",
+        strict_fifo=spec.get("queueingStrategy") == STRICT_FIFO,
         resource_groups=tuple(groups),
         namespace_selector=spec.get("namespaceSelector"),
     )
@@ -259,18 +259,6 @@ def _timestamp(text: str | None) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).replace(tzinfo=None)
 
 
-def _assignment_from_api(api: Mapping | None) -> TopologyAssignment | None:
-    if not api:
-        return None
-    return TopologyAssignment(
-        levels=tuple(api.get("levels") or ()),
-        domains=tuple(
-            DomainAssignment(values=tuple(d.get("values") or ()), count=int(d.get("count", 0)))
-            for d in api.get("domains") or []
-        ),
-    )
-
-
 def workload_from_object(obj: Mapping) -> WorkloadInfo:
     meta = obj["metadata"]
     spec = obj.get("spec") or {}
@@ -301,7 +289,7 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
             name=a["name"],
             flavor=next(iter((a.get("flavors") or {}).values()), None),
             count=int(a.get("count", 0)),
-            assignment=_assignment_from_api(a.get("topologyAssignment")),
+            assignment=topologyassignment.from_api(a.get("topologyAssignment")),
         )
         for a in admission.get("podSetAssignments") or []
     )

@@ -1,7 +1,9 @@
 """The cluster as admission sees it, updated from watch events, handing out solver snapshots.
 
 All methods are synchronous and called from the event loop only, so no locks are needed: a
-mutation never awaits half-way (see the style anchors, "async only").
+mutation never awaits half-way (see the style anchors, "async only"). Once bound to the loop's
+thread, every mutation checks that it runs there: a handler run in a thread pool fails loudly
+instead of corrupting usage.
 
 Capacity bookkeeping:
 - `generation` changes whenever capacity changes for reasons other than our own admissions
@@ -16,10 +18,12 @@ Capacity bookkeeping:
 
 from __future__ import annotations
 
+import threading
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from tas.api.constants import REASON_FLAVOR_NOT_FOUND, REASON_TOPOLOGY_NOT_FOUND
 from tas.cache.projections import (
     ClusterQueueInfo,
     FlavorInfo,
@@ -80,8 +84,13 @@ def charge_of(workload: WorkloadInfo) -> Charge | None:
     return Charge(cluster_queue=workload.admission_cq or "", pod_sets=pod_sets)
 
 
+class WrongThread(RuntimeError):
+    """The cache was about to be changed off the event loop's thread."""
+
+
 class ClusterState:
     def __init__(self, options: SolverOptions | None = None) -> None:
+        self._owner: int | None = None  # the thread allowed to mutate, once bound
         self.options = options or SolverOptions()
         self.generation = 0
         self.nodes: dict[str, Node] = {}
@@ -104,6 +113,16 @@ class ClusterState:
         )
         self._snapshots: dict[str, TopologySnapshot] = {}
 
+    def bind_to_current_thread(self) -> None:
+        self._owner = threading.get_ident()
+
+    def _check_thread(self) -> None:
+        if self._owner is not None and threading.get_ident() != self._owner:
+            raise WrongThread(
+                f"cache mutated from thread {threading.current_thread().name}, "
+                "not the event loop's: handlers touching the cache must be async"
+            )
+
     # ---- capacity changes that are not our own admissions -------------------------------------
 
     def _capacity_changed(self) -> None:
@@ -122,6 +141,7 @@ class ClusterState:
                 snapshot.upsert_node(self._with_usage(node))
 
     def upsert_node(self, node: Node) -> bool:
+        self._check_thread()
         if self.nodes.get(node.name) == node:
             return False  # a heartbeat: nothing placement reads has changed
         self.nodes[node.name] = node
@@ -129,6 +149,7 @@ class ClusterState:
         return True
 
     def delete_node(self, name: str) -> bool:
+        self._check_thread()
         if self.nodes.pop(name, None) is None:
             return False
         self._node_changed(name)
@@ -136,6 +157,7 @@ class ClusterState:
 
     def upsert_pod(self, pod: PodInfo) -> bool:
         """Returns True when non-TAS usage changed (capacity for placement)."""
+        self._check_thread()
         key = (pod.namespace, pod.name)
         old = self.pods.get(key)
         if old == pod:
@@ -145,6 +167,7 @@ class ClusterState:
         return self._move_usage(old, pod)
 
     def delete_pod(self, namespace: str, name: str) -> bool:
+        self._check_thread()
         old = self.pods.pop((namespace, name), None)
         if old is None:
             return False
@@ -177,53 +200,64 @@ class ClusterState:
         return True
 
     def upsert_topology(self, name: str, levels: Iterable[str]) -> None:
+        self._check_thread()
         levels = tuple(levels)
         if self.topologies.get(name) != levels:
             self.topologies[name] = levels
             self._capacity_changed()
 
     def delete_topology(self, name: str) -> None:
+        self._check_thread()
         if self.topologies.pop(name, None) is not None:
             self._capacity_changed()
 
     def upsert_flavor(self, flavor: FlavorInfo) -> None:
+        self._check_thread()
         if self.flavors.get(flavor.name) != flavor:
             self.flavors[flavor.name] = flavor
             self._capacity_changed()
 
     def delete_flavor(self, name: str) -> None:
+        self._check_thread()
         if self.flavors.pop(name, None) is not None:
             self._capacity_changed()
 
     def upsert_cluster_queue(self, cq: ClusterQueueInfo) -> None:
+        self._check_thread()
         if self.cluster_queues.get(cq.name) != cq:
             self.cluster_queues[cq.name] = cq
             self._capacity_changed()
 
     def delete_cluster_queue(self, name: str) -> None:
+        self._check_thread()
         if self.cluster_queues.pop(name, None) is not None:
             self._capacity_changed()
 
     def upsert_local_queue(self, namespace: str, name: str, cluster_queue: str) -> None:
+        self._check_thread()
         if self.local_queues.get((namespace, name)) != cluster_queue:
             self.local_queues[(namespace, name)] = cluster_queue
             self._capacity_changed()
 
     def delete_local_queue(self, namespace: str, name: str) -> None:
+        self._check_thread()
         if self.local_queues.pop((namespace, name), None) is not None:
             self._capacity_changed()
 
     def upsert_namespace(self, name: str, labels: Mapping[str, str]) -> None:
+        self._check_thread()
         if self.namespaces.get(name) != labels:
             self.namespaces[name] = dict(labels)
             self._capacity_changed()
 
     def delete_namespace(self, name: str) -> None:
+        self._check_thread()
         self.namespaces.pop(name, None)
 
     # ---- workloads and their charges -----------------------------------------------------------
 
     def upsert_workload(self, workload: WorkloadInfo) -> None:
+        self._check_thread()
         self.workloads[workload.key] = workload
         if workload.owner_uid:
             self.workload_by_owner[workload.owner_uid] = workload.key
@@ -235,6 +269,7 @@ class ClusterState:
         self._recharge(workload.key)
 
     def delete_workload(self, namespace: str, name: str) -> None:
+        self._check_thread()
         old = self.workloads.pop((namespace, name), None)
         if old and old.owner_uid and self.workload_by_owner.get(old.owner_uid) == old.key:
             del self.workload_by_owner[old.owner_uid]
@@ -243,11 +278,13 @@ class ClusterState:
 
     def assume(self, key: Key, charge: Charge) -> None:
         """Take capacity for an admission before its status write lands."""
+        self._check_thread()
         self._assumed[key] = charge
         self._recharge(key)
 
     def forget(self, key: Key) -> None:
         """Roll back an assumption whose status write failed."""
+        self._check_thread()
         if self._assumed.pop(key, None) is not None:
             self._recharge(key)
 
@@ -318,12 +355,12 @@ class ClusterState:
                 flavor = self.flavors.get(fq.flavor)
                 if flavor is None:
                     return (
-                        "FlavorNotFound",
+                        REASON_FLAVOR_NOT_FOUND,
                         f"Can't admit new workloads; references missing ResourceFlavor(s): {fq.flavor}",
                     )
                 if flavor.topology_name and flavor.topology_name not in self.topologies:
                     return (
-                        "TopologyNotFound",
+                        REASON_TOPOLOGY_NOT_FOUND,
                         f"Can't admit new workloads: references missing Topology {flavor.topology_name!r} "
                         f"(ResourceFlavor {flavor.name!r})",
                     )

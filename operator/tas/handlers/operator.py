@@ -1,14 +1,13 @@
-"""kopf wiring: watches feed the cache, events wake the serial workers. Nothing decides here.
+"""kopf wiring: start-up and shutdown, the liveness probe, and the admission webhooks.
 
-Every watched kind has an index function that updates the cache. kopf calls index functions
-for every listed object before it calls any other handler of any kind, so when the first event
-handler runs the cache holds the whole cluster: that is when admission may start (Kueue waits
-for its caches to sync for the same reason). Deletions arrive only as events.
+kopf does what it does well here: serving webhooks (on every replica) and the process's
+lifecycle. The cluster is not watched through kopf: each kind is listed and watched by a
+reflector on the same event loop (see runtime.py and watches.py), whose start-up cost is linear
+in the objects listed. Every handler is async, so none runs in kopf's thread pool.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import tempfile
 from pathlib import Path
@@ -17,23 +16,15 @@ from typing import Any
 import kopf
 
 from tas import certs, metrics
-from tas.admission.kube_writer import KubeStatusWriter
-from tas.admission.loop import AdmissionLoop
 from tas.api.annotations import TopologyRequestError
-from tas.api.constants import HOSTNAME_LABEL, QUEUE_NAME_LABEL
-from tas.cache import projections as proj
-from tas.cache.state import ClusterState
+from tas.api.constants import QUEUE_NAME_LABEL
 from tas.config import Settings
-from tas.hotswap.controller import NodeHealthController
-from tas.jobs.controller import JobController
+from tas.features import Gate
+from tas.handlers.runtime import Runtime
 from tas.jobs.workload import build_workload
-from tas.kube import Kube, load_api_client
-from tas.serial import SerialWorker
-from tas.solver.types import SolverOptions
-from tas.ungater.worker import Ungater
+from tas.kube import load_connection
 
 log = logging.getLogger("tas.operator")
-KUEUE = ("kueue.x-k8s.io", "v1beta1")
 
 
 class ServiceWebhookServer:
@@ -50,71 +41,6 @@ class ServiceWebhookServer:
             if config.get("caBundle"):
                 announced["caBundle"] = config["caBundle"]
             yield announced
-
-
-class Runtime:
-    """Everything the handlers share, created once at start-up and kept in kopf's memo."""
-
-    def __init__(self, settings: Settings) -> None:
-        gates = settings.gates
-        self.settings = settings
-        self.state = ClusterState(
-            SolverOptions(
-                profile_mixed=gates.enabled("TASProfileMixed"),
-                balanced_placement=gates.enabled("TASBalancedPlacement"),
-            )
-        )
-        self.kube = Kube(load_api_client(settings.kubeconfig))
-        self.admission = AdmissionLoop(
-            self.state,
-            KubeStatusWriter(self.kube),
-            replacement_fail_fast=gates.enabled("TASFailedNodeReplacementFailFast"),
-        )
-        self.jobs = JobController(
-            self.state, self.kube, multi_layer_enabled=gates.enabled("TASMultiLayerTopology")
-        )
-        self.ungater = Ungater(self.state, self.kube)
-        self.job_worker = SerialWorker("jobs", self.jobs.sync)
-        self.ungate_worker = SerialWorker("ungater", self.ungater.sync)
-        self.hotswap_enabled = gates.enabled("TASFailedNodeReplacement")
-        self.node_health = NodeHealthController(
-            self.state,
-            self.kube,
-            self.admission,
-            on_pod_termination=gates.enabled("TASReplaceNodeOnPodTermination"),
-            on_taints=gates.enabled("TASReplaceNodeOnNodeTaints"),
-            multiple_nodes=gates.enabled("TASMultipleNodeReplacement"),
-        )
-        self.hotswap_worker = SerialWorker("hotswap", self.node_health.sync)
-        self.tasks: list[asyncio.Task] = []
-
-    def check_node(self, name: str | None) -> None:
-        if self.hotswap_enabled and name:
-            self.hotswap_worker.submit(name)
-
-    def start(self) -> None:
-        self.tasks = [
-            asyncio.create_task(self.admission.run(), name="admission"),
-            asyncio.create_task(self.job_worker.run(), name="jobs"),
-            asyncio.create_task(self.ungate_worker.run(), name="ungater"),
-            asyncio.create_task(self.hotswap_worker.run(), name="hotswap"),
-        ]
-
-    def mark_synced(self) -> None:
-        if not self.admission.synced.is_set():
-            log.info(
-                "caches synced: %d nodes, %d pods, %d workloads",
-                len(self.state.nodes),
-                len(self.state.pods),
-                len(self.state.workloads),
-            )
-            self.admission.synced.set()
-            self.job_worker.started.set()
-            self.ungate_worker.started.set()
-            self.hotswap_worker.started.set()
-            for name in self.state.nodes:  # a node may have failed while we were away
-                self.check_node(name)
-            self.admission.wake()
 
 
 def rt(memo: Any) -> Runtime:
@@ -142,13 +68,14 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     if config.webhook_service:
         namespace, name, _ = config.webhook_service
         hosts = [f"{name}.{namespace}.svc", f"{name}.{namespace}.svc.cluster.local", *hosts]
-    certfile, keyfile = certs.write_self_signed(cert_dir, hosts)
+    certfile, keyfile, cafile = certs.serving_files(cert_dir, hosts)
     server = kopf.WebhookServer(
         addr=config.webhook_listen,
         port=config.webhook_port,
         host=config.webhook_url_host,
         certfile=str(certfile),
         pkeyfile=str(keyfile),
+        cafile=str(cafile) if cafile else None,
     )
     if config.webhook_service:
         settings.admission.server = ServiceWebhookServer(server, *config.webhook_service)
@@ -160,141 +87,35 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     memo.runtime.start()
 
 
+@kopf.on.login()
+async def login(memo: kopf.Memo, **_: Any) -> kopf.ConnectionInfo:
+    """kopf (webhook configurations, discovery) logs in with the credentials our client uses."""
+    config = load_connection(memo.settings.kubeconfig).config
+    scheme, _, token = (config.get_api_key_with_prefix("BearerToken") or "").partition(" ")
+    return kopf.ConnectionInfo(
+        server=config.host,
+        ca_path=config.ssl_ca_cert if config.verify_ssl else None,
+        insecure=not config.verify_ssl,
+        scheme=scheme or None,
+        token=token or None,
+        certificate_path=config.cert_file,
+        private_key_path=config.key_file,
+    )
+
+
 @kopf.on.cleanup()
 async def cleanup(memo: kopf.Memo, **_: Any) -> None:
-    for task in rt(memo).tasks:
-        task.cancel()
+    await rt(memo).stop()
 
 
-# ---- the cache: index functions update it, events delete from it and wake the workers ----------
-
-
-@kopf.index("namespaces")
-def index_namespace(name: str, labels: Any, memo: kopf.Memo, **_: Any) -> None:
-    rt(memo).state.upsert_namespace(name, dict(labels))
-
-
-@kopf.on.event("namespaces")
-def on_namespace(type: str, name: str, memo: kopf.Memo, **_: Any) -> None:
+@kopf.on.probe(id="workers")
+async def workers_alive(memo: kopf.Memo, **_: Any) -> dict:
+    """Liveness: fails (HTTP 500) when a watch or worker task has died."""
     runtime = rt(memo)
-    runtime.mark_synced()  # namespaces always exist, so this fires right after the initial lists
-    if type == "DELETED":
-        runtime.state.delete_namespace(name)
-    runtime.admission.wake()
-
-
-@kopf.index("nodes")
-def index_node(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    rt(memo).state.upsert_node(proj.node_from_object(body))
-
-
-@kopf.on.event("nodes")
-def on_node(type: str, name: str, memo: kopf.Memo, **_: Any) -> None:
-    runtime = rt(memo)
-    if type == "DELETED":
-        runtime.state.delete_node(name)
-    runtime.check_node(name)
-    runtime.admission.wake()  # cheap: the loop retries only if the capacity generation moved
-
-
-@kopf.index("pods")
-def index_pod(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    rt(memo).state.upsert_pod(proj.pod_from_object(body))
-
-
-@kopf.on.event("pods")
-def on_pod(type: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    runtime = rt(memo)
-    pod = proj.pod_from_object(body)
-    if type == "DELETED":
-        runtime.state.delete_pod(pod.namespace, pod.name)
-        runtime.ungater.forget_pod(pod.uid)
-    if pod.workload:
-        runtime.ungate_worker.submit((pod.namespace, pod.workload))
-        workload = runtime.state.workloads.get((pod.namespace, pod.workload))
-        if workload and workload.evicted and workload.owner_job:
-            runtime.job_worker.submit(
-                (pod.namespace, workload.owner_job)
-            )  # waiting for its pods to go
-        runtime.check_node(pod.node_name or pod.node_selector.get(HOSTNAME_LABEL))
-    runtime.admission.wake()
-
-
-@kopf.index(*KUEUE, "topologies")
-def index_topology(name: str, spec: Any, memo: kopf.Memo, **_: Any) -> None:
-    rt(memo).state.upsert_topology(name, [level["nodeLabel"] for level in spec.get("levels") or []])
-
-
-@kopf.on.event(*KUEUE, "topologies")
-def on_topology(type: str, name: str, memo: kopf.Memo, **_: Any) -> None:
-    if type == "DELETED":
-        rt(memo).state.delete_topology(name)
-    rt(memo).admission.wake()
-
-
-@kopf.index(*KUEUE, "resourceflavors")
-def index_flavor(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    rt(memo).state.upsert_flavor(proj.flavor_from_object(body))
-
-
-@kopf.on.event(*KUEUE, "resourceflavors")
-def on_flavor(type: str, name: str, memo: kopf.Memo, **_: Any) -> None:
-    if type == "DELETED":
-        rt(memo).state.delete_flavor(name)
-    rt(memo).admission.wake()
-
-
-@kopf.index(*KUEUE, "clusterqueues")
-def index_cluster_queue(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    rt(memo).state.upsert_cluster_queue(proj.cluster_queue_from_object(body))
-
-
-@kopf.on.event(*KUEUE, "clusterqueues")
-def on_cluster_queue(type: str, name: str, memo: kopf.Memo, **_: Any) -> None:
-    if type == "DELETED":
-        rt(memo).state.delete_cluster_queue(name)
-    rt(memo).admission.wake()
-
-
-@kopf.index(*KUEUE, "localqueues")
-def index_local_queue(namespace: str, name: str, spec: Any, memo: kopf.Memo, **_: Any) -> None:
-    rt(memo).state.upsert_local_queue(namespace, name, spec.get("clusterQueue") or "")
-
-
-@kopf.on.event(*KUEUE, "localqueues")
-def on_local_queue(type: str, namespace: str, name: str, memo: kopf.Memo, **_: Any) -> None:
-    if type == "DELETED":
-        rt(memo).state.delete_local_queue(namespace, name)
-    rt(memo).admission.wake()
-
-
-@kopf.index(*KUEUE, "workloads")
-def index_workload(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    rt(memo).state.upsert_workload(proj.workload_from_object(body))
-
-
-@kopf.on.event(*KUEUE, "workloads")
-def on_workload(type: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    runtime = rt(memo)
-    workload = proj.workload_from_object(body)
-    if type == "DELETED":
-        runtime.state.delete_workload(workload.namespace, workload.name)
-    elif workload.admitted:
-        runtime.ungate_worker.submit(workload.key)
-    if workload.owner_job:
-        runtime.job_worker.submit((workload.namespace, workload.owner_job))
-    runtime.admission.wake()
-
-
-@kopf.on.event("batch", "v1", "jobs", labels={QUEUE_NAME_LABEL: kopf.PRESENT})
-def on_job(
-    type: str, body: kopf.Body, namespace: str, name: str, memo: kopf.Memo, **_: Any
-) -> None:
-    runtime = rt(memo)
-    if type == "DELETED":
-        runtime.jobs.forget(namespace, name)
-        return
-    runtime.job_worker.submit(runtime.jobs.upsert(body))
+    problems = runtime.problems()
+    if problems:
+        raise kopf.PermanentError("; ".join(problems))
+    return {"synced": all(r.synced.is_set() for r in runtime.reflectors), "leading": runtime.active}
 
 
 # ---- admission webhooks for Jobs ---------------------------------------------------------------
@@ -308,8 +129,9 @@ def on_job(
     operations=["CREATE"],
     labels={QUEUE_NAME_LABEL: kopf.PRESENT},
     side_effects=False,
+    persistent=True,  # never removed on exit: another replica serves it through the Service
 )
-def suspend_queued_job(spec: Any, patch: kopf.Patch, **_: Any) -> None:
+async def suspend_queued_job(spec: Any, patch: kopf.Patch, **_: Any) -> None:
     """A queued Job starts suspended: its pods wait for admission."""
     if not spec.get("suspend"):
         patch.spec["suspend"] = True
@@ -323,8 +145,9 @@ def suspend_queued_job(spec: Any, patch: kopf.Patch, **_: Any) -> None:
     operations=["CREATE", "UPDATE"],
     labels={QUEUE_NAME_LABEL: kopf.PRESENT},
     side_effects=False,
+    persistent=True,
 )
-def validate_topology_request(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+async def validate_topology_request(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     config: Settings = memo.settings
     job = {
         "metadata": {
@@ -335,6 +158,6 @@ def validate_topology_request(body: kopf.Body, memo: kopf.Memo, **_: Any) -> Non
         "spec": dict(body.spec),
     }
     try:
-        build_workload(job, multi_layer_enabled=config.gates.enabled("TASMultiLayerTopology"))
+        build_workload(job, multi_layer_enabled=config.gates.enabled(Gate.TAS_MULTI_LAYER_TOPOLOGY))
     except TopologyRequestError as exc:
         raise kopf.AdmissionError(str(exc), code=422) from None

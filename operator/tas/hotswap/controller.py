@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from tas.admission.loop import AdmissionLoop
 from tas.api.conditions import now_rfc3339
 from tas.api.constants import (
     HOSTNAME_LABEL,
@@ -22,9 +21,10 @@ from tas.api.constants import (
 from tas.cache.projections import PodInfo, WorkloadInfo
 from tas.cache.state import ClusterState
 from tas.hotswap.health import Health, node_health
-from tas.hotswap.replace import multiple_failures_message
-from tas.kube import Kube, KubeError, Ref, pod_path
+from tas.kube import STRATEGIC, Kube, KubeError, Ref, pod_path
 from tas.solver.types import Toleration
+from tas.workload import transitions
+from tas.workload.writer import WorkloadWriter, evict
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ class NodeHealthController:
         self,
         state: ClusterState,
         kube: Kube,
-        admission: AdmissionLoop,
+        writer: WorkloadWriter,
         *,
         on_pod_termination: bool = True,
         on_taints: bool = True,
@@ -49,7 +49,7 @@ class NodeHealthController:
     ) -> None:
         self.state = state
         self.kube = kube
-        self.admission = admission
+        self.writer = writer
         self.on_pod_termination = on_pod_termination
         self.on_taints = on_taints
         self.multiple_nodes = multiple_nodes
@@ -91,11 +91,12 @@ class NodeHealthController:
     async def _mark(self, workload: WorkloadInfo, node: str, pods: list[PodInfo]) -> None:
         others = [n for n in workload.unhealthy_nodes if n != node]
         if others and not self.multiple_nodes:
-            if await self.admission.evict(workload, multiple_failures_message([*others, node])):
+            message = transitions.multiple_failures_message([*others, node])
+            if await evict(self.writer, workload, message):
                 self.evicted += 1
             return
-        nodes = [{"name": n} for n in [*workload.unhealthy_nodes, node]]
-        if await self._write(workload, {"unhealthyNodes": nodes}):
+        status = transitions.unhealthy_nodes([*workload.unhealthy_nodes, node])
+        if await self.writer.write_status(workload, status):
             self.marked += 1
             log.info(
                 "node %s failed under %s/%s; looking for a replacement",
@@ -103,27 +104,15 @@ class NodeHealthController:
                 workload.namespace,
                 workload.name,
             )
-            ref = Ref(
-                "kueue.x-k8s.io/v1beta1",
-                "Workload",
-                workload.namespace,
-                workload.name,
-                workload.uid,
+            await self.writer.record_event(
+                workload, "Warning", "UnhealthyNode", f"Node {node} failed; replacing it"
             )
-            await self.kube.event(
-                ref, "Warning", "UnhealthyNode", f"Node {node} failed; replacing it"
-            )
-            self.admission.wake()
+            # The watch event of this write wakes admission, which finds the replacement.
 
     async def _unmark(self, workload: WorkloadInfo, node: str) -> None:
-        nodes = [{"name": n} for n in workload.unhealthy_nodes if n != node]
-        if await self._write(workload, {"unhealthyNodes": nodes or None}):
+        status = transitions.unhealthy_nodes([n for n in workload.unhealthy_nodes if n != node])
+        if await self.writer.write_status(workload, status):
             log.info("node %s recovered under %s/%s", node, workload.namespace, workload.name)
-
-    async def _write(self, workload: WorkloadInfo, status: dict) -> bool:
-        return await self.kube.patch_workload_status(
-            workload.namespace, workload.name, workload.resource_version, status
-        )
 
     async def _fail_stranded_pods(
         self, workload: WorkloadInfo, node: str, pods: list[PodInfo]
@@ -151,7 +140,7 @@ class NodeHealthController:
                 await self.kube.patch(
                     pod_path(pod.namespace, pod.name) + "/status",
                     status,
-                    "application/strategic-merge-patch+json",
+                    STRATEGIC,
                 )
             except KubeError as exc:
                 if exc.status != 404:

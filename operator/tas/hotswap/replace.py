@@ -1,4 +1,4 @@
-"""Replacement assignments for failed nodes, and the eviction when there is none. Pure.
+"""Replacement assignments for failed nodes. Pure.
 
 Only the pods of the failed node move: within the required domain (or the broken slice's
 domain) of the surviving pods, the rest of the assignment unchanged. The workload's own pods on
@@ -9,18 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from tas.admission.decide import assignment_to_api
-from tas.api import conditions as cond
-from tas.api.constants import (
-    COND_ADMITTED,
-    COND_EVICTED,
-    COND_QUOTA_RESERVED,
-    COND_REQUEUED,
-    REASON_EVICTED,
-    REASON_NO_RESERVATION,
-    REASON_NODE_FAILURES,
-    REASON_PENDING,
-)
 from tas.cache.projections import WorkloadInfo
 from tas.cache.state import Charge, ClusterState
 from tas.solver.types import HOSTNAME_LEVEL, TopologyAssignment
@@ -74,60 +62,3 @@ def find_replacement(state: ClusterState, workload: WorkloadInfo, charge: Charge
     return Replacement(
         charge=replace(charge, pod_sets=tuple(new_pod_sets)), assignments=assignments
     )
-
-
-def replaced_status(workload: WorkloadInfo, assignments: dict[str, TopologyAssignment]) -> dict:
-    """status.admission with the new assignments, and unhealthyNodes cleared."""
-    admission = dict(workload.admission_raw or {})
-    pod_sets = []
-    for ps in admission.get("podSetAssignments") or []:
-        ps = dict(ps)
-        if ps["name"] in assignments:
-            ps["topologyAssignment"] = assignment_to_api(assignments[ps["name"]])
-        pod_sets.append(ps)
-    return {"admission": {**admission, "podSetAssignments": pod_sets}, "unhealthyNodes": None}
-
-
-def evicted_status(workload: WorkloadInfo, message: str) -> dict:
-    """Kueue's eviction for node failures, first step: the Job is to stop. The quota stays
-    reserved until its pods are gone (see released_status), so a new admission never lands on
-    capacity that terminating pods still hold."""
-    g = workload.generation
-    conditions = cond.set_condition(
-        workload.conditions, COND_EVICTED, True, REASON_NODE_FAILURES, message, generation=g
-    )
-    conditions = cond.set_condition(
-        conditions, COND_ADMITTED, False, REASON_EVICTED, message, generation=g
-    )
-    return {"conditions": conditions, "unhealthyNodes": None}
-
-
-def released_status(workload: WorkloadInfo) -> dict:
-    """Eviction, second step, once the Job's pods are gone: the quota is released and the
-    workload waits in its queue again."""
-    g = workload.generation
-    evicted = (workload.condition(COND_EVICTED) or {}).get("message", "")
-    message = f"The workload was evicted and requeued: {evicted}"
-    conditions = cond.set_condition(
-        workload.conditions, COND_QUOTA_RESERVED, False, REASON_PENDING, message, generation=g
-    )
-    conditions = cond.set_condition(
-        conditions,
-        COND_ADMITTED,
-        False,
-        REASON_NO_RESERVATION,
-        "The workload has no reservation",
-        generation=g,
-    )
-    conditions = cond.set_condition(
-        conditions, COND_REQUEUED, True, REASON_EVICTED, message, generation=g
-    )
-    return {"conditions": conditions, "admission": None}
-
-
-def no_replacement_message(nodes: list[str], reason: str) -> str:
-    return f"Workload was evicted as there was no replacement for unhealthy node(s): {', '.join(nodes)}: {reason}"
-
-
-def multiple_failures_message(nodes: list[str]) -> str:
-    return f"Workload eviction triggered due to multiple TAS assigned node failures, including: {', '.join(nodes)}"

@@ -6,24 +6,30 @@ import logging
 from collections.abc import Mapping
 
 from tas.api.annotations import TopologyRequestError
-from tas.api.conditions import set_condition
-from tas.api.constants import COND_FINISHED, REASON_FAILED, REASON_SUCCEEDED
+from tas.api.constants import REASON_INVALID_TOPOLOGY_REQUEST
 from tas.cache.projections import Key, WorkloadInfo
 from tas.cache.state import ClusterState
-from tas.hotswap.replace import released_status
 from tas.jobs import lifecycle
 from tas.jobs.workload import build_workload, queue_name
 from tas.kube import KUEUE, Kube, KubeError, Ref, job_path, workload_path
+from tas.workload import transitions
+from tas.workload.writer import WorkloadWriter
 
 log = logging.getLogger(__name__)
 
 
 class JobController:
     def __init__(
-        self, state: ClusterState, kube: Kube, *, multi_layer_enabled: bool = True
+        self,
+        state: ClusterState,
+        kube: Kube,
+        writer: WorkloadWriter,
+        *,
+        multi_layer_enabled: bool = True,
     ) -> None:
         self.state = state
         self.kube = kube
+        self.writer = writer
         self.multi_layer_enabled = multi_layer_enabled
         self.jobs: dict[Key, dict] = {}  # latest queued Job bodies (no managedFields)
 
@@ -69,7 +75,7 @@ class JobController:
         elif workload.evicted and workload.has_quota:
             if not self._active_pods(workload):
                 await self._write_status(
-                    workload, released_status(workload), "requeued after eviction"
+                    workload, transitions.released(workload), "requeued after eviction"
                 )
         elif lifecycle.needs_new_workload(job, workload):
             log.info("job %s/%s resized; re-creating its workload", *key)
@@ -90,7 +96,7 @@ class JobController:
             await self.kube.event(
                 Ref("batch/v1", "Job", meta["namespace"], meta["name"], meta["uid"]),
                 "Warning",
-                "InvalidTopologyRequest",
+                REASON_INVALID_TOPOLOGY_REQUEST,
                 str(exc),
             )
             return
@@ -148,19 +154,10 @@ class JobController:
             raise
 
     async def _finish(self, workload: WorkloadInfo, done: lifecycle.Finished) -> None:
-        conditions = set_condition(
-            workload.conditions,
-            COND_FINISHED,
-            True,
-            REASON_SUCCEEDED if done.succeeded else REASON_FAILED,
-            done.message,
-            generation=workload.generation,
-        )
-        await self._write_status(workload, {"conditions": conditions}, f"finished: {done.message}")
+        status = transitions.finished(workload, done.succeeded, done.message)
+        await self._write_status(workload, status, f"finished: {done.message}")
 
     async def _write_status(self, workload: WorkloadInfo, status: dict, what: str) -> None:
-        if not await self.kube.patch_workload_status(
-            workload.namespace, workload.name, workload.resource_version, status
-        ):
-            return  # the newer object's event brings us back
-        log.info("workload %s/%s %s", workload.namespace, workload.name, what)
+        if await self.writer.write_status(workload, status):
+            log.info("workload %s/%s %s", workload.namespace, workload.name, what)
+        # else: stale or gone; the newer object (re-read or watched) brings us back

@@ -8,11 +8,11 @@ from tas import metrics
 from tas.api.constants import TOPOLOGY_SCHEDULING_GATE
 from tas.cache.projections import Key
 from tas.cache.state import ClusterState
-from tas.kube import Kube, KubeError, pod_path
-from tas.ungater.plan import plan
+from tas.kube import STRATEGIC, Kube, KubeError, gather_bounded, pod_path
+from tas.ungater.plan import Ungate, plan
 
 log = logging.getLogger(__name__)
-STRATEGIC = "application/strategic-merge-patch+json"
+PATCHES_IN_FLIGHT = 16  # pod patches of one workload at once
 
 
 class Ungater:
@@ -22,6 +22,7 @@ class Ungater:
         # pod uid -> domain, for pods we ungated whose update the watch has not shown yet;
         # rebuilt after a restart from the nodeSelectors of the pods themselves.
         self.expected: dict[str, tuple[str, ...]] = {}
+        self.unconfirmed: dict[str, Ungate] = {}  # pod uid -> a patch that got no answer
         self.ungated = 0
 
     async def sync(self, key: Key) -> None:
@@ -32,33 +33,58 @@ class Ungater:
         seen = {p.uid: p for p in pods}
         for uid in [u for u in self.expected if u in seen and not seen[u].gated]:
             del self.expected[uid]
+            self.unconfirmed.pop(uid, None)
+        # Patches that got no answer may have landed: send the same domain again, never another.
+        ungates = [u for uid, u in self.unconfirmed.items() if uid in seen and seen[uid].gated]
         for admission in workload.admissions:
             if admission.assignment is None:
                 continue
             pod_set_pods = [p for p in pods if p.pod_set == admission.name]
-            for ungate in plan(
-                admission.assignment, pod_set_pods, self.expected, workload.unhealthy_nodes
-            ):
-                patch = {
-                    "spec": {
-                        "schedulingGates": [{"$patch": "delete", "name": TOPOLOGY_SCHEDULING_GATE}],
-                        "nodeSelector": ungate.node_selector,
-                    }
-                }
-                try:
-                    await self.kube.patch(
-                        pod_path(ungate.pod.namespace, ungate.pod.name), patch, STRATEGIC
-                    )
-                except KubeError as exc:
-                    if exc.status == 404:
-                        continue  # the pod is gone; its replacement will come through the watch
-                    raise
-                self.expected[ungate.pod.uid] = ungate.domain
-                self.ungated += 1
-                metrics.PODS_UNGATED.inc()
-                log.debug(
-                    "ungated %s/%s onto %s", ungate.pod.namespace, ungate.pod.name, ungate.domain
-                )
+            ungates.extend(
+                plan(admission.assignment, pod_set_pods, self.expected, workload.unhealthy_nodes)
+            )
+        # Each pod's domain is recorded before its patch is sent, so no pod gets two domains.
+        for ungate in ungates:
+            self.expected[ungate.pod.uid] = ungate.domain
+        results = await gather_bounded(PATCHES_IN_FLIGHT, [self._ungate(u) for u in ungates])
+        failure = None
+        for ungate, result in zip(ungates, results, strict=True):
+            uid = ungate.pod.uid
+            if not isinstance(result, BaseException):
+                self.unconfirmed.pop(uid, None)
+                continue
+            failure = result
+            if isinstance(result, KubeError) and refused(result):
+                self.expected.pop(uid, None)  # it did not land: plan the pod afresh
+                self.unconfirmed.pop(uid, None)
+            else:
+                self.unconfirmed[uid] = ungate
+        if failure is not None:
+            raise failure  # the worker retries this workload after its backoff
+
+    async def _ungate(self, ungate: Ungate) -> None:
+        patch = {
+            "spec": {
+                "schedulingGates": [{"$patch": "delete", "name": TOPOLOGY_SCHEDULING_GATE}],
+                "nodeSelector": ungate.node_selector,
+            }
+        }
+        try:
+            await self.kube.patch(pod_path(ungate.pod.namespace, ungate.pod.name), patch, STRATEGIC)
+        except KubeError as exc:
+            if exc.not_found:
+                return  # the pod is gone; its replacement will come through the watch
+            raise
+        self.ungated += 1
+        metrics.PODS_UNGATED.inc()
+        log.debug("ungated %s/%s onto %s", ungate.pod.namespace, ungate.pod.name, ungate.domain)
 
     def forget_pod(self, uid: str) -> None:
         self.expected.pop(uid, None)
+        self.unconfirmed.pop(uid, None)
+
+
+def refused(exc: KubeError) -> bool:
+    """The server answered and did not apply the patch (as opposed to no answer, or a 5xx
+    after which the patch may or may not have landed)."""
+    return 400 <= exc.status < 500 and exc.status != 429

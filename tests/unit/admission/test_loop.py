@@ -3,6 +3,7 @@ import asyncio
 import tas.admission.loop as loop_module
 from tas.admission.loop import AdmissionLoop
 from tas.cache import projections as proj
+from tas.kube import KubeError
 from tests.unit.admission.fixtures import RACK, cluster_queue, make_state, node, two_racks, workload
 
 
@@ -15,8 +16,11 @@ class FakeWriter:
         self.cq = {}
         self.lq = {}
         self.refuse = 0
+        self.raise_next: list[Exception] = []  # failures to raise, in order
 
-    async def write_workload_status(self, wl, status):
+    async def write_status(self, wl, status):
+        if self.raise_next:
+            raise self.raise_next.pop(0)
         if self.refuse:
             self.refuse -= 1
             return False
@@ -154,3 +158,38 @@ def test_finished_workload_releases_its_capacity():
     add(state, obj)
     cycle(loop)
     assert admitted(writer) == ["a", "b"]
+
+
+def test_an_admission_write_that_gets_no_answer_releases_its_capacity_and_backs_off():
+    """A connection error or timeout is as much a failure as a refusal: the capacity assumed for
+    the admission comes back in the same step, and the workload waits out its backoff."""
+    state = make_state(two_racks())
+    add(state, workload("a", pods=16))
+    writer = FakeWriter()
+    writer.raise_next = [KubeError(0, "connection reset"), KubeError(500, "etcd")]
+    loop = AdmissionLoop(state, writer)
+    cycle(loop)
+    assert admitted(writer) == [] and not state.charges() and not state.is_assumed(("ns", "a"))
+    cycle(loop)  # at once: still backing off, so no second request
+    assert len(writer.raise_next) == 1
+    assert loop.write_failures == 1
+    loop._retry_at.clear()  # the backoff is over (its timer would wake the loop)
+    cycle(loop)
+    assert admitted(writer) == [] and not state.charges() and loop.write_failures == 2
+    loop._retry_at.clear()
+    cycle(loop)
+    assert admitted(writer) == ["a"]
+    assert sum(state.quota_usage("cq", "tas").values()) > 0
+
+
+def test_a_bug_during_an_admission_write_also_releases_the_capacity():
+    state = make_state(two_racks())
+    add(state, workload("a", pods=16))
+    add(state, workload("b", pods=16))
+    writer = FakeWriter()
+    writer.raise_next = [RuntimeError("unexpected")]
+    loop = AdmissionLoop(state, writer)
+    cycle(loop)
+    # One write failed, the other landed: only the landed one holds capacity.
+    [landed] = admitted(writer)
+    assert set(state.charges()) == {("ns", landed)}

@@ -7,6 +7,7 @@ tests skip only when none has it. No cluster is used.
 from __future__ import annotations
 
 import atexit
+import base64
 import copy
 import functools
 import json
@@ -28,6 +29,7 @@ from tas.api import crdgen
 from tas.api.models import RESOURCES
 from tas.cli import build_parser
 from tas.config import Settings
+from tas.leader import LeaseSettings
 
 ROOT = Path(__file__).resolve().parents[3]
 CHART = ROOT / "helm" / "tas-operator"
@@ -52,7 +54,10 @@ EXPECTED_RULES = {
         for r in ("topologies", "resourceflavors", "clusterqueues", "localqueues")
         for v in ("list", "watch")
     },
-    *{("kueue.x-k8s.io", "workloads", v, None) for v in ("list", "watch", "create", "delete")},
+    *{
+        ("kueue.x-k8s.io", "workloads", v, None)
+        for v in ("get", "list", "watch", "create", "delete")
+    },
     *{
         ("kueue.x-k8s.io", r, "patch", None)
         for r in ("workloads/status", "clusterqueues/status", "localqueues/status")
@@ -197,6 +202,9 @@ def test_renders_the_expected_objects() -> None:
             *crds,
             ("ClusterRole", FULLNAME),
             ("ClusterRoleBinding", FULLNAME),
+            ("Role", f"{FULLNAME}-leader-election"),
+            ("RoleBinding", f"{FULLNAME}-leader-election"),
+            ("Secret", f"{FULLNAME}-webhook-cert"),
             ("Deployment", FULLNAME),
             ("MutatingWebhookConfiguration", Settings().webhook_config_name),
             ("Service", f"{FULLNAME}-webhook"),
@@ -205,7 +213,7 @@ def test_renders_the_expected_objects() -> None:
         ]
     )
     for doc in render():
-        if doc["kind"] in ("Deployment", "Service", "ServiceAccount"):
+        if doc["kind"] in ("Deployment", "Service", "ServiceAccount", "Role", "Secret"):
             assert doc["metadata"]["namespace"] == NAMESPACE
 
 
@@ -319,7 +327,10 @@ def test_rbac_is_exactly_the_expected_set() -> None:
 
 def test_rbac_is_bound_to_the_operators_service_account_only() -> None:
     docs = render()
-    assert not [d for d in docs if d["kind"] in ("Role", "RoleBinding")]
+    # The only namespaced grant is the Lease (see the leader-election test below).
+    assert [d["metadata"]["name"] for d in docs if d["kind"] == "Role"] == [
+        f"{FULLNAME}-leader-election"
+    ]
     binding = the(docs, "ClusterRoleBinding")
     assert binding["roleRef"] == {
         "apiGroup": "rbac.authorization.k8s.io",
@@ -334,19 +345,14 @@ def test_rbac_is_bound_to_the_operators_service_account_only() -> None:
     assert pod["serviceAccountName"] == account["name"]
 
 
-def test_rbac_lets_kopf_list_and_watch_everything_the_operator_handles() -> None:
-    import kopf
+def test_rbac_lets_the_operator_list_and_watch_everything_it_caches() -> None:
+    from tas.handlers.watches import WATCHES
 
-    import tas.handlers.operator  # noqa: F401  (registers the handlers)
-
-    registry = kopf.get_default_registry()
     watched = set()
-    # kopf's own start-up code walks the same (private) handler lists to decide what to watch.
-    for handlers in (registry._indexing, registry._watching, registry._changing):
-        for handler in handlers.get_all_handlers():
-            selector = handler.selector
-            # A bare plural such as "pods" is the core group's, as kopf resolves it.
-            watched.add((selector.group or "", selector.plural or selector.any_name))
+    for path, _, _ in WATCHES.values():
+        parts = path.strip("/").split("/")
+        # /api/v1/<resource> is the core group; /apis/<group>/<version>/<resource> the others.
+        watched.add(("", parts[2]) if parts[0] == "api" else (parts[1], parts[3]))
     assert ("", "pods") in watched and ("batch", "jobs") in watched
     granted = set(rules(render()))
     for group, resource in sorted(watched):
@@ -387,15 +393,49 @@ def test_webhook_service_ports_and_args_agree(webhook_port: int | None) -> None:
     assert probe["tcpSocket"]["port"] == "webhook"
 
 
-def test_webhook_certificate_is_written_to_a_writable_volume() -> None:
+def test_every_replica_serves_the_one_certificate_from_the_charts_secret() -> None:
+    """Replicas behind one Service must present certificates that the one caBundle verifies."""
+    from cryptography import x509
+
     docs = render()
     cert_dir = Path(flag(docs, "webhook-cert-dir"))
     pod = the(docs, "Deployment")["spec"]["template"]["spec"]
-    empty_dirs = {v["name"] for v in pod["volumes"] if "emptyDir" in v}
-    mounts = [
-        Path(m["mountPath"]) for m in container(docs)["volumeMounts"] if m["name"] in empty_dirs
-    ]
-    assert any(cert_dir.is_relative_to(m) for m in mounts), (cert_dir, mounts)
+    secret = the(docs, "Secret")
+    [volume] = [v for v in pod["volumes"] if v.get("secret", {}).get("secretName")]
+    assert volume["secret"]["secretName"] == secret["metadata"]["name"]
+    [mount] = [m for m in container(docs)["volumeMounts"] if m["name"] == volume["name"]]
+    assert Path(mount["mountPath"]) == cert_dir and mount["readOnly"] is True
+    data = {k: base64.b64decode(v) for k, v in secret["data"].items()}
+    cert = x509.load_pem_x509_certificate(data["tls.crt"])
+    ca = x509.load_pem_x509_certificate(data["ca.crt"])
+    cert.verify_directly_issued_by(ca)
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    service = the(docs, "Service")["metadata"]["name"]
+    assert f"{service}.{NAMESPACE}.svc" in names.get_values_for_type(x509.DNSName)
+    assert flag(docs, "webhook-host") == f"{service}.{NAMESPACE}.svc"
+
+
+def test_the_lease_role_lets_replicas_elect_a_leader_and_nothing_more() -> None:
+    docs = render()
+    role = the(docs, "Role")
+    granted = {
+        (g, r, v, n)
+        for rule in role["rules"]
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+        for v in rule["verbs"]
+        for n in rule.get("resourceNames") or [None]
+    }
+    lease = LeaseSettings(namespace=NAMESPACE).name
+    assert granted == {
+        ("coordination.k8s.io", "leases", "create", None),
+        ("coordination.k8s.io", "leases", "get", lease),
+        ("coordination.k8s.io", "leases", "update", lease),
+    }
+    binding = the(docs, "RoleBinding")
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"][0]["name"] == the(docs, "ServiceAccount")["metadata"]["name"]
+    assert flag(docs, "leader-election-namespace") == NAMESPACE
 
 
 def test_webhook_configurations_are_the_operators_and_left_for_it_to_fill() -> None:
@@ -415,11 +455,12 @@ def test_webhook_configurations_are_the_operators_and_left_for_it_to_fill() -> N
 # ---- the Deployment and the values -----------------------------------------------------------
 
 
-def test_deployment_runs_one_operator_at_a_time_without_privileges() -> None:
+def test_deployment_runs_replicas_without_privileges() -> None:
     docs = render()
     deployment = the(docs, "Deployment")
-    assert deployment["spec"]["replicas"] == 1
-    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+    assert deployment["spec"]["replicas"] == 2  # a warm standby; the Lease picks the admitter
+    assert deployment["spec"]["strategy"] == {"type": "RollingUpdate"}
+    assert the(render({"replicas": 1}), "Deployment")["spec"]["replicas"] == 1
     pod = deployment["spec"]["template"]["spec"]
     assert pod["securityContext"]["runAsNonRoot"] is True
     security = container(docs)["securityContext"]

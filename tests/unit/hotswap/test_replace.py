@@ -1,12 +1,7 @@
 from tas.admission.decide import decide
 from tas.cache import projections as proj
-from tas.hotswap.replace import (
-    evicted_status,
-    find_replacement,
-    needs_replacement,
-    released_status,
-    replaced_status,
-)
+from tas.hotswap.replace import find_replacement, needs_replacement
+from tas.workload import transitions
 from tests.unit.admission.fixtures import RACK, make_state, node, workload
 
 
@@ -59,7 +54,7 @@ def test_only_the_failed_nodes_pods_move_and_they_stay_in_the_rack():
     after = hosts(result.assignments["main"])
     spare = ({"x1", "x2", "x3"} - set(before)).pop()
     assert after == {kept: 2, spare: 2}  # y1 is in the other rack: never used
-    status = replaced_status(wl, result.assignments)
+    status = transitions.replaced(wl, result.assignments)
     assert status["unhealthyNodes"] is None
     domains = status["admission"]["podSetAssignments"][0]["topologyAssignment"]["domains"]
     assert {d["values"][0]: d["count"] for d in domains} == after
@@ -72,7 +67,7 @@ def test_no_room_in_the_required_domain_is_a_failure_and_eviction_releases_quota
     result = find_replacement(state, wl, state.charges()[wl.key])
     assert result.failure
     # Eviction stops the Job but keeps the quota while its pods may still be terminating...
-    obj["status"].update(evicted_status(wl, "no room"))
+    obj["status"].update(transitions.evicted(wl, "no room"))
     evicted = proj.workload_from_object(obj)
     conditions = {c["type"]: c for c in obj["status"]["conditions"]}
     assert (
@@ -83,7 +78,7 @@ def test_no_room_in_the_required_domain_is_a_failure_and_eviction_releases_quota
     state.upsert_workload(evicted)
     assert wl.key in state.charges()
     # ...and releases it once they are gone: the workload is back in its queue.
-    obj["status"].update(released_status(evicted))
+    obj["status"].update(transitions.released(evicted))
     requeued = proj.workload_from_object(obj)
     state.upsert_workload(requeued)
     assert requeued.pending and obj["status"]["admission"] is None

@@ -1,4 +1,4 @@
-from tas.jobs.podrequests import pod_requests
+from tas.api.podrequests import pod_requests
 
 
 def container(requests=None, limits=None, restart_policy=None):

@@ -1,0 +1,326 @@
+"""The control loop at cluster scale, on the local cluster (reported, never asserted).
+
+    .venv/bin/python bench/control_loop_bench.py                 # the issue's targets
+    .venv/bin/python bench/control_loop_bench.py --quick         # small sizes, a smoke run
+    .venv/bin/python bench/control_loop_bench.py --sizes 500x5000,2000x20000 --runs 3
+
+Stages (every time is a median over --runs unless it is a rate):
+1. 64-pod Job, create to all pods Running, on 200 nodes.
+2. Live: N two-pod Jobs created as fast as one client can (32 requests in flight, through the
+   webhooks); admitted per second from the first create to the last admission. Also the Job
+   create latency with and without our webhooks, and API requests per admitted workload.
+3. Drain: N two-pod Jobs already queued (created suspended while the operator was down), then
+   the operator starts: admitted per second, counted from caches synced to the last admission.
+4. Restart at each size (nodes x pods bound to nodes, without Jobs, as kwok runs them cheaply):
+   process start to caches synced and to the first admission, RSS and CPU seconds then.
+
+Times come from the operator's own log lines (same clock), so polling adds nothing. Uses its
+own local cluster (.cluster/bench, its own ports) unless KUBECONFIG is set. Writes
+bench/results/control_loop.json (or --output) and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import statistics
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.operator_bench import BIG_QUEUE, add_nodes  # noqa: E402
+from e2e import jobs, topology  # noqa: E402
+from e2e.harness import Cluster, cluster_from_env, wait_for  # noqa: E402
+from e2e.operator_process import OperatorProcess  # noqa: E402
+
+from tas.kube import Kube, KubeError, load_connection  # noqa: E402
+
+STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
+
+
+def log_times(text: str, needle: str) -> list[float]:
+    """Epoch seconds of every log line containing `needle`."""
+    out = []
+    for line in text.splitlines():
+        m = STAMP.match(line)
+        if m and needle in line:
+            out.append(datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp())
+    return out
+
+
+def since_start(op: OperatorProcess) -> str:
+    return op.log().split(f"===== start {op.starts} =====")[-1]
+
+
+def proc_stat(pid: int) -> tuple[float, float]:
+    """(RSS MiB, CPU seconds) of a process."""
+    rss = float("nan")
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            rss = int(line.split()[1]) / 1024
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return rss, cpu
+
+
+def small_job(name: str, *, suspend: bool = False) -> dict:
+    body = jobs.job(name, "q", pods=2, cpu="100m")
+    if suspend:  # no webhook while the operator is down: queued Jobs are created suspended
+        body["spec"]["suspend"] = True
+    return body
+
+
+async def create_many(kube: Kube, ns: str, bodies: list[dict], in_flight: int = 32) -> list[float]:
+    """POST every body, `in_flight` at a time; returns each request's latency."""
+    slots = asyncio.Semaphore(in_flight)
+    latencies: list[float] = []
+
+    async def one(body: dict) -> None:
+        path = f"/apis/batch/v1/namespaces/{ns}/jobs"
+        if body["kind"] == "Pod":
+            path = f"/api/v1/namespaces/{ns}/pods"
+        async with slots:
+            for attempt in range(5):
+                start = time.perf_counter()
+                try:
+                    await kube.create(path, body)
+                    latencies.append(time.perf_counter() - start)
+                    return
+                except KubeError as exc:
+                    if exc.status == 409:
+                        return
+                    await asyncio.sleep(0.2 * (attempt + 1))
+
+    await asyncio.gather(*(one(b) for b in bodies))
+    await kube.close()
+    return latencies
+
+
+def create(cluster: Cluster, ns: str, bodies: list[dict]) -> list[float]:
+    kube = Kube(load_connection(cluster.kubeconfig))
+    return asyncio.run(create_many(kube, ns, bodies))
+
+
+def namespace(cluster: Cluster) -> str:
+    ns = cluster.create_namespace("bench")
+    cluster.apply(jobs.local_queue("q", "bench"), ns)
+    return ns
+
+
+def drop_namespace(cluster: Cluster, ns: str) -> None:
+    cluster.kubectl("delete", "namespace", ns, "--wait=false")
+    wait_for(
+        lambda: not cluster.get_json("pods", "-n", ns)["items"],
+        timeout=900,
+        interval=2,
+        what="the stage's pods gone",
+    )
+
+
+def admitted_times(op: OperatorProcess, ns: str) -> list[float]:
+    return log_times(since_start(op), f"admitted {ns}/")
+
+
+def wait_admissions(op: OperatorProcess, ns: str, count: int, timeout: float = 900) -> list[float]:
+    return wait_for(
+        lambda: (t := admitted_times(op, ns)) and len(t) >= count and t,
+        timeout=timeout,
+        interval=0.5,
+        what=f"{count} admissions in {ns}",
+    )
+
+
+def api_requests(op: OperatorProcess) -> float:
+    text = (
+        __import__("urllib.request")
+        .request.urlopen(f"http://127.0.0.1:{op.metrics_port}/metrics", timeout=10)
+        .read()
+        .decode()
+    )
+    total = 0.0
+    for line in text.splitlines():
+        reads = ('verb="GET"', 'verb="WATCH"')
+        if line.startswith("tas_api_requests_total{") and not any(r in line for r in reads):
+            total += float(line.split()[-1])
+    return total
+
+
+def job64(cluster: Cluster, op: OperatorProcess, runs: int) -> dict:
+    ns = namespace(cluster)
+    times = []
+    for i in range(runs):
+        start = time.monotonic()
+        cluster.apply(
+            jobs.job(
+                f"big{i}",
+                "q",
+                pods=64,
+                cpu="1",
+                annotations={jobs.PREFIX + "podset-preferred-topology": topology.RACK_LABEL},
+            ),
+            ns,
+        )
+        jobs.wait_running(cluster, ns, f"big{i}", 64, timeout=300)
+        times.append(time.monotonic() - start)
+        cluster.kubectl("delete", "job", f"big{i}", "-n", ns, "--wait=true")
+    drop_namespace(cluster, ns)
+    return {"median_s": statistics.median(times), "runs_s": times}
+
+
+def live(cluster: Cluster, op: OperatorProcess, count: int) -> dict:
+    ns = namespace(cluster)
+    plain = [jobs.job(f"plain{i}", None, pods=1, cpu="10m") for i in range(50)]
+    for body in plain:
+        body["spec"]["suspend"] = True  # not queued: no webhook of ours is called for it
+    plain_latency = create(cluster, ns, plain)
+    before = api_requests(op)
+    start = time.time()
+    queued_latency = create(cluster, ns, [small_job(f"s{i}") for i in range(count)])
+    done = wait_admissions(op, ns, count)
+    rate = count / (max(done) - start)
+    per_workload = (api_requests(op) - before) / count
+    drop_namespace(cluster, ns)
+    return {
+        "jobs": count,
+        "admitted_per_s": rate,
+        "job_create_ms_median_with_webhooks": 1000 * statistics.median(queued_latency),
+        "job_create_ms_median_without": 1000 * statistics.median(plain_latency),
+        "api_writes_per_admitted_workload": per_workload,
+    }
+
+
+def drain(cluster: Cluster, op: OperatorProcess, count: int) -> dict:
+    ns = namespace(cluster)
+    op.stop()
+    create(cluster, ns, [small_job(f"d{i}", suspend=True) for i in range(count)])
+    op.start(sync_timeout=600)
+    text = since_start(op)
+    synced = log_times(text, "caches synced")[0]
+    done = wait_admissions(op, ns, count)
+    _, cpu = proc_stat(op.proc.pid)
+    result = {
+        "jobs": count,
+        "admitted_per_s_after_sync": count / (max(done) - synced),
+        "cpu_s_per_admitted_workload": cpu / count,
+    }
+    drop_namespace(cluster, ns)
+    return result
+
+
+def restart(cluster: Cluster, op: OperatorProcess, nodes: int, pods: int, runs: int) -> dict:
+    hosts = max(1, nodes // 50)
+    shape = topology.Shape(blocks=5, racks=10, hosts=hosts)
+    add_nodes(cluster, shape)
+    names = [n["metadata"]["name"] for n in topology.nodes(shape)]
+    ns = namespace(cluster)
+    have = len(cluster.get_json("pods", "-A", "--field-selector=spec.nodeName!=")["items"])
+    bodies = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"p{nodes}-{i}"},
+            "spec": {
+                "nodeName": names[i % len(names)],
+                "containers": [
+                    {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "10m"}}}
+                ],
+            },
+        }
+        for i in range(max(0, pods - have))
+    ]
+    create(cluster, ns, bodies)
+    samples = []
+    for r in range(runs):
+        op.stop()
+        create(cluster, ns, [small_job(f"probe{r}", suspend=True)])
+        started = time.time()
+        op.start(sync_timeout=900)
+        first = wait_admissions(op, ns, 1, timeout=600)[0]
+        rss, cpu = proc_stat(op.proc.pid)
+        synced = log_times(since_start(op), "caches synced")[0]
+        samples.append(
+            {
+                "synced_s": synced - started,
+                "first_admission_s": first - started,
+                "rss_mib": rss,
+                "cpu_s": cpu,
+            }
+        )
+    med = {k: statistics.median(s[k] for s in samples) for k in samples[0]}
+    return {"nodes": len(names), "pods": pods, **med, "runs": samples, "namespace": ns}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--sizes", default=None, help="NODESxPODS,... for the restart stage")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--output", default=str(ROOT / "bench" / "results" / "control_loop.json"))
+    args = parser.parse_args()
+    os.environ.setdefault("TAS_CLUSTER_DIR", str(ROOT / ".cluster" / "bench"))
+    os.environ.setdefault("TAS_API_PORT", "19443")
+    os.environ.setdefault("TAS_ETCD_PORT", "15379")
+    if args.quick and args.output.endswith("control_loop.json"):
+        args.output = "/tmp/control_loop_quick.json"  # a quick run never overwrites results
+    sizes = args.sizes or ("100x1000" if args.quick else "500x5000,1000x10000")
+    cluster = cluster_from_env()
+    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(ROOT / "crds"))
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+    for name in ("topology.yaml", "resource-flavor.yaml"):
+        cluster.kubectl("apply", "-f", str(ROOT / "examples" / "kueue-tas" / name))
+    cluster.apply(BIG_QUEUE)
+    add_nodes(cluster, topology.Shape(blocks=5, racks=5, hosts=8))  # 200 nodes
+    op = OperatorProcess(cluster, extra=("--leader-election-namespace=default",))
+    op.start()
+    results: dict = {"machine": {"cpus": os.cpu_count(), "load": os.getloadavg()}}
+    count = 100 if args.quick else 1000
+    try:
+        results["job64"] = job64(cluster, op, 2 if args.quick else args.runs)
+        print("64-pod Job:", results["job64"], flush=True)
+        results["live"] = live(cluster, op, count // 2)
+        print("live:", results["live"], flush=True)
+        results["drain"] = drain(cluster, op, count)
+        print("drain:", results["drain"], flush=True)
+        results["restart"] = []
+        for size in sizes.split(","):
+            nodes, pods = (int(x) for x in size.split("x"))
+            results["restart"].append(restart(cluster, op, nodes, pods, args.runs))
+            print("restart:", results["restart"][-1], flush=True)
+    finally:
+        op.stop()
+        Path(args.output).write_text(json.dumps(results, indent=2))
+    print("| measure | value |\n|---|---|")
+    print(
+        f"| 64-pod Job create -> all Running, 200 nodes (median) | {results['job64']['median_s']:.2f} s |"
+    )
+    lv, dr = results["live"], results["drain"]
+    print(f"| live: {lv['jobs']} two-pod Jobs, admitted | {lv['admitted_per_s']:.0f} /s |")
+    print(
+        f"| Job create through the webhooks (median) | {lv['job_create_ms_median_with_webhooks']:.1f} ms (without: {lv['job_create_ms_median_without']:.1f} ms) |"
+    )
+    print(f"| API writes per admitted workload | {lv['api_writes_per_admitted_workload']:.1f} |")
+    print(
+        f"| drain: {dr['jobs']} queued Jobs, admitted after sync | {dr['admitted_per_s_after_sync']:.0f} /s |"
+    )
+    print(
+        f"| controller CPU per admitted workload (drain) | {1000 * dr['cpu_s_per_admitted_workload']:.1f} ms |"
+    )
+    for r in results["restart"]:
+        print(
+            f"| restart, {r['nodes']} nodes + {r['pods']} pods: synced / first admission / RSS / CPU "
+            f"| {r['synced_s']:.2f} s / {r['first_admission_s']:.2f} s / {r['rss_mib']:.0f} MiB / {r['cpu_s']:.1f} s |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,290 @@
+"""The loop around the solver, on the real cluster: watches that survive outages and expiry,
+writes that neither leak capacity nor storm the API server, leader failover, and SIGKILLs.
+
+Faults are injected by e2e/faultproxy.py, a small proxy between the operator and the real
+kube-apiserver that can drop connections, answer 409/429/500, end watches, and expire them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from e2e import jobs
+from e2e.faultproxy import FaultProxy
+from e2e.harness import Cluster, wait_for
+from e2e.operator_process import OperatorProcess
+from e2e.topology import RACK_LABEL
+from tas.cache.reflector import Reflector
+from tas.kube import Kube, load_connection
+
+pytestmark = pytest.mark.e2e
+
+REQUIRED = jobs.PREFIX + "podset-required-topology"
+NODE_CPU = 8
+
+
+def api_server(cluster: Cluster) -> str:
+    return cluster.kubectl(
+        "config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}"
+    ).stdout
+
+
+@pytest.fixture
+def proxy(cluster: Cluster):
+    with FaultProxy(api_server(cluster)) as p:
+        yield p
+
+
+@pytest.fixture
+def operator_via(cluster: Cluster, operator: OperatorProcess, tmp_path: Path):
+    """Swap the session's operator for one that reaches the API server through the proxy."""
+    started: list[OperatorProcess] = []
+
+    def start(proxy: FaultProxy) -> OperatorProcess:
+        operator.stop()
+        other = OperatorProcess(cluster, kubeconfig=proxy.kubeconfig(operator.kubeconfig, tmp_path))
+        other.start()
+        started.append(other)
+        return other
+
+    yield start
+    for other in started:
+        other.stop()
+    operator.start()
+
+
+def cpu_per_node(cluster: Cluster) -> Counter:
+    """Requested cpu of every running or pending pod bound to a node, all namespaces."""
+    used: Counter = Counter()
+    for pod in cluster.get_json("pods", "-A")["items"]:
+        node = pod["spec"].get("nodeName")
+        if not node or pod["status"].get("phase") in ("Succeeded", "Failed"):
+            continue
+        for c in pod["spec"]["containers"]:
+            cpu = (c.get("resources", {}).get("requests") or {}).get("cpu", "0")
+            used[node] += int(cpu[:-1]) / 1000 if cpu.endswith("m") else float(cpu)
+    return used
+
+
+def filler_pod(name: str, node: str, cpu: str) -> dict:
+    """A pod outside any queue, bound straight to a node: usage the operator must count."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "nodeName": node,
+            "containers": [
+                {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}
+            ],
+            "tolerations": [{"operator": "Exists"}],
+        },
+    }
+
+
+# ---- the reflector itself, against the real API server -----------------------------------------
+
+
+def test_an_expired_watch_relists_and_hands_on_what_vanished_meanwhile(
+    cluster: Cluster, namespace: str, proxy: FaultProxy, tmp_path: Path
+):
+    for i in range(3):
+        cluster.kubectl("create", "configmap", f"cm-{i}", "-n", namespace)
+    seen: list[tuple[str, str]] = []
+
+    async def handle(kind: str, obj) -> None:
+        seen.append((kind, obj["metadata"]["name"]))
+
+    async def go() -> Reflector:
+        kube = Kube(load_connection(proxy.kubeconfig(cluster.kubeconfig, tmp_path)))
+        reflector = Reflector(
+            kube, f"/api/v1/namespaces/{namespace}/configmaps", handle, name="configmaps"
+        )
+        task = asyncio.create_task(reflector.run())
+        try:
+            await asyncio.wait_for(reflector.synced.wait(), 30)
+            assert {n for k, n in seen if k == "ADDED"} >= {"cm-0", "cm-1", "cm-2"}
+            # An outage: every watch is cut, and new ones fail, while the cluster moves on.
+            proxy.set_rules([{"watch": True, "action": "status", "status": 500}])
+            proxy.drop_watches()
+            await asyncio.to_thread(cluster.kubectl, "delete", "configmap", "cm-1", "-n", namespace)
+            await asyncio.to_thread(cluster.kubectl, "create", "configmap", "cm-9", "-n", namespace)
+            # The outage ends with the watch's resourceVersion gone from the server's window.
+            proxy.set_rules([{"watch": True, "action": "expire", "times": 1}])
+            deadline = time.monotonic() + 60
+            while ("DELETED", "cm-1") not in seen or ("ADDED", "cm-9") not in seen:
+                assert time.monotonic() < deadline, seen
+                await asyncio.sleep(0.1)
+            return reflector
+        finally:
+            task.cancel()
+            await kube.close()
+
+    reflector = asyncio.run(go())
+    assert reflector.lists == 2  # the first list, and the relist after expiry
+    assert reflector.known >= {(namespace, "cm-0"), (namespace, "cm-2"), (namespace, "cm-9")}
+    assert (namespace, "cm-1") not in reflector.known
+
+
+# ---- the operator under outages and faults -------------------------------------------------------
+
+
+def test_pods_deleted_during_a_watch_outage_free_their_capacity(
+    cluster: Cluster,
+    namespace: str,
+    user_queue: str,
+    proxy: FaultProxy,
+    operator_via,
+    topology_nodes,
+):
+    op = operator_via(proxy)
+    # Fill every node so that no rack has room for 4 pods of 2 cpu.
+    for node in topology_nodes:
+        cluster.apply(filler_pod(f"fill-{node}", node, "7"), namespace)
+    cluster.apply(
+        jobs.job("wait", user_queue, pods=4, cpu="2", annotations={REQUIRED: RACK_LABEL}), namespace
+    )
+    jobs.wait_pending_message(cluster, namespace, "wait", "fit", timeout=60)
+    # The operator loses its watches; the fillers go away while it cannot see.
+    proxy.set_rules([{"watch": True, "action": "status", "status": 500}])
+    proxy.drop_watches()
+    cluster.kubectl("delete", "pods", "--all", "-n", namespace, "--grace-period=0", "--force")
+    time.sleep(3)
+    assert jobs.condition(jobs.workload_of(cluster, namespace, "wait"), "Admitted") is None or (
+        jobs.condition(jobs.workload_of(cluster, namespace, "wait"), "Admitted")["status"] != "True"
+    )
+    # Back, but too late to resume: the relist must find the pods gone.
+    proxy.set_rules([{"watch": True, "action": "expire", "times": 20}])
+    jobs.wait_admitted(cluster, namespace, "wait", timeout=90)
+    assert "relisting" in op.log()
+
+
+def test_api_faults_leak_no_capacity_and_cause_no_request_storm(
+    cluster: Cluster, namespace: str, user_queue: str, proxy: FaultProxy, operator_via
+):
+    op = operator_via(proxy)
+    status_writes = r"/workloads/[^/]+/status$"
+    proxy.reset_stats()
+    proxy.set_rules(
+        [
+            {"method": "PATCH", "path": status_writes, "action": "drop", "times": 3},
+            {
+                "method": "PATCH",
+                "path": status_writes,
+                "action": "status",
+                "status": 409,
+                "times": 3,
+            },
+            {
+                "method": "PATCH",
+                "path": status_writes,
+                "action": "status",
+                "status": 429,
+                "retry_after": 1,
+                "times": 2,
+            },
+            {
+                "method": "PATCH",
+                "path": status_writes,
+                "action": "status",
+                "status": 500,
+                "times": 3,
+            },
+            {"method": "PATCH", "path": "/pods/", "action": "status", "status": 500, "times": 4},
+            {"method": "PATCH", "path": "/jobs/", "action": "drop", "times": 2},
+        ]
+    )
+    names = [f"j{i}" for i in range(6)]
+    for name in names:
+        cluster.apply(
+            jobs.job(name, user_queue, pods=4, cpu="2", annotations={REQUIRED: RACK_LABEL}),
+            namespace,
+        )
+    # 6 x 8 cpu on 64 cpu: every Job fits at once, so any capacity leaked by a failed write
+    # would leave one waiting for good.
+    for name in names:
+        jobs.wait_running(cluster, namespace, name, 4, timeout=120)
+    assert max(cpu_per_node(cluster).values()) <= NODE_CPU
+    stats = proxy.stats()
+    writes = sum(
+        n for k, n in stats["counts"].items() if re.search(r"^PATCH .*/workloads/.*/status$", k)
+    )
+    # 6 admissions + 11 injected failures + queue and event writes would be far below this;
+    # an unguarded retry loop sends thousands in seconds.
+    assert writes < 60, stats["counts"]
+    # The injected ones, and perhaps a real conflict with a concurrent change.
+    assert stats["by_status"].get("409", 0) >= 3 and stats["by_status"].get("429", 0) == 2
+    assert " ERROR tas." not in op.log()  # every failure was handled (warned, backed off)
+
+
+def test_the_api_server_unreachable_for_a_while_then_back(
+    cluster: Cluster, namespace: str, user_queue: str, proxy: FaultProxy, operator_via
+):
+    op = operator_via(proxy)
+    proxy.reset_stats()
+    proxy.set_rules([{"action": "drop"}])  # every request: no answer at all
+    proxy.drop_watches()
+    time.sleep(8)
+    proxy.clear_rules()
+    cluster.apply(jobs.job("after", user_queue, pods=2, cpu="1"), namespace)
+    jobs.wait_running(cluster, namespace, "after", 2, timeout=90)
+    requests_during = proxy.stats()["by_status"].get("dropped", 0)
+    # Nine watches, the lease and kopf's own watch, backing off from 0.5 s: a few dozen
+    # requests in 8 s. Without backoff it would be hundreds.
+    assert requests_during < 120, proxy.stats()
+    assert op.proc.poll() is None and " ERROR tas." not in op.log()
+
+
+# ---- leader election -----------------------------------------------------------------------------
+
+
+def test_a_standby_takes_over_when_the_leader_is_killed(
+    cluster: Cluster, namespace: str, user_queue: str, operator: OperatorProcess
+):
+    standby = OperatorProcess(cluster, kubeconfig=operator.kubeconfig)
+    standby.start()
+    try:
+        wait_for(lambda: "standing by" in standby.log(), timeout=30, what="the standby to wait")
+        cluster.apply(jobs.job("first", user_queue, pods=2, cpu="1"), namespace)
+        jobs.wait_admitted(cluster, namespace, "first", timeout=60)
+        assert "admitted " + namespace not in standby.log()  # the leader admitted it
+        operator.kill()
+        killed = time.monotonic()
+        cluster.apply(jobs.job("second", user_queue, pods=2, cpu="1"), namespace)
+        jobs.wait_admitted(cluster, namespace, "second", timeout=40)
+        takeover = time.monotonic() - killed
+        assert f"admitted {namespace}/" in standby.log()
+        assert takeover < 30, takeover  # the lease is 15 s; the issue's target is 20 s
+    finally:
+        standby.stop(remove_webhooks=False)
+        operator.start()
+
+
+# ---- SIGKILLs during a stream of admissions --------------------------------------------------------
+
+
+def test_sigkills_during_admissions_never_double_book_or_ungate_twice(
+    cluster: Cluster, namespace: str, user_queue: str, operator: OperatorProcess
+):
+    kills = 5  # bench/chaos_bench.py runs the same with 20
+    names = [f"k{i}" for i in range(8)]
+    for i, name in enumerate(names):
+        cluster.apply(
+            jobs.job(name, user_queue, pods=3, cpu="2", annotations={REQUIRED: RACK_LABEL}),
+            namespace,
+        )
+        if i < kills:
+            operator.kill()
+            operator.start()
+    # 8 x 6 cpu on 64 cpu, 16 per rack: at most two per rack, so all fit at once.
+    for name in names:
+        jobs.wait_running(cluster, namespace, name, 3, timeout=120)
+    assert max(cpu_per_node(cluster).values()) <= NODE_CPU
+    ungated = Counter(re.findall(rf"ungated {namespace}/(\S+) onto", operator.log()))
+    assert ungated and max(ungated.values()) == 1, ungated.most_common(3)

@@ -1,0 +1,162 @@
+"""List-and-watch for one kind, on the event loop: what feeds the cache.
+
+A paginated list records the collection's resourceVersion; a watch with bookmarks resumes from
+the last one seen. When the watch is expired (410) or the list cannot be resumed, everything is
+listed again and whatever vanished meanwhile is handed on as DELETED, so nothing that went away
+during an outage stays in the cache. Start-up is one pass over the listed objects: O(objects).
+
+The reflector keeps only the keys it has handed on, never the objects: the handler owns the
+projections. A DELETED for a vanished object carries only its metadata (name, namespace).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from tas.kube import Kube, KubeError
+from tas.retry import Backoff
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[str, Mapping[str, Any]], Awaitable[None]]
+ObjectKey = tuple[str, str]
+
+PAGE_SIZE = 500
+WATCH_SECONDS = 300  # the server ends a watch after this; it is resumed from the last version
+
+
+def object_key(obj: Mapping[str, Any]) -> ObjectKey:
+    meta = obj["metadata"]
+    return meta.get("namespace") or "", meta["name"]
+
+
+class Expired(Exception):
+    """The watch's resourceVersion is too old: relist."""
+
+
+class Reflector:
+    def __init__(
+        self,
+        kube: Kube,
+        path: str,
+        handle: Handler,
+        *,
+        name: str,
+        params: Mapping[str, str] | None = None,
+        page_size: int = PAGE_SIZE,
+        watch_seconds: int = WATCH_SECONDS,
+        backoff: Backoff | None = None,
+    ) -> None:
+        self.kube = kube
+        self.path = path
+        self.handle = handle
+        self.name = name
+        self.params = dict(params or {})
+        self.page_size = page_size
+        self.watch_seconds = watch_seconds
+        self.backoff = backoff or Backoff(base=0.5, cap=30.0)
+        self.synced = asyncio.Event()  # set once the first full list has been handed on
+        self.resource_version = ""
+        self.known: set[ObjectKey] = set()
+        self.lists = 0  # full lists done (1 + relists), for tests and logs
+        self.failures = 0  # failed calls in a row
+        self.events = 0
+
+    async def run(self) -> None:
+        need_list = True
+        while True:
+            try:
+                if need_list:
+                    await self.relist()
+                    need_list = False
+                await self.watch()  # returns when the server ends the watch normally
+                self.failures = 0
+            except Expired:
+                log.info("%s: watch expired at %s; relisting", self.name, self.resource_version)
+                need_list = True
+            except KubeError as exc:
+                if exc.status == 410:
+                    need_list = True
+                    continue
+                # Counted until the server answers again (a listed page or a watch event), so
+                # the wait grows over a long outage instead of hammering a server that is down.
+                self.failures += 1
+                delay = self.backoff.delay(self.failures, exc.retry_after)
+                log.warning("%s: %s; retrying in %.1fs", self.name, exc, delay)
+                await asyncio.sleep(delay)
+                # A long outage may have outlived the watch cache's window: the next watch
+                # answers 410 then, and the relist finds what vanished.
+
+    async def relist(self) -> None:
+        """List everything, page by page; what was known and is not listed was deleted."""
+        listed: set[ObjectKey] = set()
+        token = ""
+        while True:
+            params = {**self.params, "limit": str(self.page_size)}
+            if token:
+                params["continue"] = token
+            try:
+                page = await self.kube.request("GET", self.path, params=params, timeout=120)
+            except KubeError as exc:
+                if exc.status == 410 and token:  # the continue token expired: start over
+                    listed.clear()
+                    token = ""
+                    continue
+                raise
+            self.failures = 0
+            for obj in page.get("items") or []:
+                key = object_key(obj)
+                listed.add(key)
+                await self._hand_on("MODIFIED" if key in self.known else "ADDED", obj)
+            meta = page.get("metadata") or {}
+            token = meta.get("continue") or ""
+            if not token:
+                self.resource_version = meta.get("resourceVersion") or ""
+                break
+        for namespace, name in self.known - listed:
+            await self._hand_on("DELETED", {"metadata": {"namespace": namespace, "name": name}})
+        self.known = listed
+        self.lists += 1
+        if not self.synced.is_set():
+            log.info("%s: listed %d", self.name, len(listed))
+        self.synced.set()
+
+    async def _hand_on(self, kind: str, obj: Mapping[str, Any]) -> None:
+        """One object the handler cannot take (a bug, hostile input) must not stop the watch."""
+        try:
+            await self.handle(kind, obj)
+        except Exception:
+            log.exception("%s: handling %s %s failed", self.name, kind, object_key(obj))
+
+    async def watch(self) -> None:
+        params = {
+            **self.params,
+            "watch": "1",
+            "allowWatchBookmarks": "true",
+            "resourceVersion": self.resource_version,
+            "timeoutSeconds": str(self.watch_seconds),
+        }
+        async for line in self.kube.stream_lines(self.path, params, self.watch_seconds + 30):
+            self.failures = 0
+            event = json.loads(line)
+            kind, obj = event.get("type"), event.get("object") or {}
+            if kind == "ERROR":
+                if obj.get("code") == 410:
+                    raise Expired()
+                raise KubeError(obj.get("code") or 500, obj.get("message") or "watch error")
+            version = (obj.get("metadata") or {}).get("resourceVersion")
+            if kind == "BOOKMARK":
+                self.resource_version = version or self.resource_version
+                continue
+            key = object_key(obj)
+            if kind == "DELETED":
+                self.known.discard(key)
+            else:
+                self.known.add(key)
+            self.events += 1
+            await self._hand_on(kind, obj)
+            self.resource_version = version or self.resource_version

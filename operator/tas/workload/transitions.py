@@ -1,0 +1,143 @@
+"""Every Workload status transition, as pure functions: current WorkloadInfo in, status patch out.
+
+Admission, the Job integration and hot swap all change a Workload's status only through these,
+and write them only through `writer.WorkloadWriter`. The condition types, reasons and messages
+are Kueue's, so `kubectl describe workload` reads the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from tas.api import conditions as cond
+from tas.api import topologyassignment
+from tas.api.constants import (
+    COND_ADMITTED,
+    COND_EVICTED,
+    COND_FINISHED,
+    COND_QUOTA_RESERVED,
+    COND_REQUEUED,
+    REASON_ADMITTED,
+    REASON_EVICTED,
+    REASON_FAILED,
+    REASON_NO_RESERVATION,
+    REASON_NODE_FAILURES,
+    REASON_PENDING,
+    REASON_QUOTA_RESERVED,
+    REASON_SUCCEEDED,
+)
+from tas.cache.projections import WorkloadInfo
+from tas.solver.types import TopologyAssignment
+
+
+def admitted(workload: WorkloadInfo, admission: Mapping, message: str) -> dict:
+    """Quota reserved and admitted in one step (no admission checks), with the assignment."""
+    g = workload.generation
+    conditions = cond.set_condition(
+        workload.conditions, COND_QUOTA_RESERVED, True, REASON_QUOTA_RESERVED, message, generation=g
+    )
+    conditions = cond.set_condition(
+        conditions, COND_ADMITTED, True, REASON_ADMITTED, "The workload is admitted", generation=g
+    )
+    if workload.evicted:  # admitted again after an eviction; Kueue keeps the old message
+        previous = (workload.condition(COND_EVICTED) or {}).get("message", "")
+        conditions = cond.set_condition(
+            conditions,
+            COND_EVICTED,
+            False,
+            REASON_QUOTA_RESERVED,
+            "Previously: " + previous,
+            generation=g,
+        )
+    return {"admission": dict(admission), "conditions": conditions}
+
+
+def pending(workload: WorkloadInfo, message: str, reason: str = REASON_PENDING) -> dict | None:
+    """QuotaReserved=False with why; None when the workload already says exactly that."""
+    current = workload.condition(COND_QUOTA_RESERVED)
+    if current and current.get("status") == "False" and current.get("message") == message:
+        return None
+    conditions = cond.set_condition(
+        workload.conditions,
+        COND_QUOTA_RESERVED,
+        False,
+        reason,
+        message,
+        generation=workload.generation,
+    )
+    return {"conditions": conditions}
+
+
+def evicted(workload: WorkloadInfo, message: str, reason: str = REASON_NODE_FAILURES) -> dict:
+    """Eviction, first step: the Job is to stop. The quota stays reserved until its pods are
+    gone (see `released`), so a new admission never lands on capacity that terminating pods
+    still hold."""
+    g = workload.generation
+    conditions = cond.set_condition(
+        workload.conditions, COND_EVICTED, True, reason, message, generation=g
+    )
+    conditions = cond.set_condition(
+        conditions, COND_ADMITTED, False, REASON_EVICTED, message, generation=g
+    )
+    return {"conditions": conditions, "unhealthyNodes": None}
+
+
+def released(workload: WorkloadInfo) -> dict:
+    """Eviction, second step, once the Job's pods are gone: the quota is released and the
+    workload waits in its queue again."""
+    g = workload.generation
+    evicted_message = (workload.condition(COND_EVICTED) or {}).get("message", "")
+    message = f"The workload was evicted and requeued: {evicted_message}"
+    conditions = cond.set_condition(
+        workload.conditions, COND_QUOTA_RESERVED, False, REASON_PENDING, message, generation=g
+    )
+    conditions = cond.set_condition(
+        conditions,
+        COND_ADMITTED,
+        False,
+        REASON_NO_RESERVATION,
+        "The workload has no reservation",
+        generation=g,
+    )
+    conditions = cond.set_condition(
+        conditions, COND_REQUEUED, True, REASON_EVICTED, message, generation=g
+    )
+    return {"conditions": conditions, "admission": None}
+
+
+def finished(workload: WorkloadInfo, succeeded: bool, message: str) -> dict:
+    conditions = cond.set_condition(
+        workload.conditions,
+        COND_FINISHED,
+        True,
+        REASON_SUCCEEDED if succeeded else REASON_FAILED,
+        message,
+        generation=workload.generation,
+    )
+    return {"conditions": conditions}
+
+
+def unhealthy_nodes(nodes: list[str]) -> dict:
+    """status.unhealthyNodes as Kueue lists it; an empty list clears the field."""
+    return {"unhealthyNodes": [{"name": n} for n in nodes] or None}
+
+
+def replaced(workload: WorkloadInfo, assignments: Mapping[str, TopologyAssignment]) -> dict:
+    """status.admission with the new assignments of the pod sets that moved, and
+    unhealthyNodes cleared."""
+    admission = dict(workload.admission_raw or {})
+    pod_sets = []
+    for ps in admission.get("podSetAssignments") or []:
+        ps = dict(ps)
+        if ps["name"] in assignments:
+            ps["topologyAssignment"] = topologyassignment.to_api(assignments[ps["name"]])
+        pod_sets.append(ps)
+    return {"admission": {**admission, "podSetAssignments": pod_sets}, "unhealthyNodes": None}
+
+
+def no_replacement_message(nodes: list[str], reason: str) -> str:
+    return f"Workload was evicted as there was no replacement for unhealthy node(s): {', '.join(nodes)}: {reason}"
+
+
+def multiple_failures_message(nodes: list[str]) -> str:
+    return f"Workload eviction triggered due to multiple TAS assigned node failures, including: {', '.join(nodes)}"

@@ -1,0 +1,77 @@
+"""The one writer of Workload status, used by admission, the Job integration and hot swap.
+
+Each write is a merge patch guarded by the resourceVersion the decision was made on, so a
+decision taken on a stale object never lands. On 409 the writer reads the object again and
+hands it to the cache (as a watch event would), so the caller decides again on the newer object
+instead of re-sending the same patch until the watch catches up. Any other failure is raised as
+`KubeError` for the caller to release what it assumed and back off.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from tas import metrics
+from tas.api.constants import REASON_NODE_FAILURES
+from tas.cache.projections import WorkloadInfo
+from tas.kube import KUEUE, Kube, KubeError, Ref, workload_path
+from tas.workload import transitions
+
+log = logging.getLogger(__name__)
+
+Refresh = Callable[[Mapping[str, Any]], Awaitable[None]]
+
+
+class WorkloadWriter:
+    def __init__(self, kube: Kube, refresh: Refresh | None = None) -> None:
+        self.kube = kube
+        self.refresh = refresh  # takes a freshly read Workload into the cache
+        self.conflicts = 0
+
+    async def write_status(self, workload: WorkloadInfo, status: Mapping) -> bool:
+        """True when written; False when the decision was stale (409, re-read) or the Workload
+        is gone (404). Raises KubeError for anything else."""
+        body = {"metadata": {"resourceVersion": workload.resource_version}, "status": dict(status)}
+        path = workload_path(workload.namespace, workload.name)
+        try:
+            await self.kube.patch(path + "/status", body)
+        except KubeError as exc:
+            if exc.not_found:
+                return False
+            if not exc.conflict:
+                raise
+            self.conflicts += 1
+            fresh = await self.kube.get(path)
+            if fresh is not None and self.refresh is not None:
+                await self.refresh(fresh)
+            return False
+        return True
+
+    async def record_event(
+        self, workload: WorkloadInfo, type_: str, reason: str, message: str
+    ) -> None:
+        ref = Ref(
+            "kueue.x-k8s.io/v1beta1", "Workload", workload.namespace, workload.name, workload.uid
+        )
+        await self.kube.event(ref, type_, reason, message)
+
+    async def write_cluster_queue_status(self, name: str, status: Mapping) -> None:
+        await self.kube.patch(f"{KUEUE}/clusterqueues/{name}/status", {"status": dict(status)})
+
+    async def write_local_queue_status(self, namespace: str, name: str, status: Mapping) -> None:
+        await self.kube.patch(
+            f"{KUEUE}/namespaces/{namespace}/localqueues/{name}/status", {"status": dict(status)}
+        )
+
+
+async def evict(writer: WorkloadWriter, workload: WorkloadInfo, message: str) -> bool:
+    """Evict for node failures (Kueue's reason and event): the Job stops, and the quota is
+    released once its pods are gone (the Job integration writes `transitions.released`)."""
+    if not await writer.write_status(workload, transitions.evicted(workload, message)):
+        return False
+    metrics.EVICTIONS.labels(REASON_NODE_FAILURES).inc()
+    log.info("evicted %s/%s: %s", workload.namespace, workload.name, message)
+    await writer.record_event(workload, "Warning", "EvictedDueToNodeFailures", message)
+    return True
