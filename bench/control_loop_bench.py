@@ -11,6 +11,8 @@ Stages (every time is a median over --runs unless it is a rate):
    create latency with and without our webhooks, and API requests per admitted workload.
 3. Drain: N two-pod Jobs already queued (created suspended while the operator was down), then
    the operator starts: admitted per second, counted from caches synced to the last admission.
+   Then the same with N Workloads created directly (Kueue's own performance test does this):
+   admission alone, with no Job to start and no pods for the cluster to run.
 4. Restart at each size (nodes x pods bound to nodes, without Jobs, as kwok runs them cheaply):
    process start to caches synced and to the first admission, RSS and CPU seconds then.
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -40,7 +43,8 @@ from e2e import jobs, topology  # noqa: E402
 from e2e.harness import Cluster, cluster_from_env, wait_for  # noqa: E402
 from e2e.operator_process import OperatorProcess  # noqa: E402
 
-from tas.kube import Kube, KubeError, load_connection  # noqa: E402
+from tas.kube import Kube, KubeError  # noqa: E402
+from tas.kubeconfig import load_connection  # noqa: E402
 
 STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
 
@@ -70,6 +74,44 @@ def proc_stat(pid: int) -> tuple[float, float]:
     return rss, cpu
 
 
+class ClusterCpu:
+    """CPU seconds of every local control-plane process and the operator over a stage, and the
+    API server's request rate: where the 2 cores went."""
+
+    def __init__(self, cluster: Cluster, op: OperatorProcess) -> None:
+        self.pids = {"operator": op.proc.pid}
+        if cluster.local_dir:
+            for pid_file in Path(cluster.local_dir).glob("*.pid"):
+                self.pids[pid_file.stem] = int(pid_file.read_text().split()[0])
+        self.cluster = cluster
+        self.start = self._sample()
+
+    def _sample(self) -> tuple[float, dict[str, float], float]:
+        cpu = {}
+        for name, pid in self.pids.items():
+            with contextlib.suppress(OSError):  # a process that is gone has no share
+                cpu[name] = proc_stat(pid)[1]
+        return time.monotonic(), cpu, self._requests()
+
+    def _requests(self) -> float:
+        text = self.cluster.kubectl("get", "--raw", "/metrics").stdout
+        return sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if line.startswith("apiserver_request_total{")
+        )
+
+    def stop(self) -> dict:
+        t0, cpu0, req0 = self.start
+        t1, cpu1, req1 = self._sample()
+        wall = t1 - t0
+        return {
+            "wall_s": wall,
+            "cores_used": {k: round((cpu1[k] - cpu0[k]) / wall, 2) for k in cpu1 if k in cpu0},
+            "apiserver_requests_per_s": (req1 - req0) / wall,
+        }
+
+
 def small_job(name: str, *, suspend: bool = False) -> dict:
     body = jobs.job(name, "q", pods=2, cpu="100m")
     if suspend:  # no webhook while the operator is down: queued Jobs are created suspended
@@ -83,9 +125,10 @@ async def create_many(kube: Kube, ns: str, bodies: list[dict], in_flight: int = 
     latencies: list[float] = []
 
     async def one(body: dict) -> None:
-        path = f"/apis/batch/v1/namespaces/{ns}/jobs"
-        if body["kind"] == "Pod":
-            path = f"/api/v1/namespaces/{ns}/pods"
+        path = {
+            "Pod": f"/api/v1/namespaces/{ns}/pods",
+            "Workload": f"/apis/kueue.x-k8s.io/v1beta1/namespaces/{ns}/workloads",
+        }.get(body["kind"], f"/apis/batch/v1/namespaces/{ns}/jobs")
         async with slots:
             for attempt in range(5):
                 start = time.perf_counter()
@@ -174,25 +217,43 @@ def job64(cluster: Cluster, op: OperatorProcess, runs: int) -> dict:
     return {"median_s": statistics.median(times), "runs_s": times}
 
 
-def live(cluster: Cluster, op: OperatorProcess, count: int) -> dict:
+def webhook_latency(cluster: Cluster, op: OperatorProcess, samples: int = 40) -> dict:
+    """Job creates one at a time: queued ones pass our two webhooks, plain ones none."""
     ns = namespace(cluster)
-    plain = [jobs.job(f"plain{i}", None, pods=1, cpu="10m") for i in range(50)]
+    plain = [jobs.job(f"plain{i}", None, pods=1, cpu="10m") for i in range(samples)]
     for body in plain:
         body["spec"]["suspend"] = True  # not queued: no webhook of ours is called for it
-    plain_latency = create(cluster, ns, plain)
+    queued = [small_job(f"w{i}", suspend=True) for i in range(samples)]
+    kube = Kube(load_connection(cluster.kubeconfig))
+    with_hooks = asyncio.run(create_many(kube, ns, queued, in_flight=1))
+    kube = Kube(load_connection(cluster.kubeconfig))
+    without = asyncio.run(create_many(kube, ns, plain, in_flight=1))
+    drop_namespace(cluster, ns)
+    return {
+        "job_create_ms_median_with_webhooks": 1000 * statistics.median(with_hooks),
+        "job_create_ms_median_without": 1000 * statistics.median(without),
+    }
+
+
+def live(cluster: Cluster, op: OperatorProcess, count: int) -> dict:
+    ns = namespace(cluster)
     before = api_requests(op)
+    _, cpu_before = proc_stat(op.proc.pid)
+    where = ClusterCpu(cluster, op)
     start = time.time()
-    queued_latency = create(cluster, ns, [small_job(f"s{i}") for i in range(count)])
+    create(cluster, ns, [small_job(f"s{i}") for i in range(count)])
     done = wait_admissions(op, ns, count)
+    cores = where.stop()
     rate = count / (max(done) - start)
+    _, cpu_after = proc_stat(op.proc.pid)
     per_workload = (api_requests(op) - before) / count
     drop_namespace(cluster, ns)
     return {
         "jobs": count,
         "admitted_per_s": rate,
-        "job_create_ms_median_with_webhooks": 1000 * statistics.median(queued_latency),
-        "job_create_ms_median_without": 1000 * statistics.median(plain_latency),
         "api_writes_per_admitted_workload": per_workload,
+        "cpu_ms_per_admitted_workload": 1000 * (cpu_after - cpu_before) / count,
+        "where": cores,
     }
 
 
@@ -201,17 +262,58 @@ def drain(cluster: Cluster, op: OperatorProcess, count: int) -> dict:
     op.stop()
     create(cluster, ns, [small_job(f"d{i}", suspend=True) for i in range(count)])
     op.start(sync_timeout=600)
+    _, cpu_synced = proc_stat(op.proc.pid)
+    where = ClusterCpu(cluster, op)
     text = since_start(op)
     synced = log_times(text, "caches synced")[0]
     done = wait_admissions(op, ns, count)
+    cores = where.stop()
     _, cpu = proc_stat(op.proc.pid)
     result = {
         "jobs": count,
         "admitted_per_s_after_sync": count / (max(done) - synced),
-        "cpu_s_per_admitted_workload": cpu / count,
+        "cpu_ms_per_admitted_workload": 1000 * (cpu - cpu_synced) / count,
+        "where": cores,
     }
     drop_namespace(cluster, ns)
     return result
+
+
+def workload_body(name: str) -> dict:
+    """A Workload made directly (as Kueue's scheduler performance test does): no Job, no pods."""
+    container = {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "100m"}}}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "Workload",
+        "metadata": {"name": name},
+        "spec": {
+            "queueName": "q",
+            "podSets": [
+                {"name": "main", "count": 2, "template": {"spec": {"containers": [container]}}}
+            ],
+        },
+    }
+
+
+def drain_workloads(cluster: Cluster, op: OperatorProcess, count: int) -> dict:
+    """Admission alone: queued Workloads and nothing else for the cluster to do per admission."""
+    ns = namespace(cluster)
+    op.stop()
+    create(cluster, ns, [workload_body(f"wl{i}") for i in range(count)])
+    op.start(sync_timeout=600)
+    _, cpu_synced = proc_stat(op.proc.pid)
+    where = ClusterCpu(cluster, op)
+    synced = log_times(since_start(op), "caches synced")[0]
+    done = wait_admissions(op, ns, count)
+    cores = where.stop()
+    _, cpu = proc_stat(op.proc.pid)
+    drop_namespace(cluster, ns)
+    return {
+        "workloads": count,
+        "admitted_per_s_after_sync": count / (max(done) - synced),
+        "cpu_ms_per_admitted_workload": 1000 * (cpu - cpu_synced) / count,
+        "where": cores,
+    }
 
 
 def restart(cluster: Cluster, op: OperatorProcess, nodes: int, pods: int, runs: int) -> dict:
@@ -222,18 +324,7 @@ def restart(cluster: Cluster, op: OperatorProcess, nodes: int, pods: int, runs: 
     ns = namespace(cluster)
     have = len(cluster.get_json("pods", "-A", "--field-selector=spec.nodeName!=")["items"])
     bodies = [
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": f"p{nodes}-{i}"},
-            "spec": {
-                "nodeName": names[i % len(names)],
-                "containers": [
-                    {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "10m"}}}
-                ],
-            },
-        }
-        for i in range(max(0, pods - have))
+        jobs.bound_pod(f"p{nodes}-{i}", names[i % len(names)]) for i in range(max(0, pods - have))
     ]
     create(cluster, ns, bodies)
     samples = []
@@ -269,6 +360,10 @@ def main() -> int:
     os.environ.setdefault("TAS_CLUSTER_DIR", str(ROOT / ".cluster" / "bench"))
     os.environ.setdefault("TAS_API_PORT", "19443")
     os.environ.setdefault("TAS_ETCD_PORT", "15379")
+    # Thousands of kwok nodes renewing a lease every 2 s would fill the API server by
+    # themselves; every 10 s is closer to a real kubelet's (40 s lease, renewed every 10 s).
+    os.environ.setdefault("TAS_NODE_LEASE_SECONDS", "40")
+    os.environ.setdefault("TAS_NODE_GRACE_SECONDS", "120")
     if args.quick and args.output.endswith("control_loop.json"):
         args.output = "/tmp/control_loop_quick.json"  # a quick run never overwrites results
     sizes = args.sizes or ("100x1000" if args.quick else "500x5000,1000x10000")
@@ -286,10 +381,14 @@ def main() -> int:
     try:
         results["job64"] = job64(cluster, op, 2 if args.quick else args.runs)
         print("64-pod Job:", results["job64"], flush=True)
+        results["webhooks"] = webhook_latency(cluster, op)
+        print("webhooks:", results["webhooks"], flush=True)
         results["live"] = live(cluster, op, count // 2)
         print("live:", results["live"], flush=True)
         results["drain"] = drain(cluster, op, count)
         print("drain:", results["drain"], flush=True)
+        results["drain_workloads"] = drain_workloads(cluster, op, count)
+        print("drain, Workloads only:", results["drain_workloads"], flush=True)
         results["restart"] = []
         for size in sizes.split(","):
             nodes, pods = (int(x) for x in size.split("x"))

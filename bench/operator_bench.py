@@ -144,20 +144,7 @@ def rss_mb(pid: int) -> float:
 
 def bare_pods(cluster: Cluster, ns: str, count: int, nodes: list[str]) -> None:
     """Pods bound straight to nodes (no scheduler needed), as a busy cluster's other pods."""
-    pods = [
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": f"p{i}"},
-            "spec": {
-                "nodeName": nodes[i % len(nodes)],
-                "containers": [
-                    {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "10m"}}}
-                ],
-            },
-        }
-        for i in range(count)
-    ]
+    pods = [jobs.bound_pod(f"p{i}", nodes[i % len(nodes)]) for i in range(count)]
     for i in range(0, count, 500):
         cluster.apply({"apiVersion": "v1", "kind": "List", "items": pods[i : i + 500]}, ns)
     wait_for(

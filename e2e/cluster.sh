@@ -7,7 +7,10 @@
 #   e2e/cluster.sh status  say what runs
 #
 # Settings (environment): TAS_CLUSTER_DIR (default .cluster in the checkout),
-# TAS_KWOK_POD_COMPLETE=1 to let kwok mark Job pods Succeeded at once.
+# TAS_KWOK_POD_COMPLETE=1 to let kwok mark Job pods Succeeded at once,
+# TAS_NODE_LEASE_SECONDS (default 8) and TAS_NODE_GRACE_SECONDS (default 20): how often kwok
+# renews each node's lease (a quarter of it) and when a silent node counts as dead. Benchmarks
+# with thousands of nodes lengthen both, or the heartbeats alone fill the API server.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -82,7 +85,7 @@ KC
   start kube-controller-manager "$B/kube-controller-manager" --kubeconfig="$D/kubeconfig" \
     --bind-address=127.0.0.1 --secure-port=0 --leader-elect=false \
     --service-account-private-key-file="$D/sa.key" --root-ca-file="$D/serving/apiserver.crt" \
-    --node-monitor-period=2s --node-monitor-grace-period=20s --concurrent-job-syncs=10 \
+    --node-monitor-period=2s --node-monitor-grace-period=${TAS_NODE_GRACE_SECONDS:-20}s --concurrent-job-syncs=10 \
     --kube-api-qps=200 --kube-api-burst=400
   start kube-scheduler "$B/kube-scheduler" --kubeconfig="$D/kubeconfig" --bind-address=127.0.0.1 \
     --secure-port=0 --leader-elect=false --kube-api-qps=200 --kube-api-burst=400
@@ -95,7 +98,7 @@ KC
   for s in "${stages[@]}"; do cat "$B/kwok-stages/$s.yaml" >>"$D/kwok-stages.yaml"; echo "---" >>"$D/kwok-stages.yaml"; done
   start kwok "$B/kwok" --kubeconfig="$D/kubeconfig" --config="$D/kwok-stages.yaml" \
     --manage-all-nodes=false --manage-nodes-with-label-selector=type=kwok \
-    --node-lease-duration-seconds=8 --cidr=10.244.0.0/16 --node-ip=10.0.0.1
+    --node-lease-duration-seconds=${TAS_NODE_LEASE_SECONDS:-8} --cidr=10.244.0.0/16 --node-ip=10.0.0.1
 
   wait_until 60 "default service account" kc -n default get serviceaccount default
   for c in "${COMPONENTS[@]}"; do alive "$c" || { say "$c exited; see $D/$c.log"; tail -n 20 "$D/$c.log" >&2; return 1; }; done

@@ -39,6 +39,25 @@ def operator(cluster: Cluster, kueue_example):
 
 
 @pytest.fixture
+def operator_swap(cluster: Cluster, operator: OperatorProcess):
+    """Swap the session's operator for one started with other arguments (feature gates, a
+    kubeconfig through a fault proxy), then put the session's back."""
+    started: list[OperatorProcess] = []
+
+    def start(**kwargs) -> OperatorProcess:
+        operator.stop()
+        other = OperatorProcess(cluster, **{"kubeconfig": operator.kubeconfig, **kwargs})
+        other.start()
+        started.append(other)
+        return other
+
+    yield start
+    for other in started:
+        other.stop()
+    operator.start()
+
+
+@pytest.fixture
 def user_queue(cluster: Cluster, namespace: str, operator) -> str:
     """A LocalQueue in the test's namespace, on Kueue's example ClusterQueue."""
     cluster.apply(

@@ -44,6 +44,23 @@ def job(
     }
 
 
+def bound_pod(name: str, node: str, cpu: str = "10m") -> dict:
+    """A pod outside any queue, bound straight to a node (no scheduler): usage the operator
+    must count, and that kwok runs cheaply."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "nodeName": node,
+            "containers": [
+                {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}
+            ],
+            "tolerations": [{"operator": "Exists"}],
+        },
+    }
+
+
 def local_queue(name: str, cluster_queue: str) -> dict:
     return {
         "apiVersion": "kueue.x-k8s.io/v1beta1",

@@ -15,7 +15,6 @@ import pytest
 
 from e2e import jobs, topology
 from e2e.harness import Cluster, wait_for
-from e2e.operator_process import OperatorProcess
 
 pytestmark = pytest.mark.e2e
 
@@ -220,28 +219,10 @@ def test_untolerated_no_execute_taint_is_replaced(cluster: Cluster, namespace, q
     wait_placement(cluster, namespace, "train", counts, timeout=120)
 
 
-@pytest.fixture
-def operator_with(cluster: Cluster, operator: OperatorProcess):
-    """Swap the session's operator for one with other feature gates, then put it back."""
-    started: list[OperatorProcess] = []
-
-    def start(gates: str) -> OperatorProcess:
-        operator.stop()
-        other = OperatorProcess(cluster, kubeconfig=operator.kubeconfig, gates=gates)
-        other.start()
-        started.append(other)
-        return other
-
-    yield start
-    for other in started:
-        other.stop()
-    operator.start()
-
-
 def test_a_node_that_recovers_before_replacement_leaves_the_list(
-    cluster: Cluster, namespace, queue, rack_nodes, operator_with
+    cluster: Cluster, namespace, queue, rack_nodes, operator_swap
 ):
-    operator_with("TASFailedNodeReplacementFailFast=false")
+    operator_swap(gates="TASFailedNodeReplacementFailFast=false")
     rack_nodes(racks=1, hosts=3)
     before = start_rack_job(cluster, namespace, queue, pods=6)  # the whole rack: no spare
     failed = sorted(before)[0]
@@ -271,10 +252,10 @@ def test_a_node_that_recovers_before_replacement_leaves_the_list(
 
 
 def test_a_second_failed_node_evicts_as_in_kueue(
-    cluster: Cluster, namespace, queue, rack_nodes, operator_with
+    cluster: Cluster, namespace, queue, rack_nodes, operator_swap
 ):
     # Without fail-fast the first node stays listed while there is no spare; the second evicts.
-    operator_with("TASFailedNodeReplacementFailFast=false")
+    operator_swap(gates="TASFailedNodeReplacementFailFast=false")
     rack_nodes(racks=1, hosts=4)
     before = start_rack_job(cluster, namespace, queue, pods=8)  # the whole rack
     first, second = sorted(before)[:2]
@@ -298,9 +279,9 @@ def test_a_second_failed_node_evicts_as_in_kueue(
 
 
 def test_two_failed_nodes_are_both_replaced_with_the_new_gate(
-    cluster: Cluster, namespace, queue, rack_nodes, operator_with
+    cluster: Cluster, namespace, queue, rack_nodes, operator_swap
 ):
-    operator_with("TASMultipleNodeReplacement=true")
+    operator_swap(gates="TASMultipleNodeReplacement=true")
     racks = rack_nodes(racks=1, hosts=4)
     before = start_rack_job(cluster, namespace, queue, pods=4)
     spares = [h for h in next(iter(racks.values())) if h not in before]

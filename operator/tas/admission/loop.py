@@ -61,7 +61,8 @@ class AdmissionLoop:
         self._cq_status: dict[str, dict] = {}
         self._lq_status: dict[Key, dict] = {}
         self._writes: set[asyncio.Task] = set()
-        self._write_slots = asyncio.Semaphore(16)  # admission writes in flight at once
+        self._write_slots = asyncio.Semaphore(16)  # workload status writes in flight at once
+        self._pending_writes: set[Key] = set()  # one pending-status write per workload at once
         self._backoff = PerKeyBackoff()
         self._retry_at: dict[object, float] = {}  # workload key or queue -> monotonic time
         self.cycles = 0
@@ -85,17 +86,19 @@ class AdmissionLoop:
         state = self.state
         # Second pass first: admitted workloads that lost a node get their replacement before
         # anyone else can take the capacity around their surviving pods.
-        for workload in list(state.workloads.values()):
+        for key in sorted(state.to_replace):
+            workload = state.workloads.get(key)
             if (
-                workload.has_quota
-                and not state.is_assumed(workload.key)
-                and not self._backing_off(workload.key)
+                workload is not None
+                and not state.is_assumed(key)
+                and not self._backing_off(key)
                 and needs_replacement(workload)
             ):
                 await self._guarded(self._replace(workload), workload)
         by_cq: dict[str, list[WorkloadInfo]] = {name: [] for name in state.cluster_queues}
-        for workload in list(state.workloads.values()):
-            if not workload.pending or state.is_assumed(workload.key):
+        for key in list(state.pending):
+            workload = state.workloads.get(key)
+            if workload is None or not workload.pending or state.is_assumed(key):
                 continue
             if self._backing_off(workload.key):
                 continue
@@ -132,15 +135,7 @@ class AdmissionLoop:
         try:
             return bool(await step)
         except Exception as exc:
-            delay = self._failed(workload.key, exc)
-            log.warning(
-                "admission of %s/%s failed (%s); retrying in %.1fs",
-                workload.namespace,
-                workload.name,
-                exc,
-                delay,
-            )
-            log.debug("admission failure", exc_info=True)
+            self._failed(workload.key, exc, workload, "admission failed")
             return False
 
     def _backing_off(self, key: object) -> bool:
@@ -152,12 +147,24 @@ class AdmissionLoop:
             return False
         return True
 
-    def _failed(self, key: object, exc: BaseException) -> float:
+    def _failed(
+        self, key: object, exc: BaseException, workload: WorkloadInfo | None = None, what: str = ""
+    ) -> float:
         """Back off this key, and wake the loop when its wait is over."""
         self.write_failures += 1
         delay = self._backoff.failed(key, getattr(exc, "retry_after", None))
         self._retry_at[key] = time.monotonic() + delay
         asyncio.get_running_loop().call_later(delay, self.wake)
+        if workload is not None:
+            log.warning(
+                "%s/%s: %s (%s); retrying in %.1fs",
+                workload.namespace,
+                workload.name,
+                what,
+                exc,
+                delay,
+            )
+            log.debug("%s/%s: %s", workload.namespace, workload.name, what, exc_info=True)
         return delay
 
     async def _try(self, workload: WorkloadInfo, cq: ClusterQueueInfo) -> bool:
@@ -226,9 +233,7 @@ class AdmissionLoop:
         # The capacity is ours from here on (assumed); the write runs beside the loop, which
         # goes on deciding, as Kueue's scheduler does. A failed write gives the capacity back.
         status = transitions.admitted(workload, decision.admission, decision.message)
-        task = asyncio.create_task(self._write_admission(workload, decision, status))
-        self._writes.add(task)
-        task.add_done_callback(self._writes.discard)
+        self._spawn(self._write_admission(workload, decision, status))
         return True
 
     async def _write_admission(
@@ -239,14 +244,7 @@ class AdmissionLoop:
             async with self._write_slots:
                 written = await self.writer.write_status(workload, status)
         except Exception as exc:  # connection errors too: the capacity must come back
-            delay = self._failed(workload.key, exc)
-            log.warning(
-                "admission of %s/%s not written (%s); retrying in %.1fs",
-                workload.namespace,
-                workload.name,
-                exc,
-                delay,
-            )
+            self._failed(workload.key, exc, workload, "admission not written")
         finally:
             if not written:
                 self.state.forget(workload.key)  # released in the same step as the failure
@@ -270,21 +268,46 @@ class AdmissionLoop:
     async def _pending(
         self, workload: WorkloadInfo, message: str, reason: str = REASON_PENDING
     ) -> None:
-        """QuotaReserved=False with the reason; written (and evented) only when it changes."""
+        """QuotaReserved=False with the reason; written (and evented) only when it changes.
+        The write runs beside the loop, one at a time per workload: in a busy cluster most
+        attempts are rejections, and the cycle must not wait on each one's round trip."""
         status = transitions.pending(workload, message, reason)
-        if status is None:
+        if status is None or workload.key in self._pending_writes:
             return
-        if await self.writer.write_status(workload, status):
-            await self.writer.record_event(workload, "Warning", reason, message)
+        self._pending_writes.add(workload.key)
+        self._spawn(self._write_pending(workload, status, reason, message))
+
+    async def _write_pending(
+        self, workload: WorkloadInfo, status: dict, reason: str, message: str
+    ) -> None:
+        try:
+            async with self._write_slots:
+                written = await self.writer.write_status(workload, status)
+            if written:
+                await self.writer.record_event(workload, "Warning", reason, message)
+        except Exception as exc:
+            self._failed(workload.key, exc, workload, "pending status not written")
+        finally:
+            self._pending_writes.discard(workload.key)
+
+    def _spawn(self, coro) -> None:
+        task = asyncio.create_task(coro)
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
 
     async def _write_lq_statuses(self) -> None:
         """Kueue's LocalQueue counts: pending, and reserving/admitted workloads."""
-        counts: dict[Key, list[int]] = {key: [0, 0] for key in self.state.local_queues}
-        for workload in list(self.state.workloads.values()):
-            key = (workload.namespace, workload.queue_name)
-            if key in counts and not workload.finished:
-                waiting = workload.pending and not self.state.is_assumed(workload.key)
-                counts[key][0 if waiting else 1] += 1
+        state = self.state
+        counts: dict[Key, list[int]] = {key: [0, 0] for key in state.local_queues}
+        # Waiting: pending and not assumed; holding: every charge (admitted, or assumed).
+        for column, keys in ((0, state.pending), (1, state.charges())):
+            for wl_key in list(keys):
+                workload = state.workloads.get(wl_key)
+                if workload is None or (column == 0 and state.is_assumed(wl_key)):
+                    continue
+                key = (workload.namespace, workload.queue_name)
+                if key in counts:
+                    counts[key][column] += 1
         for key, (pending, admitted) in counts.items():
             status = {
                 "pendingWorkloads": pending,

@@ -7,6 +7,7 @@ than one milli-unit is rounded up: a request of "0.1m" still takes 1m.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -68,6 +69,15 @@ def parse_quantity(value: object) -> Fraction:
 
 def parse_milli(value: object) -> int:
     """A quantity in milli-units, rounded up to a whole milli-unit (never down to zero)."""
+    if isinstance(value, str):
+        return _parse_milli_text(value)
+    return math.ceil(parse_quantity(value) * 1000)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_milli_text(value: str) -> int:
+    # A cluster's pods use a handful of distinct strings ("100m", "1Gi") tens of thousands of
+    # times; exact Fraction arithmetic for each would dominate a restart's projection work.
     return math.ceil(parse_quantity(value) * 1000)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 
 from tas.api import topologyassignment, topologyrequest
 from tas.api.constants import (
@@ -16,6 +17,7 @@ from tas.api.constants import (
     COND_EVICTED,
     COND_FINISHED,
     COND_QUOTA_RESERVED,
+    HOSTNAME_LABEL,
     JOB_COMPLETION_INDEX_LABEL,
     PODSET_LABEL,
     STRICT_FIFO,
@@ -220,6 +222,9 @@ class WorkloadInfo:
     def key(self) -> Key:
         return self.namespace, self.name
 
+    # The flags below are read on every admission cycle: computed once per object (a new
+    # object comes with every watch event), not once per read.
+
     def condition(self, type_: str) -> Mapping | None:
         return next((c for c in self.conditions if c.get("type") == type_), None)
 
@@ -227,11 +232,11 @@ class WorkloadInfo:
         cond = self.condition(type_)
         return bool(cond) and cond.get("status") == "True"
 
-    @property
+    @cached_property
     def finished(self) -> bool:
         return self.is_true(COND_FINISHED)
 
-    @property
+    @cached_property
     def has_quota(self) -> bool:
         """Holds capacity: quota reserved (by us, or left from before a restart) and not finished."""
         return (
@@ -240,17 +245,33 @@ class WorkloadInfo:
             and not self.finished
         )
 
-    @property
+    @cached_property
     def admitted(self) -> bool:
         return self.is_true(COND_ADMITTED) and self.has_quota
 
-    @property
+    @cached_property
     def evicted(self) -> bool:
         return self.is_true(COND_EVICTED)
 
-    @property
+    @cached_property
     def pending(self) -> bool:
         return not self.has_quota and not self.finished
+
+    @cached_property
+    def assigned_hosts(self) -> frozenset[str]:
+        """Hostnames in the topology assignments (hostname-lowest topologies only)."""
+        hosts: set[str] = set()
+        for a in self.admissions:
+            if a.assignment is not None and a.assignment.levels[-1:] == (HOSTNAME_LABEL,):
+                hosts.update(d.values[-1] for d in a.assignment.domains)
+        return frozenset(hosts)
+
+    @cached_property
+    def nodes_to_replace(self) -> tuple[str, ...]:
+        """Unhealthy nodes that still carry part of the assignment of a workload holding quota."""
+        if not self.has_quota or not self.unhealthy_nodes:
+            return ()
+        return tuple(n for n in self.unhealthy_nodes if n in self.assigned_hosts)
 
 
 def _timestamp(text: str | None) -> datetime:

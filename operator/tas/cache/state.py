@@ -102,6 +102,12 @@ class ClusterState:
         self.namespaces: dict[str, Mapping[str, str]] = {}  # name -> labels
         self.workloads: dict[Key, WorkloadInfo] = {}
         self.workload_by_owner: dict[str, Key] = {}  # owner uid -> workload
+        # Indexes kept on every change, so that an admission cycle or a node check costs what
+        # changed, not every workload: waiting ones, ones with a node to replace, and the
+        # workloads holding capacity on each node.
+        self.pending: set[Key] = set()
+        self.to_replace: set[Key] = set()
+        self._by_node: dict[str, set[Key]] = defaultdict(set)
         self._non_tas_usage: dict[str, dict[str, int]] = defaultdict(
             dict
         )  # node -> resource -> milli
@@ -259,6 +265,8 @@ class ClusterState:
     def upsert_workload(self, workload: WorkloadInfo) -> None:
         self._check_thread()
         self.workloads[workload.key] = workload
+        _index(self.pending, workload.key, workload.pending)
+        _index(self.to_replace, workload.key, bool(workload.nodes_to_replace))
         if workload.owner_uid:
             self.workload_by_owner[workload.owner_uid] = workload.key
         assumed = self._assumed.get(workload.key)
@@ -271,6 +279,8 @@ class ClusterState:
     def delete_workload(self, namespace: str, name: str) -> None:
         self._check_thread()
         old = self.workloads.pop((namespace, name), None)
+        self.pending.discard((namespace, name))
+        self.to_replace.discard((namespace, name))
         if old and old.owner_uid and self.workload_by_owner.get(old.owner_uid) == old.key:
             del self.workload_by_owner[old.owner_uid]
         self._assumed.pop((namespace, name), None)
@@ -300,10 +310,16 @@ class ClusterState:
         if old:
             self._apply(old, -1)
             del self._charges[key]
+            for node in _hosts(old):
+                self._by_node[node].discard(key)
+                if not self._by_node[node]:
+                    del self._by_node[node]
             self.generation += 1  # released capacity may let waiting workloads in
         if new:
             self._apply(new, 1)
             self._charges[key] = new
+            for node in _hosts(new):
+                self._by_node[node].add(key)
 
     def _apply(self, charge: Charge, sign: int) -> None:
         usage = self._quota_usage[charge.cluster_queue]
@@ -329,18 +345,7 @@ class ClusterState:
 
     def workloads_on_node(self, node: str) -> list[Key]:
         """Workloads holding quota whose topology assignment names this node."""
-        out = []
-        for key, charge in self._charges.items():
-            for ps in charge.pod_sets:
-                a = ps.assignment
-                if (
-                    a
-                    and a.levels[-1:] == (HOSTNAME_LEVEL,)
-                    and any(d.values[-1] == node for d in a.domains)
-                ):
-                    out.append(key)
-                    break
-        return out
+        return sorted(self._by_node.get(node, ()))
 
     def cluster_queue_of(self, workload: WorkloadInfo) -> str | None:
         return self.local_queues.get((workload.namespace, workload.queue_name))
@@ -404,3 +409,20 @@ class ClusterState:
             ready=node.ready,
             unschedulable=node.unschedulable,
         )
+
+
+def _index(index: set[Key], key: Key, member: bool) -> None:
+    if member:
+        index.add(key)
+    else:
+        index.discard(key)
+
+
+def _hosts(charge: Charge) -> set[str]:
+    """The nodes a charge's hostname-level assignments name."""
+    out: set[str] = set()
+    for ps in charge.pod_sets:
+        a = ps.assignment
+        if a and a.levels[-1:] == (HOSTNAME_LEVEL,):
+            out.update(d.values[-1] for d in a.domains)
+    return out

@@ -22,7 +22,7 @@ from tas.config import Settings
 from tas.features import Gate
 from tas.handlers.runtime import Runtime
 from tas.jobs.workload import build_workload
-from tas.kube import load_connection
+from tas.kubeconfig import load_connection
 
 log = logging.getLogger("tas.operator")
 
@@ -90,16 +90,16 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
 @kopf.on.login()
 async def login(memo: kopf.Memo, **_: Any) -> kopf.ConnectionInfo:
     """kopf (webhook configurations, discovery) logs in with the credentials our client uses."""
-    config = load_connection(memo.settings.kubeconfig).config
-    scheme, _, token = (config.get_api_key_with_prefix("BearerToken") or "").partition(" ")
+    connection = load_connection(memo.settings.kubeconfig)
+    scheme, _, token = (connection.authorization() or "").partition(" ")
     return kopf.ConnectionInfo(
-        server=config.host,
-        ca_path=config.ssl_ca_cert if config.verify_ssl else None,
-        insecure=not config.verify_ssl,
+        server=connection.server,
+        ca_path=None if connection.insecure else connection.ca_file,
+        insecure=connection.insecure,
         scheme=scheme or None,
         token=token or None,
-        certificate_path=config.cert_file,
-        private_key_path=config.key_file,
+        certificate_path=connection.cert_file,
+        private_key_path=connection.key_file,
     )
 
 

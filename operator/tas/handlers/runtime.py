@@ -22,7 +22,8 @@ from tas.features import Gate
 from tas.handlers.watches import WATCHES, on_workload
 from tas.hotswap.controller import NodeHealthController
 from tas.jobs.controller import JobController
-from tas.kube import Kube, load_connection
+from tas.kube import Kube
+from tas.kubeconfig import load_connection
 from tas.leader import LeaderElector, LeaseSettings
 from tas.serial import SerialWorker
 from tas.solver.types import SolverOptions

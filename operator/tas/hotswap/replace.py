@@ -29,12 +29,7 @@ def assigned_hosts(assignment: TopologyAssignment | None) -> set[str]:
 
 def needs_replacement(workload: WorkloadInfo) -> list[str]:
     """Unhealthy nodes that still carry part of the workload's assignment."""
-    hosts = (
-        set().union(*(assigned_hosts(a.assignment) for a in workload.admissions))
-        if workload.admissions
-        else set()
-    )
-    return [n for n in workload.unhealthy_nodes if n in hosts]
+    return list(workload.nodes_to_replace)
 
 
 def find_replacement(state: ClusterState, workload: WorkloadInfo, charge: Charge) -> Replacement:

@@ -189,7 +189,9 @@ def test_a_bug_during_an_admission_write_also_releases_the_capacity():
     writer = FakeWriter()
     writer.raise_next = [RuntimeError("unexpected")]
     loop = AdmissionLoop(state, writer)
-    cycle(loop)
-    # One write failed, the other landed: only the landed one holds capacity.
+    cycle(loop)  # a is decided first and its write fails; b did not fit beside it
+    assert admitted(writer) == [] and not state.charges()  # a's capacity came back
+    loop._retry_at.clear()
+    cycle(loop)  # the capacity a gave back is there for the next cycle
     [landed] = admitted(writer)
     assert set(state.charges()) == {("ns", landed)}

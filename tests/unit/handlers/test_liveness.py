@@ -8,7 +8,7 @@ from tas.kube import Connection, Kube
 
 
 def runtime() -> Runtime:
-    kube = Kube(Connection(server="http://127.0.0.1:9", ssl=False, config=None))
+    kube = Kube(Connection(server="http://127.0.0.1:9", ssl=False))
     return Runtime(Settings(leader_elect=False), kube=kube)
 
 
