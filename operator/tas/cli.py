@@ -61,19 +61,39 @@ def _operator(args: argparse.Namespace) -> int:
     for noisy in ("kopf.objects", "kopf.activities.probe", "aiohttp.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     logging.captureWarnings(True)  # e.g. urllib3's InsecureRequestWarning, once, into the log
+    import asyncio
 
+    from tas.kubeconfig import KubeconfigError
+
+    try:
+        asyncio.run(_run_operator(settings, args.liveness))
+    except KubeconfigError as exc:
+        print(f"tas operator: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+async def _run_operator(settings, liveness: str | None) -> None:
+    """Start listing the cluster first, and load kopf and the webhooks meanwhile: on a
+    restart the first admission waits for the lists, not for Python's imports."""
+    import asyncio
+    import importlib
+
+    from tas.handlers.runtime import Runtime
+
+    runtime = Runtime(settings)
+    runtime.start()
+    # The import touches no shared state; in a thread it overlaps with the lists in flight.
+    await asyncio.to_thread(importlib.import_module, "tas.handlers.operator")  # registers them
     import kopf
 
-    import tas.handlers.operator  # noqa: F401  (registers the handlers)
-
-    kopf.run(
+    await kopf.operator(
         standalone=True,
         clusterwide=not settings.namespaces,
         namespaces=list(settings.namespaces),
-        memo=kopf.Memo(settings=settings),
-        liveness_endpoint=args.liveness,
+        memo=kopf.Memo(settings=settings, runtime=runtime),
+        liveness_endpoint=liveness,
     )
-    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:

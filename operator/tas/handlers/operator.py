@@ -83,8 +83,9 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
         settings.admission.server = server
     settings.admission.managed = config.webhook_config_name
     metrics.serve(config.metrics_port)
-    memo.runtime = Runtime(config)
-    memo.runtime.start()
+    if "runtime" not in memo:  # `tas operator` starts it before kopf, to list sooner
+        memo.runtime = Runtime(config)
+        memo.runtime.start()
 
 
 @kopf.on.login()
