@@ -5,6 +5,7 @@
 #   e2e/cluster.sh up      start (or keep) the cluster; last line printed is KUBECONFIG=<path>
 #   e2e/cluster.sh down    stop exactly the processes it started and remove their data
 #   e2e/cluster.sh status  say what runs
+#   e2e/cluster.sh restart-apiserver   stop the API server and start it again (an outage)
 #
 # Settings (environment): TAS_CLUSTER_DIR (default .cluster in the checkout),
 # TAS_KWOK_POD_COMPLETE=1 to let kwok mark Job pods Succeeded at once,
@@ -36,6 +37,30 @@ wait_until() {  # wait_until SECONDS WHAT COMMAND...
     if (( $(date +%s) > deadline )); then say "timed out waiting for $what; logs in $D"; return 1; fi
     sleep 0.5
   done
+}
+
+start_apiserver() {  # with the data, certificates and tokens already in $D
+  start kube-apiserver "$B/kube-apiserver" --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
+    --bind-address=127.0.0.1 --secure-port="$API_PORT" --advertise-address=127.0.0.1 \
+    --endpoint-reconciler-type=none --cert-dir="$D/serving" --token-auth-file="$D/tokens.csv" \
+    --authorization-mode=RBAC --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file="$D/sa.key" --service-account-signing-key-file="$D/sa.key" \
+    --service-cluster-ip-range=10.96.0.0/16 --allow-privileged=true \
+    --disable-admission-plugins=ServiceAccount \
+    --default-not-ready-toleration-seconds=20 --default-unreachable-toleration-seconds=20
+  wait_until 120 kube-apiserver kc get --raw=/readyz
+}
+
+restart_apiserver() {  # stop the API server and start it again on the same etcd: an outage
+  B=$(cat "$D/bin-dir")
+  alive kube-apiserver || { say "kube-apiserver is not running"; return 1; }
+  local pid; pid=$(cat "$D/kube-apiserver.pid")
+  kill -- "-$pid" 2>/dev/null || true
+  for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+  kill -9 -- "-$pid" 2>/dev/null || true
+  mv "$D/kube-apiserver.log" "$D/kube-apiserver.before-restart.log"
+  start_apiserver
+  say "kube-apiserver restarted"
 }
 
 up() {
@@ -71,15 +96,7 @@ KC
     --initial-advertise-peer-urls="http://127.0.0.1:$((ETCD_PORT + 1))" \
     --initial-cluster="default=http://127.0.0.1:$((ETCD_PORT + 1))" --unsafe-no-fsync=true
   say "starting kube-apiserver"
-  start kube-apiserver "$B/kube-apiserver" --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
-    --bind-address=127.0.0.1 --secure-port="$API_PORT" --advertise-address=127.0.0.1 \
-    --endpoint-reconciler-type=none --cert-dir="$D/serving" --token-auth-file="$D/tokens.csv" \
-    --authorization-mode=RBAC --service-account-issuer=https://kubernetes.default.svc.cluster.local \
-    --service-account-key-file="$D/sa.key" --service-account-signing-key-file="$D/sa.key" \
-    --service-cluster-ip-range=10.96.0.0/16 --allow-privileged=true \
-    --disable-admission-plugins=ServiceAccount \
-    --default-not-ready-toleration-seconds=20 --default-unreachable-toleration-seconds=20
-  wait_until 120 kube-apiserver kc get --raw=/readyz
+  start_apiserver
 
   say "starting kube-controller-manager and kube-scheduler"
   start kube-controller-manager "$B/kube-controller-manager" --kubeconfig="$D/kubeconfig" \
@@ -131,5 +148,6 @@ case "${1:-}" in
   up) up ;;
   down) down ;;
   status) status ;;
-  *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
+  restart-apiserver) restart_apiserver ;;
+  *) echo "usage: $0 up|down|status|restart-apiserver" >&2; exit 2 ;;
 esac

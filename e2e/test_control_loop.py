@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import subprocess
 import time
 from collections import Counter
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 
 from e2e import jobs
 from e2e.faultproxy import FaultProxy
-from e2e.harness import Cluster, wait_for
+from e2e.harness import CLUSTER_SH, Cluster, wait_for
 from e2e.operator_process import OperatorProcess
 from e2e.topology import RACK_LABEL
 from tas.cache.reflector import Reflector
@@ -265,3 +266,32 @@ def test_sigkills_during_admissions_never_double_book_or_ungate_twice(
     assert max(cpu_per_node(cluster).values()) <= NODE_CPU
     ungated = Counter(re.findall(rf"ungated {namespace}/(\S+) onto", operator.log()))
     assert ungated and max(ungated.values()) == 1, ungated.most_common(3)
+
+
+# ---- the API server restarted under a running operator (last: it takes the API server away) ------
+
+
+def test_the_api_server_restarted_under_a_running_operator(
+    cluster: Cluster, namespace: str, user_queue: str, operator: OperatorProcess
+):
+    if not cluster.local_dir:
+        pytest.skip("restarts the local cluster's API server")
+    cluster.apply(jobs.job("before", user_queue, pods=2, cpu="1"), namespace)
+    jobs.wait_running(cluster, namespace, "before", 2, timeout=60)
+    subprocess.run(
+        ["bash", str(CLUSTER_SH), "restart-apiserver"],
+        env={**os.environ, "TAS_CLUSTER_DIR": cluster.local_dir},
+        check=True,
+        capture_output=True,
+        timeout=180,
+    )
+    if operator.proc.poll() is not None:
+        # A leader that could not renew its lease for 10 s steps down and exits, as
+        # controller-runtime's do; the kubelet would start it again.
+        assert "lost the lease" in operator.log()
+        operator.start()
+    # Its watches resumed (or relisted) against the new API server: a new Job is admitted.
+    cluster.apply(jobs.job("after", user_queue, pods=2, cpu="1"), namespace)
+    jobs.wait_running(cluster, namespace, "after", 2, timeout=120)
+    assert operator.proc.poll() is None
+    assert max(cpu_per_node(cluster).values()) <= NODE_CPU
