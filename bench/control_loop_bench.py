@@ -381,6 +381,11 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--sizes", default=None, help="NODESxPODS,... for the restart stage")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--stages",
+        default="job64,webhooks,live,drain,restart",
+        help="comma-separated subset of job64,webhooks,live,drain,restart",
+    )
     parser.add_argument("--output", default=str(ROOT / "bench" / "results" / "control_loop.json"))
     args = parser.parse_args()
     os.environ.setdefault("TAS_CLUSTER_DIR", str(ROOT / ".cluster" / "bench"))
@@ -404,60 +409,79 @@ def main() -> int:
     op.start()
     results: dict = {"machine": {"cpus": os.cpu_count(), "load": os.getloadavg()}}
     count = 100 if args.quick else 1000
+    stages = set(args.stages.split(","))
+    partial = stages != {"job64", "webhooks", "live", "drain", "restart"}
+    if partial and args.output.endswith("control_loop.json"):
+        args.output = "/tmp/control_loop_partial.json"  # a partial run keeps the full results
     try:
-        results["job64"] = job64(cluster, op, 2 if args.quick else args.runs)
-        print("64-pod Job:", results["job64"], flush=True)
-        results["webhooks"] = webhook_latency(cluster, op)
-        print("webhooks:", results["webhooks"], flush=True)
-        results["live"] = live(cluster, op, count // 2)
-        print("live:", results["live"], flush=True)
-        results["drain"] = drain(cluster, op, count)
-        print("drain:", results["drain"], flush=True)
-        results["drain_workloads"] = drain_workloads(cluster, op, count)
-        print("drain, Workloads only:", results["drain_workloads"], flush=True)
+        if "job64" in stages:
+            results["job64"] = job64(cluster, op, 2 if args.quick else args.runs)
+            print("64-pod Job:", results["job64"], flush=True)
+        if "webhooks" in stages:
+            results["webhooks"] = webhook_latency(cluster, op)
+            print("webhooks:", results["webhooks"], flush=True)
+        if "live" in stages:
+            results["live"] = live(cluster, op, count // 2)
+            print("live:", results["live"], flush=True)
+        if "drain" in stages:
+            results["drain"] = drain(cluster, op, count)
+            print("drain:", results["drain"], flush=True)
+            results["drain_workloads"] = drain_workloads(cluster, op, count)
+            print("drain, Workloads only:", results["drain_workloads"], flush=True)
         results["restart"] = []
-        for size in sizes.split(","):
+        for size in sizes.split(",") if "restart" in stages else ():
             nodes, pods = (int(x) for x in size.split("x"))
             results["restart"].append(restart(cluster, op, nodes, pods, args.runs))
             print("restart:", results["restart"][-1], flush=True)
     finally:
         op.stop()
         Path(args.output).write_text(json.dumps(results, indent=2))
+    print_table(results)
+    return 0
+
+
+def print_table(results: dict) -> None:
     print("| measure | value |\n|---|---|")
-    print(
-        f"| 64-pod Job create -> all Running, 200 nodes (median) | {results['job64']['median_s']:.2f} s |"
-    )
-    lv, dr, wh = results["live"], results["drain"], results["webhooks"]
-    dw = results["drain_workloads"]
-    print(f"| live: {lv['jobs']} two-pod Jobs, admitted | {lv['admitted_per_s']:.0f} /s |")
-    print(
-        f"| Job create (dry run), one at a time, through our webhooks (median) | "
-        f"{wh['dry_run_ms_median_with_webhooks']:.1f} ms (no webhook: {wh['dry_run_ms_median_without']:.1f} ms) |"
-    )
-    print(
-        f"| Job create, one at a time, with the operator processing each (median) | "
-        f"{wh['job_create_ms_median_with_webhooks']:.1f} ms (no webhook: {wh['job_create_ms_median_without']:.1f} ms) |"
-    )
-    print(
-        f"| API writes per admitted workload (live) | {lv['api_writes_per_admitted_workload']:.1f} |"
-    )
-    print(
-        f"| operator CPU per admitted workload (live / drain / Workloads only) | "
-        f"{lv['cpu_ms_per_admitted_workload']:.1f} / {dr['cpu_ms_per_admitted_workload']:.1f} / "
-        f"{dw['cpu_ms_per_admitted_workload']:.1f} ms |"
-    )
-    print(
-        f"| drain: {dr['jobs']} queued Jobs, admitted after sync | {dr['admitted_per_s_after_sync']:.0f} /s |"
-    )
-    print(
-        f"| drain: {dw['workloads']} Workloads alone (no Jobs, no pods) | {dw['admitted_per_s_after_sync']:.0f} /s |"
-    )
+    if "job64" in results:
+        print(
+            f"| 64-pod Job create -> all Running, 200 nodes (median) | {results['job64']['median_s']:.2f} s |"
+        )
+    if "webhooks" in results:
+        wh = results["webhooks"]
+        print(
+            f"| Job create (dry run), one at a time, through our webhooks (median) | "
+            f"{wh['dry_run_ms_median_with_webhooks']:.1f} ms (no webhook: {wh['dry_run_ms_median_without']:.1f} ms) |"
+        )
+        print(
+            f"| Job create, one at a time, with the operator processing each (median) | "
+            f"{wh['job_create_ms_median_with_webhooks']:.1f} ms (no webhook: {wh['job_create_ms_median_without']:.1f} ms) |"
+        )
+    if "live" in results:
+        lv = results["live"]
+        print(f"| live: {lv['jobs']} two-pod Jobs, admitted | {lv['admitted_per_s']:.0f} /s |")
+        print(
+            f"| API writes per admitted workload (live) | {lv['api_writes_per_admitted_workload']:.1f} |"
+        )
+        print(
+            f"| operator CPU per admitted workload (live) | {lv['cpu_ms_per_admitted_workload']:.1f} ms |"
+        )
+    if "drain" in results:
+        dr, dw = results["drain"], results["drain_workloads"]
+        print(
+            f"| operator CPU per admitted workload (drain / Workloads only) | "
+            f"{dr['cpu_ms_per_admitted_workload']:.1f} / {dw['cpu_ms_per_admitted_workload']:.1f} ms |"
+        )
+        print(
+            f"| drain: {dr['jobs']} queued Jobs, admitted after sync | {dr['admitted_per_s_after_sync']:.0f} /s |"
+        )
+        print(
+            f"| drain: {dw['workloads']} Workloads alone (no Jobs, no pods) | {dw['admitted_per_s_after_sync']:.0f} /s |"
+        )
     for r in results["restart"]:
         print(
             f"| restart, {r['nodes']} nodes + {r['pods']} pods: synced / first admission / RSS / CPU "
             f"| {r['synced_s']:.2f} s / {r['first_admission_s']:.2f} s / {r['rss_mib']:.0f} MiB / {r['cpu_s']:.1f} s |"
         )
-    return 0
 
 
 if __name__ == "__main__":

@@ -145,7 +145,7 @@ class FeatureGates:
 
     values: Mapping[str, bool]
 
-    def enabled(self, name: Gate | str) -> bool:
+    def enabled(self, name: Gate) -> bool:
         if name not in GATES:
             raise FeatureGateError(f"unknown feature gate {name!r}")
         if not self.values.get(name, GATES[name].default):

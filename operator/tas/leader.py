@@ -80,9 +80,11 @@ class LeaderElector:
     async def run(self) -> None:
         while True:
             try:
-                await self.try_acquire_or_renew()
-            except KubeError as exc:
-                log.warning("lease %s: %s", self.settings.name, exc)
+                # A leader's attempt may not outlast its renew deadline: a hung call must not
+                # keep it admitting after a standby has taken over.
+                await asyncio.wait_for(self.try_acquire_or_renew(), self._attempt_timeout())
+            except (KubeError, TimeoutError) as exc:
+                log.warning("lease %s: %s", self.settings.name, exc or "timed out")
             if (
                 self.leading.is_set()
                 and self.clock() - self._renewed_at > self.settings.renew_deadline
@@ -93,6 +95,12 @@ class LeaderElector:
                     self.on_lost()
                 return
             await asyncio.sleep(self.settings.retry_period)
+
+    def _attempt_timeout(self) -> float:
+        if self.leading.is_set():
+            left = self.settings.renew_deadline - (self.clock() - self._renewed_at)
+            return max(left, 0.001)
+        return self.settings.renew_deadline
 
     def _spec(self, acquire_time: str, transitions: int) -> dict:
         now = micro_time()

@@ -17,7 +17,6 @@ import yaml
 from tas import features
 from tas.api import topologyassignment
 from tas.api.annotations import (
-    MULTI_LAYER_GATE,
     TopologyRequestError,
     label_key_problem,
     parse_topology_request,
@@ -25,6 +24,7 @@ from tas.api.annotations import (
     validate_pod_set_groups,
 )
 from tas.api.quantity import parse_milli
+from tas.features import Gate
 from tas.solver.types import (
     HOSTNAME_LEVEL,
     PODS,
@@ -351,7 +351,7 @@ def parse_scenario(document: Any) -> Scenario:
             balanced_placement=gates.enabled(features.Gate.TAS_BALANCED_PLACEMENT),
         ),
         nodes=_nodes(document),
-        workloads=_workloads(document, levels, gates.enabled(MULTI_LAYER_GATE)),
+        workloads=_workloads(document, levels, gates.enabled(Gate.TAS_MULTI_LAYER_TOPOLOGY)),
     )
 
 

@@ -77,6 +77,7 @@ class SerialWorker:
                 )
                 log.debug("%s: %s failure", self.name, key, exc_info=True)
                 self._waiting.add(key)
+                self._pending.pop(key, None)  # an event during the call must not skip the wait
                 asyncio.get_running_loop().call_later(delay, self._retry, key)
             finally:
                 self._running.discard(key)

@@ -119,6 +119,33 @@ def test_a_leader_that_cannot_renew_within_the_deadline_steps_down():
     assert lost == [1] and not a.leading.is_set()
 
 
+def test_a_leader_whose_renewal_hangs_steps_down_at_its_renew_deadline():
+    """A call that never answers must not keep a leader admitting past the deadline."""
+    lost = []
+
+    class HangingStore(LeaseStore):
+        hang = False
+
+        async def get(self, path):
+            if self.hang:
+                await asyncio.sleep(3600)
+            return await super().get(path)
+
+    async def go():
+        store = HangingStore()
+        fast = LeaseSettings(namespace="x", retry_period=0.01, renew_deadline=0.2)
+        a = LeaderElector(store, fast, "a", on_lost=lambda: lost.append(1))
+        task = asyncio.create_task(a.run())
+        while not a.leading.is_set():
+            await asyncio.sleep(0.01)
+        store.hang = True
+        await asyncio.wait_for(task, 2)  # returns once it has given up leading
+        return a
+
+    a = asyncio.run(go())
+    assert lost == [1] and not a.leading.is_set()
+
+
 def test_release_hands_the_lease_back_for_a_quick_takeover():
     async def go():
         store, clock = LeaseStore(), Clock()

@@ -37,6 +37,27 @@ def test_a_failing_key_is_not_retried_faster_than_its_backoff_however_busy_its_e
     assert min(gaps) >= 0.09
 
 
+def test_an_event_during_a_failing_call_does_not_skip_the_backoff() -> None:
+    calls: list[float] = []
+
+    async def handle(key):
+        calls.append(time.monotonic())
+        worker.submit(key)  # the object changes while its write is in flight
+        await asyncio.sleep(0)
+        raise KubeError(500, "boom")
+
+    async def go():
+        task = asyncio.create_task(worker.run())
+        worker.submit("k")
+        await asyncio.sleep(0.5)
+        task.cancel()
+
+    worker = SerialWorker("w", handle, backoff=Backoff(base=1.0, cap=2.0))
+    worker.started.set()
+    run(go())
+    assert len(calls) == 1, [round(b - a, 3) for a, b in itertools.pairwise(calls)]
+
+
 def test_retry_after_from_the_server_is_waited_out() -> None:
     calls: list[float] = []
 

@@ -111,7 +111,9 @@ class AdmissionLoop:
                 by_cq[cq_name].append(workload)
 
         for cq_name in sorted(by_cq):
-            cq = state.cluster_queues[cq_name]
+            cq = state.cluster_queues.get(cq_name)
+            if cq is None:  # deleted while an earlier queue's writes were awaited
+                continue
             problem = state.cluster_queue_problem(cq)
             for workload in pending_order(by_cq[cq_name]):
                 if problem:
@@ -209,7 +211,7 @@ class AdmissionLoop:
                 )
             return
         assert result.charge is not None and result.assignments is not None
-        self.state.assume(workload.key, result.charge)
+        self.state.assume(workload, result.charge)
         try:
             written = await self.writer.write_status(
                 workload, transitions.replaced(workload, result.assignments)
@@ -229,7 +231,7 @@ class AdmissionLoop:
 
     async def _admit(self, workload: WorkloadInfo, decision: Decision) -> bool:
         assert decision.charge is not None and decision.admission is not None
-        self.state.assume(workload.key, decision.charge)
+        self.state.assume(workload, decision.charge)
         # The capacity is ours from here on (assumed); the write runs beside the loop, which
         # goes on deciding, as Kueue's scheduler does. A failed write gives the capacity back.
         status = transitions.admitted(workload, decision.admission, decision.message)
@@ -259,6 +261,11 @@ class AdmissionLoop:
         await self.writer.record_event(
             workload, "Normal", REASON_ADMITTED, "Admitted by ClusterQueue " + cq
         )
+
+    def cancel_writes(self) -> None:
+        """The lease is lost: another replica may be deciding now, so no write may land."""
+        for task in list(self._writes):
+            task.cancel()
 
     async def drain(self) -> None:
         """Wait for the admission writes in flight (tests, shutdown)."""

@@ -25,9 +25,9 @@ from tas.api.constants import (
     PODSET_SLICE_SIZE,
     PODSET_UNCONSTRAINED_TOPOLOGY,
 )
+from tas.features import Gate
 from tas.solver.types import PodSetRequest, SliceLayer, TopologyRequest
 
-MULTI_LAYER_GATE = "TASMultiLayerTopology"
 MAX_SLICE_LAYERS = 3
 _INT32_MAX = 2**31 - 1
 _UINT64_MAX = 2**64 - 1
@@ -263,7 +263,7 @@ def _parse_constraints(
         return TopologyRequestError(name, text, problem)
 
     if not multi_layer_enabled:
-        raise fail(f"needs the {MULTI_LAYER_GATE} feature gate")
+        raise fail(f"needs the {Gate.TAS_MULTI_LAYER_TOPOLOGY} feature gate")
     for other, value in (
         (PODSET_SLICE_REQUIRED_TOPOLOGY, slice_topology),
         (PODSET_SLICE_SIZE, slice_size_text),

@@ -5,13 +5,14 @@ the last one seen. When the watch is expired (410) or the list cannot be resumed
 listed again and whatever vanished meanwhile is handed on as DELETED, so nothing that went away
 during an outage stays in the cache. Start-up is one pass over the listed objects: O(objects).
 
-The reflector keeps only the keys it has handed on, never the objects: the handler owns the
-projections. A DELETED for a vanished object carries only its metadata (name, namespace).
+The reflector keeps only the keys it has handed on (`known`: whatever the handler may hold),
+never the objects: the handler owns the projections. A DELETED for a vanished object carries only its metadata (name, namespace).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -93,31 +94,43 @@ class Reflector:
                 # answers 410 then, and the relist finds what vanished.
 
     async def relist(self) -> None:
-        """List everything, page by page; what was known and is not listed was deleted."""
+        """List everything, page by page; what was known and is not listed was deleted.
+
+        The next page is requested before this one is handed on, so the API server encodes it
+        while we parse: on a restart the two overlap instead of taking turns.
+        """
         listed: set[ObjectKey] = set()
         token = ""
-        while True:
-            params = {**self.params, "limit": str(self.page_size)}
-            if token:
-                params["continue"] = token
-            try:
-                page = await self.kube.request("GET", self.path, params=params, timeout=120)
-            except KubeError as exc:
-                if exc.status == 410 and token:  # the continue token expired: start over
-                    listed.clear()
-                    token = ""
-                    continue
-                raise
-            self.failures = 0
-            for obj in page.get("items") or []:
-                key = object_key(obj)
-                listed.add(key)
-                await self._hand_on("MODIFIED" if key in self.known else "ADDED", obj)
-            meta = page.get("metadata") or {}
-            token = meta.get("continue") or ""
-            if not token:
-                self.resource_version = meta.get("resourceVersion") or ""
-                break
+        next_page: asyncio.Task | None = asyncio.ensure_future(self._page(token))
+        try:
+            while next_page is not None:
+                try:
+                    page = await next_page
+                except KubeError as exc:
+                    if exc.status == 410 and token:  # the continue token expired: start over
+                        listed.clear()
+                        token = ""
+                        next_page = asyncio.ensure_future(self._page(token))
+                        continue
+                    raise
+                self.failures = 0
+                meta = page.get("metadata") or {}
+                token = meta.get("continue") or ""
+                next_page = asyncio.ensure_future(self._page(token)) if token else None
+                for obj in page.get("items") or []:
+                    key = object_key(obj)
+                    listed.add(key)
+                    kind = "MODIFIED" if key in self.known else "ADDED"
+                    # Known at once: if this list fails, the next one still deletes it.
+                    self.known.add(key)
+                    await self._hand_on(kind, obj)
+                if next_page is None:
+                    self.resource_version = meta.get("resourceVersion") or ""
+        finally:
+            if next_page is not None:  # cancelled or failed mid-list: leave no request behind
+                next_page.cancel()
+                with contextlib.suppress(BaseException):
+                    await next_page
         for namespace, name in self.known - listed:
             await self._hand_on("DELETED", {"metadata": {"namespace": namespace, "name": name}})
         self.known = listed
@@ -125,6 +138,12 @@ class Reflector:
         if not self.synced.is_set():
             log.info("%s: listed %d", self.name, len(listed))
         self.synced.set()
+
+    async def _page(self, token: str) -> Mapping[str, Any]:
+        params = {**self.params, "limit": str(self.page_size)}
+        if token:
+            params["continue"] = token
+        return await self.kube.request("GET", self.path, params=params, timeout=120)
 
     async def _hand_on(self, kind: str, obj: Mapping[str, Any]) -> None:
         """One object the handler cannot take (a bug, hostile input) must not stop the watch."""

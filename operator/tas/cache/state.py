@@ -113,6 +113,7 @@ class ClusterState:
         )  # node -> resource -> milli
         self._pods_by_workload: dict[Key, set[Key]] = defaultdict(set)
         self._assumed: dict[Key, Charge] = {}
+        self._assumed_on: dict[Key, str] = {}  # the resourceVersion each assumption was made on
         self._charges: dict[Key, Charge] = {}
         self._quota_usage: dict[str, dict[str, dict[str, int]]] = defaultdict(
             lambda: defaultdict(dict)
@@ -269,11 +270,13 @@ class ClusterState:
         _index(self.to_replace, workload.key, bool(workload.nodes_to_replace))
         if workload.owner_uid:
             self.workload_by_owner[workload.owner_uid] = workload.key
-        assumed = self._assumed.get(workload.key)
-        if assumed is not None and (workload.finished or charge_of(workload) == assumed):
-            # The watch caught up with our write. An older version arriving late (the watch
-            # lags our writes) neither matches nor clears it, so capacity is never given twice.
-            del self._assumed[workload.key]
+        assumed_on = self._assumed_on.get(workload.key)
+        if assumed_on is not None and assumed_on != workload.resource_version:
+            # A version after the one the decision was made on: our write (guarded by that
+            # version) has landed, or it cannot land any more (409) and is forgotten. Either
+            # way the watched status charges what it holds from here on. Not only the exact
+            # charge we wrote: a relist after an outage may show a later version.
+            self._drop_assumption(workload.key)
         self._recharge(workload.key)
 
     def delete_workload(self, namespace: str, name: str) -> None:
@@ -283,20 +286,26 @@ class ClusterState:
         self.to_replace.discard((namespace, name))
         if old and old.owner_uid and self.workload_by_owner.get(old.owner_uid) == old.key:
             del self.workload_by_owner[old.owner_uid]
-        self._assumed.pop((namespace, name), None)
+        self._drop_assumption((namespace, name))
         self._recharge((namespace, name))
 
-    def assume(self, key: Key, charge: Charge) -> None:
-        """Take capacity for an admission before its status write lands."""
+    def assume(self, workload: WorkloadInfo, charge: Charge) -> None:
+        """Take capacity for an admission before its status write lands. The write must be
+        guarded by this version of the workload (its resourceVersion)."""
         self._check_thread()
-        self._assumed[key] = charge
-        self._recharge(key)
+        self._assumed[workload.key] = charge
+        self._assumed_on[workload.key] = workload.resource_version
+        self._recharge(workload.key)
 
     def forget(self, key: Key) -> None:
         """Roll back an assumption whose status write failed."""
         self._check_thread()
-        if self._assumed.pop(key, None) is not None:
+        if self._drop_assumption(key):
             self._recharge(key)
+
+    def _drop_assumption(self, key: Key) -> bool:
+        self._assumed_on.pop(key, None)
+        return self._assumed.pop(key, None) is not None
 
     def is_assumed(self, key: Key) -> bool:
         return key in self._assumed

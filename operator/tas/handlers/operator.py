@@ -54,15 +54,6 @@ def rt(memo: Any) -> Runtime:
 async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     config: Settings = memo.settings
     settings.posting.enabled = False  # we write our own events, on Workloads
-    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(
-        prefix="tas.kueue.x-k8s.io"
-    )
-    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-        prefix="tas.kueue.x-k8s.io"
-    )
-    settings.persistence.finalizer = "tas.kueue.x-k8s.io/finalizer"
-    settings.watching.server_timeout = 300
-    settings.watching.client_timeout = 330
     cert_dir = Path(config.webhook_cert_dir or tempfile.mkdtemp(prefix="tas-webhook-"))
     hosts = [config.webhook_url_host, config.webhook_listen]
     if config.webhook_service:

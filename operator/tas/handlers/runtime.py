@@ -15,6 +15,7 @@ import os
 import signal
 
 from tas.admission.loop import AdmissionLoop
+from tas.cache import projections as proj
 from tas.cache.reflector import Reflector
 from tas.cache.state import ClusterState
 from tas.config import Settings
@@ -97,8 +98,13 @@ class Runtime:
                 out.append(Reflector(self.kube, p, handle, name=kind, params=params))
         return out
 
-    async def _refresh_workload(self, obj) -> None:
-        await on_workload(self, "MODIFIED", obj)
+    async def _refresh_workload(self, obj, refused_version: str) -> None:
+        """A Workload read again after a 409. Taken only if the cache still holds the version
+        the refused decision was made on: the watch may have brought a newer one (or its
+        deletion) meanwhile, and the cache must never go back to an older one."""
+        cached = self.state.workloads.get(proj.key_of(obj))
+        if cached is not None and cached.resource_version == refused_version:
+            await on_workload(self, "MODIFIED", obj)
 
     def check_node(self, name: str | None) -> None:
         if self.hotswap_enabled and name:
@@ -157,6 +163,7 @@ class Runtime:
         for t in self.tasks:
             if t.get_name() in ("admission", "jobs", "ungater", "hotswap"):
                 t.cancel()
+        self.admission.cancel_writes()
         os.kill(os.getpid(), signal.SIGTERM)
 
     def problems(self) -> list[str]:

@@ -21,7 +21,8 @@ from tas.workload import transitions
 
 log = logging.getLogger(__name__)
 
-Refresh = Callable[[Mapping[str, Any]], Awaitable[None]]
+# (the Workload read again, the resourceVersion the refused write was guarded by)
+Refresh = Callable[[Mapping[str, Any], str], Awaitable[None]]
 
 
 class WorkloadWriter:
@@ -45,7 +46,7 @@ class WorkloadWriter:
             self.conflicts += 1
             fresh = await self.kube.get(path)
             if fresh is not None and self.refresh is not None:
-                await self.refresh(fresh)
+                await self.refresh(fresh, workload.resource_version)
             return False
         return True
 

@@ -57,10 +57,10 @@ def test_assumed_usage_is_seen_by_the_next_decision_and_forgetting_frees_it():
         workload("b", pods=8, annotations_request={"required": RACK})
     )
     d1 = decide(state, first, cq_of(state))
-    state.assume(first.key, d1.charge)
+    state.assume(first, d1.charge)
     d2 = decide(state, second, cq_of(state))
     assert d2.admitted  # the other rack
-    state.assume(second.key, d2.charge)
+    state.assume(second, d2.charge)
     third = proj.workload_from_object(workload("c", pods=1))
     assert not decide(state, third, cq_of(state)).admitted  # 16 cpu all taken
     state.forget(second.key)

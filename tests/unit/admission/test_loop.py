@@ -1,4 +1,5 @@
 import asyncio
+import itertools
 
 import tas.admission.loop as loop_module
 from tas.admission.loop import AdmissionLoop
@@ -41,7 +42,13 @@ def admitted(writer):
     return [name for name, status in writer.statuses if "admission" in status]
 
 
+_versions = itertools.count(100)
+
+
 def add(state, obj):
+    """A watched version of the Workload: the API server gives every version a new
+    resourceVersion."""
+    obj["metadata"]["resourceVersion"] = str(next(_versions))
     state.upsert_workload(proj.workload_from_object(obj))
 
 
@@ -195,3 +202,84 @@ def test_a_bug_during_an_admission_write_also_releases_the_capacity():
     cycle(loop)  # the capacity a gave back is there for the next cycle
     [landed] = admitted(writer)
     assert set(state.charges()) == {("ns", landed)}
+
+
+def test_a_later_version_than_the_written_one_ends_the_assumption():
+    """After a watch outage the relist may show a version after our write (here: admitted,
+    then evicted, and the pods gone). The assumption must end there, or the workload would
+    hold capacity twice and never be tried again."""
+    state = make_state(two_racks())
+    obj = workload("a", pods=16)
+    add(state, obj)
+    writer = FakeWriter()
+    loop = AdmissionLoop(state, writer)
+
+    async def go():
+        await loop.cycle()  # assumed; the write is in flight
+        assert state.is_assumed(("ns", "a"))
+        await loop.drain()
+        add(state, workload("a", pods=16))  # a later version, pending again, no admission
+        assert not state.is_assumed(("ns", "a")) and not state.charges()
+        add(state, workload("b", pods=16))
+        await loop.cycle()
+        await loop.drain()
+
+    asyncio.run(go())
+    assert len(admitted(writer)) == 2  # the freed capacity was given again, once
+
+
+def test_the_same_version_seen_again_keeps_the_assumption():
+    """A relist repeats the version the decision was made on: the write may still be in
+    flight, so the capacity stays taken."""
+    state = make_state(two_racks())
+    obj = workload("a", pods=16)
+    add(state, obj)
+    loop = AdmissionLoop(state, FakeWriter())
+
+    async def go():
+        await loop.cycle()
+        state.upsert_workload(proj.workload_from_object(obj))  # same resourceVersion
+        return state.is_assumed(("ns", "a")), bool(state.charges())
+
+    assert asyncio.run(go()) == (True, True)
+
+
+def test_a_cluster_queue_deleted_during_a_cycle_does_not_stop_the_others():
+    state = make_state(two_racks())
+    state.upsert_cluster_queue(proj.cluster_queue_from_object(cluster_queue("other")))
+    state.upsert_local_queue("ns", "lq-other", "other")
+    add(state, workload("a", pods=4))
+    other = workload("z", pods=4)
+    other["spec"]["queueName"] = "lq-other"
+    add(state, other)
+
+    class DeletingWriter(FakeWriter):
+        async def write_cluster_queue_status(self, name, status):
+            await super().write_cluster_queue_status(name, status)
+            state.delete_cluster_queue("other")  # gone while the first queue's write ran
+
+    writer = DeletingWriter()
+    loop = AdmissionLoop(state, writer)
+    cycle(loop)
+    assert admitted(writer) == ["a"] and ("ns", "lq") in writer.lq
+
+
+def test_writes_in_flight_are_cancelled_when_the_lease_is_lost_and_release_capacity():
+    state = make_state(two_racks())
+    add(state, workload("a", pods=4))
+
+    class HangingWriter(FakeWriter):
+        async def write_status(self, wl, status):
+            await asyncio.sleep(3600)
+
+    loop = AdmissionLoop(state, HangingWriter())
+
+    async def go():
+        await loop.cycle()
+        await asyncio.sleep(0)  # the write has started and hangs
+        assert state.is_assumed(("ns", "a"))
+        loop.cancel_writes()
+        await asyncio.wait_for(loop.drain(), 1)
+
+    asyncio.run(go())
+    assert not state.is_assumed(("ns", "a")) and not state.charges()

@@ -128,3 +128,59 @@ def test_a_handler_that_fails_on_one_object_does_not_stop_the_watch():
 
     asyncio.run(go())
     assert handled == ["a", "good"]
+
+
+class PagedApi(ScriptedApi):
+    """Pages may be exceptions too, and each request records its continue token."""
+
+    def __init__(self, pages, watches):
+        super().__init__(pages, watches)
+        self.tokens = []
+
+    async def request(self, method, path, params=None, timeout=None):
+        self.tokens.append((params or {}).get("continue", ""))
+        step = self.pages.pop(0)
+        if isinstance(step, Exception):
+            raise step
+        return step
+
+
+def test_an_expired_continue_token_restarts_the_list_and_loses_nothing():
+    api = PagedApi(
+        [
+            page("a", "b", cont="t1"),
+            KubeError(410, "continue token expired"),
+            page("a", cont="t2"),
+            page("c", rv="30"),
+        ],
+        [],
+    )
+    seen, r = run(api, lambda seen, r: r.lists == 1)
+    assert api.tokens == ["", "t1", "", "t2"]
+    # b was handed on from the abandoned list and is gone from the new one: it is deleted.
+    assert seen == [
+        ("ADDED", "a"),
+        ("ADDED", "b"),
+        ("MODIFIED", "a"),
+        ("ADDED", "c"),
+        ("DELETED", "b"),
+    ]
+    assert r.known == {("ns", "a"), ("ns", "c")} and r.resource_version == "30"
+
+
+def test_a_failed_page_ends_the_list_without_a_request_left_behind():
+    api = PagedApi([page("a", cont="t1"), KubeError(500, "boom"), page("a", rv="40")], [])
+    sleeps: list[float] = []
+    _, r = run(api, lambda seen, r: r.lists == 1, sleeps)
+    assert api.tokens == ["", "t1", ""] and len(sleeps) == 1
+    assert r.known == {("ns", "a")} and r.resource_version == "40"
+
+
+def test_what_a_failed_list_handed_on_is_deleted_by_the_next_list_if_it_vanished():
+    api = PagedApi(
+        [page("a", "b", cont="t1"), KubeError(500, "boom"), page("a", rv="50")],
+        [],
+    )
+    seen, r = run(api, lambda seen, r: r.lists == 1, [])
+    assert ("DELETED", "b") in seen  # b was handed on by the failed list, then vanished
+    assert r.known == {("ns", "a")}
