@@ -80,8 +80,8 @@ class LeaderElector:
     async def run(self) -> None:
         while True:
             try:
-                # A leader's attempt may not outlast its renew deadline: a hung call must not
-                # keep it admitting after a standby has taken over.
+                # A hung call must not keep a leader admitting after a standby has taken over,
+                # nor use up the whole deadline: as client-go, give each attempt half of it.
                 await asyncio.wait_for(self.try_acquire_or_renew(), self._attempt_timeout())
             except (KubeError, TimeoutError) as exc:
                 log.warning("lease %s: %s", self.settings.name, exc or "timed out")
@@ -97,10 +97,11 @@ class LeaderElector:
             await asyncio.sleep(self.settings.retry_period)
 
     def _attempt_timeout(self) -> float:
+        timeout = max(self.settings.renew_deadline / 2, 1.0)
         if self.leading.is_set():
             left = self.settings.renew_deadline - (self.clock() - self._renewed_at)
-            return max(left, 0.001)
-        return self.settings.renew_deadline
+            timeout = min(timeout, max(left, 0.001))
+        return timeout
 
     def _spec(self, acquire_time: str, transitions: int) -> dict:
         now = micro_time()

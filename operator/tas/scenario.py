@@ -355,23 +355,68 @@ def parse_scenario(document: Any) -> Scenario:
     )
 
 
+MAX_BYTES = 256 * 2**20  # far above a 20,480-node scenario (about 10 MB)
+MAX_ELEMENTS = 5_000_000  # values in the document once aliases are expanded
+MAX_DEPTH = 64  # a scenario nests about 8 deep
+MAX_MESSAGE = 1_000  # characters of an error line: a message never echoes a whole input
+
+
+class _Loader(yaml.SafeLoader):
+    """YAML's safe loader without its timestamp type: a label value like 2024-13-45 is a
+    string here (Kubernetes reads it as one), not an invalid date."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
 def load_document(text: str) -> Any:
-    """JSON when it parses as JSON, else YAML (a superset for everything a scenario holds)."""
+    """JSON when it parses as JSON, else YAML (a superset for everything a scenario holds).
+    Hostile documents (deep nesting, alias bombs, numbers of thousands of digits) are refused
+    as malformed, like any other."""
     try:
-        return json.loads(text)
+        document = json.loads(text)
     except ValueError:
-        pass
+        document = _load_yaml(text)
+    except RecursionError:
+        raise ScenarioError("(document)", f"nested deeper than {MAX_DEPTH} levels") from None
+    _check_size(document)
+    return document
+
+
+def _load_yaml(text: str) -> Any:
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_Loader)  # a SafeLoader
     except yaml.YAMLError as error:
         where = getattr(error, "problem_mark", None)
         position = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
         raise ScenarioError("(document)", f"not valid YAML or JSON{position}: {problem}") from None
+    except RecursionError:
+        raise ScenarioError("(document)", f"nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as error:  # e.g. an integer of more digits than Python converts
+        raise ScenarioError("(document)", f"not a valid value: {error}") from None
 
 
-# ---------------------------------------------------------------------------------------------
-# Placement and output.
+def _check_size(document: Any) -> None:
+    """Walk the document once within a budget: aliases may make a small file enormous."""
+    budget = MAX_ELEMENTS
+    stack = [(document, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ScenarioError("(document)", f"nested deeper than {MAX_DEPTH} levels")
+        budget -= 1
+        if budget < 0:
+            raise ScenarioError(
+                "(document)", f"more than {MAX_ELEMENTS} values (after expanding aliases)"
+            )
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
 
 
 def solve(scenario: Scenario) -> dict[str, Any]:
@@ -411,14 +456,19 @@ def main(path: str, stdout: IO[str], stderr: IO[str]) -> int:
     """Exit 0 with JSON on stdout (not fitting is an answer), or 1 with one line on stderr."""
     try:
         with open(path, encoding="utf-8") as file:
-            text = file.read()
+            text = file.read(MAX_BYTES + 1)
     except (OSError, UnicodeDecodeError) as error:
         stderr.write(f"{path}: cannot read: {error}\n")
         return 1
     try:
+        if len(text) > MAX_BYTES:
+            raise ScenarioError("(document)", f"larger than {MAX_BYTES // 2**20} MiB")
         scenario = parse_scenario(load_document(text))
     except ScenarioError as error:
-        stderr.write(" ".join(str(error).split()) + "\n")  # one line, whatever the message holds
+        line = " ".join(str(error).split())  # one line, whatever the message holds
+        if len(line) > MAX_MESSAGE:
+            line = line[:MAX_MESSAGE] + f"... ({len(line)} characters)"
+        stderr.write(line + "\n")
         return 1
     result = solve(scenario)
     stdout.write(json.dumps(result, indent=2) + "\n")

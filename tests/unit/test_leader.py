@@ -157,3 +157,33 @@ def test_release_hands_the_lease_back_for_a_quick_takeover():
         return await b.try_acquire_or_renew()
 
     assert asyncio.run(go())
+
+
+def test_a_hung_renewal_is_abandoned_in_time_to_retry_within_the_deadline():
+    """One call that never answers (a dropped connection) must not cost the lease when the
+    server is back before the deadline: the attempt gives up at half the deadline."""
+    lost = []
+
+    class OnceHangingStore(LeaseStore):
+        hang_next = False
+
+        async def get(self, path):
+            if self.hang_next:
+                self.hang_next = False
+                await asyncio.sleep(3600)
+            return await super().get(path)
+
+    async def go():
+        store = OnceHangingStore()
+        fast = LeaseSettings(namespace="x", retry_period=0.05, renew_deadline=2.0)
+        a = LeaderElector(store, fast, "a", on_lost=lambda: lost.append(1))
+        task = asyncio.create_task(a.run())
+        while not a.leading.is_set():
+            await asyncio.sleep(0.01)
+        store.hang_next = True
+        await asyncio.sleep(2.5)  # past the deadline: it must have renewed after the hang
+        task.cancel()
+        return a
+
+    a = asyncio.run(go())
+    assert lost == [] and a.leading.is_set()

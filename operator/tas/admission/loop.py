@@ -130,6 +130,22 @@ class AdmissionLoop:
             still_pending = sum(1 for w in by_cq[cq_name] if not state.is_assumed(w.key))
             await self._write_cq_status(cq, problem, still_pending)
         await self._write_lq_statuses()
+        self._prune()
+
+    def _prune(self) -> None:
+        """Forget what was kept for workloads that are gone. Amortised: only once the
+        bookkeeping has grown past twice the workloads, so a cycle stays O(what changed)."""
+        workloads = self.state.workloads
+        if len(self._tried) + len(self._retry_at) <= 2 * len(workloads) + 256:
+            return
+        self._tried = {k: v for k, v in self._tried.items() if k in workloads}
+        # Queue keys ("cq", name) and ("lq", key) are few and kept.
+        self._retry_at = {
+            k: v for k, v in self._retry_at.items() if k in workloads or k[0] in ("cq", "lq")
+        }
+        failures = self._backoff.failures
+        for k in [k for k in failures if k not in workloads and k[0] not in ("cq", "lq")]:
+            del failures[k]
 
     async def _guarded(self, step, workload: WorkloadInfo) -> bool:
         """One workload's trouble (a bug, an API error) must not stop the others' admission;

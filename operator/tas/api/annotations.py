@@ -29,6 +29,7 @@ from tas.features import Gate
 from tas.solver.types import PodSetRequest, SliceLayer, TopologyRequest
 
 MAX_SLICE_LAYERS = 3
+MAX_CONSTRAINTS_TEXT = 4096  # three layers fit in a few hundred characters
 _INT32_MAX = 2**31 - 1
 _UINT64_MAX = 2**64 - 1
 
@@ -64,7 +65,12 @@ class TopologyRequestError(ValueError):
         return self.problem if self.value is None else f"{_quote(self.value)} {self.problem}"
 
 
+MAX_QUOTED = 200  # characters of a value repeated in a message: input is not echoed unbounded
+
+
 def _quote(text: str) -> str:
+    if len(text) > MAX_QUOTED:
+        return json.dumps(text[:MAX_QUOTED]) + f"... ({len(text)} characters)"
     return json.dumps(text)
 
 
@@ -98,7 +104,8 @@ def _check_label_key(annotation: str, value: str) -> None:
 
 def _parse_go_int32(text: str) -> int | None:
     """Go's strconv.ParseInt(text, 10, 32): optional sign, decimal digits only, int32 range."""
-    if not re.fullmatch(r"[+-]?[0-9]+", text):
+    # Bounded before int(): Python refuses more than 4,300 digits (and they are out of range).
+    if len(text) > 12 or not re.fullmatch(r"[+-]?[0-9]+", text, re.ASCII):
         return None
     value = int(text)
     return value if -_INT32_MAX - 1 <= value <= _INT32_MAX else None
@@ -106,7 +113,12 @@ def _parse_go_int32(text: str) -> int | None:
 
 def _is_numeric_group_name(text: str) -> bool:
     """Kueue refuses a group name that strconv.ParseUint(text, 10, 64) accepts."""
-    return re.fullmatch(r"[0-9]+", text) is not None and int(text) <= _UINT64_MAX
+    digits = text.lstrip("0")
+    return (
+        re.fullmatch(r"[0-9]+", text, re.ASCII) is not None
+        and len(digits) <= 20
+        and int(digits or "0") <= _UINT64_MAX
+    )
 
 
 def parse_topology_request(
@@ -195,6 +207,8 @@ def _check_group_name(
     slice_topology: str | None,
     slice_size_text: str | None,
 ) -> None:
+    if not group_name.strip():
+        raise TopologyRequestError(PODSET_GROUP_NAME, group_name, "must not be empty")
     if _is_numeric_group_name(group_name):
         raise TopologyRequestError(PODSET_GROUP_NAME, group_name, "must not be a number")
     for other, value in (
@@ -271,10 +285,13 @@ def _parse_constraints(
     ):
         if value is not None:
             raise fail(f"may not be set together with {_quote(other)}")
+    if len(text) > MAX_CONSTRAINTS_TEXT:
+        raise fail(f"must be at most {MAX_CONSTRAINTS_TEXT} characters")
     try:
         entries = json.loads(text)
-    except ValueError as error:
-        raise fail(f'must be a JSON array of {{"topology": ..., "size": ...}}: {error}') from None
+    except (ValueError, RecursionError) as error:  # deep nesting: RecursionError
+        reason = str(error)[:MAX_QUOTED] if isinstance(error, ValueError) else "nested too deeply"
+        raise fail(f'must be a JSON array of {{"topology": ..., "size": ...}}: {reason}') from None
     if not isinstance(entries, list):
         raise fail('must be a JSON array of {"topology": ..., "size": ...}')
     if not 1 <= len(entries) <= MAX_SLICE_LAYERS:

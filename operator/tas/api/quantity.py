@@ -30,7 +30,8 @@ _DECIMAL_SUFFIXES = {
 # alone (no digits after it) is one exa.
 _QUANTITY = re.compile(
     r"(?P<sign>[+-]?)(?P<number>\d+(?:\.\d*)?|\.\d+)"
-    r"(?P<suffix>[eE][+-]?\d+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|)"
+    r"(?P<suffix>[eE][+-]?\d+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|)",
+    re.ASCII,  # "٣" is a digit to Python, not to Kubernetes
 )
 # Far beyond any real resource; keeps "1e999999" from building a gigantic integer.
 _MAX_EXPONENT = 60
@@ -57,13 +58,13 @@ def parse_quantity(value: object) -> Fraction:
     if match["sign"] == "-":
         number = -number
     suffix = match["suffix"]
+    if suffix in _BINARY_SUFFIXES:  # before the exponent form: "Ei" is exbi, not E + "i"
+        return number * _BINARY_SUFFIXES[suffix]
     if suffix[:1] in ("e", "E") and len(suffix) > 1:
         exponent = int(suffix[1:])
         if abs(exponent) > _MAX_EXPONENT:
             raise ValueError(f"quantity {value!r}: exponent {exponent} is out of range")
         return number * Fraction(10) ** exponent
-    if suffix in _BINARY_SUFFIXES:
-        return number * _BINARY_SUFFIXES[suffix]
     return number * _DECIMAL_SUFFIXES[suffix]
 
 

@@ -21,7 +21,6 @@ from tas.api.constants import (
     JOB_COMPLETION_INDEX_LABEL,
     PODSET_LABEL,
     STRICT_FIFO,
-    TOPOLOGY_ANNOTATIONS,
     TOPOLOGY_SCHEDULING_GATE,
     WORKLOAD_ANNOTATION,
 )
@@ -84,21 +83,16 @@ class PodInfo:
     node_selector: Mapping[str, str]
     completion_index: int | None
     deleting: bool
-    topology_annotated: bool
+    owner_uid: str | None = None  # the controlling owner (a Job's pods: the Job)
 
     @property
     def terminal(self) -> bool:
         return self.phase in ("Succeeded", "Failed")
 
     @property
-    def counts_as_non_tas_usage(self) -> bool:
-        """Kueue's rule: a bound, unfinished pod that no topology request placed."""
-        return (
-            bool(self.node_name)
-            and not self.terminal
-            and not self.workload
-            and not self.topology_annotated
-        )
+    def holds_node(self) -> bool:
+        """Bound to a node and not finished: it takes capacity there."""
+        return bool(self.node_name) and not self.terminal
 
 
 def pod_from_object(obj: Mapping) -> PodInfo:
@@ -122,7 +116,10 @@ def pod_from_object(obj: Mapping) -> PodInfo:
         node_selector=dict(spec.get("nodeSelector") or {}),
         completion_index=int(index) if index is not None and index.isdigit() else None,
         deleting=bool(meta.get("deletionTimestamp")),
-        topology_annotated=any(a in annotations for a in TOPOLOGY_ANNOTATIONS),
+        owner_uid=next(
+            (o.get("uid") for o in meta.get("ownerReferences") or [] if o.get("controller")),
+            None,
+        ),
     )
 
 

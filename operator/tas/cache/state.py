@@ -12,6 +12,11 @@ Capacity bookkeeping:
 - Each workload holding quota has a `Charge`: its quota usage per ClusterQueue and flavor, and
   its topology usage per flavor. Charges come from the watched status, or from `assume()` for an
   admission whose status write is in flight; `forget()` rolls an assumption back.
+- Every pod bound to a node and not finished takes capacity on that node ("non-TAS usage"),
+  unless a charge already covers it. A charge covers a pod only by our own records: the pod's
+  controlling owner is the workload's owner, and the charge's topology assignment has a free
+  slot for the pod's pod set in the domain of the pod's node. Labels and annotations a user can
+  set never hide a pod; pods beyond the assigned count, or outside it, count.
 - Topology snapshots are built per flavor on demand and kept: a charge is added to or removed
   from a cached snapshot incrementally; a capacity change of any other kind drops them.
 """
@@ -52,6 +57,15 @@ class PodSetCharge:
     count: int
     per_pod: Mapping[str, int]  # including the 1 "pods"
     assignment: TopologyAssignment | None
+
+    @property
+    def requests(self) -> dict[str, int]:
+        """Per pod without the implicit 1 "pods", which a snapshot adds by itself."""
+        out = dict(self.per_pod)
+        out[PODS] = out.get(PODS, 0) - ONE_POD
+        if not out[PODS]:
+            del out[PODS]
+        return out
 
 
 @dataclass(frozen=True)
@@ -112,6 +126,10 @@ class ClusterState:
             dict
         )  # node -> resource -> milli
         self._pods_by_workload: dict[Key, set[Key]] = defaultdict(set)
+        self._pod_usage: dict[Key, tuple[str, dict[str, int]]] = {}  # pod -> (node, usage)
+        self._coverage: dict[Key, _Coverage] = {}  # workload -> the pods its charge covers
+        # Pods a charge may cover, bound to a node not listed yet (kinds are listed at once).
+        self._before_node: dict[str, set[Key]] = defaultdict(set)
         self._assumed: dict[Key, Charge] = {}
         self._assumed_on: dict[Key, str] = {}  # the resourceVersion each assumption was made on
         self._charges: dict[Key, Charge] = {}
@@ -153,6 +171,10 @@ class ClusterState:
             return False  # a heartbeat: nothing placement reads has changed
         self.nodes[node.name] = node
         self._node_changed(node.name)
+        for key in self._before_node.pop(node.name, ()):
+            pod = self.pods.get(key)
+            if pod is not None and pod.node_name == node.name:
+                self._account_pod(pod, pod)  # its charge may cover it now
         return True
 
     def delete_node(self, name: str) -> bool:
@@ -171,7 +193,7 @@ class ClusterState:
             return False
         self.pods[key] = pod
         self._index_pod(old, pod)
-        return self._move_usage(old, pod)
+        return self._account_pod(old, pod)
 
     def delete_pod(self, namespace: str, name: str) -> bool:
         self._check_thread()
@@ -179,7 +201,7 @@ class ClusterState:
         if old is None:
             return False
         self._index_pod(old, None)
-        return self._move_usage(old, None)
+        return self._account_pod(old, None)
 
     def _index_pod(self, old: PodInfo | None, new: PodInfo | None) -> None:
         if old and old.workload:
@@ -187,13 +209,45 @@ class ClusterState:
         if new and new.workload:
             self._pods_by_workload[(new.namespace, new.workload)].add((new.namespace, new.name))
 
-    def _move_usage(self, old: PodInfo | None, new: PodInfo | None) -> bool:
-        before = (
-            (old.node_name, with_pod(old.requests)) if old and old.counts_as_non_tas_usage else None
-        )
-        after = (
-            (new.node_name, with_pod(new.requests)) if new and new.counts_as_non_tas_usage else None
-        )
+    def _account_pod(self, old: PodInfo | None, new: PodInfo | None) -> bool:
+        """Move a pod's slot in its workload's coverage, then its usage on its node."""
+        pod = new or old
+        assert pod is not None
+        key = (pod.namespace, pod.name)
+        freed = None
+        if old and old.workload:
+            cov = self._coverage.get((old.namespace, old.workload))
+            if cov is not None:
+                freed = cov.release(key)
+                cov.waiting.discard(key)
+        covered = False
+        if new and new.workload:
+            cov = self._coverage.get((new.namespace, new.workload))
+            if cov is not None:
+                covered = cov.take(key, self._slot_of(new, cov))
+        changed = self._set_pod_usage(key, None if covered or new is None else new)
+        if freed is not None and old and old.workload:
+            changed |= self._refill((old.namespace, old.workload), freed)
+        return changed
+
+    def _slot_of(self, pod: PodInfo, cov: _Coverage) -> tuple | None:
+        """The assignment slot this pod would fill, or None if the charge cannot cover it."""
+        if not pod.holds_node or pod.owner_uid is None or pod.owner_uid != cov.owner_uid:
+            return None
+        levels = cov.levels.get(pod.pod_set or "")
+        node = self.nodes.get(pod.node_name or "")
+        if levels is None:
+            return None
+        if node is None:
+            self._before_node[pod.node_name or ""].add((pod.namespace, pod.name))
+            return None
+        return (pod.pod_set, tuple(node.labels.get(level, "") for level in levels))
+
+    def _set_pod_usage(self, key: Key, pod: PodInfo | None) -> bool:
+        """The usage this pod adds to its node: all it requests if bound, unfinished and
+        uncovered; nothing otherwise. True if that changed."""
+        after = (pod.node_name, with_pod(pod.requests)) if pod and pod.holds_node else None
+        before = self._pod_usage.get(key)
         if before == after:
             return False
         for usage, sign in ((before, -1), (after, 1)):
@@ -201,10 +255,44 @@ class ClusterState:
                 node_usage = self._non_tas_usage[usage[0]]
                 for resource, value in usage[1].items():
                     node_usage[resource] = node_usage.get(resource, 0) + sign * value
+        if after is None:
+            del self._pod_usage[key]
+        else:
+            self._pod_usage[key] = after
         for name in {u[0] for u in (before, after) if u}:
             if name in self.nodes:
                 self._node_changed(name)
         return True
+
+    def _refill(self, workload: Key, slot: tuple) -> bool:
+        """A covered pod left its slot: a pod of the workload waiting for one takes it."""
+        cov = self._coverage.get(workload)
+        changed = False
+        for key in sorted(cov.waiting) if cov else ():
+            pod = self.pods.get(key)
+            if pod is not None and self._slot_of(pod, cov) == slot and cov.take(key, slot):
+                changed |= self._set_pod_usage(key, None)
+                break
+        return changed
+
+    def _cover(self, workload: Key) -> None:
+        """Rebuild which pods a workload's charge covers: its charge or owner changed."""
+        old = self._coverage.pop(workload, None)
+        charge = self._charges.get(workload)
+        info = self.workloads.get(workload)
+        if charge is not None and info is not None and info.owner_uid:
+            cov = _Coverage.of(charge, info.owner_uid)
+            if cov.slots:
+                self._coverage[workload] = cov
+        if old is None and workload not in self._coverage:
+            return
+        cov = self._coverage.get(workload)
+        for key in sorted(self._pods_by_workload.get(workload, ())):
+            pod = self.pods.get(key)
+            if pod is None:
+                continue
+            covered = cov is not None and cov.take(key, self._slot_of(pod, cov))
+            self._set_pod_usage(key, None if covered else pod)
 
     def upsert_topology(self, name: str, levels: Iterable[str]) -> None:
         self._check_thread()
@@ -270,6 +358,9 @@ class ClusterState:
         _index(self.to_replace, workload.key, bool(workload.nodes_to_replace))
         if workload.owner_uid:
             self.workload_by_owner[workload.owner_uid] = workload.key
+        cov = self._coverage.get(workload.key)
+        if cov is not None and cov.owner_uid != workload.owner_uid:
+            self._coverage.pop(workload.key)  # rebuilt by the recharge below
         assumed_on = self._assumed_on.get(workload.key)
         if assumed_on is not None and assumed_on != workload.resource_version:
             # A version after the one the decision was made on: our write (guarded by that
@@ -315,6 +406,8 @@ class ClusterState:
         workload = self.workloads.get(key)
         new = self._assumed.get(key) or (charge_of(workload) if workload else None)
         if old == new:
+            if new is not None and key not in self._coverage:
+                self._cover(key)
             return
         if old:
             self._apply(old, -1)
@@ -329,6 +422,7 @@ class ClusterState:
             self._charges[key] = new
             for node in _hosts(new):
                 self._by_node[node].add(key)
+        self._cover(key)
 
     def _apply(self, charge: Charge, sign: int) -> None:
         usage = self._quota_usage[charge.cluster_queue]
@@ -338,7 +432,7 @@ class ClusterState:
                 flavor_usage[resource] = flavor_usage.get(resource, 0) + sign * ps.count * value
             snapshot = self._snapshots.get(ps.flavor)
             if snapshot is not None and ps.assignment is not None:
-                snapshot.add_usage(ps.assignment, ps.per_pod, sign)
+                snapshot.add_usage(ps.assignment, ps.requests, sign)
 
     def quota_usage(self, cluster_queue: str, flavor: str) -> Mapping[str, int]:
         return self._quota_usage[cluster_queue][flavor]
@@ -401,7 +495,7 @@ class ClusterState:
         for charge in self._charges.values():
             for ps in charge.pod_sets:
                 if ps.flavor == flavor_name and ps.assignment is not None:
-                    snapshot.add_usage(ps.assignment, ps.per_pod)
+                    snapshot.add_usage(ps.assignment, ps.requests)
         self._snapshots[flavor_name] = snapshot
         return snapshot
 
@@ -435,3 +529,44 @@ def _hosts(charge: Charge) -> set[str]:
         if a and a.levels[-1:] == (HOSTNAME_LEVEL,):
             out.update(d.values[-1] for d in a.domains)
     return out
+
+
+@dataclass
+class _Coverage:
+    """The pods a workload's charge covers: one per slot of its topology assignment."""
+
+    owner_uid: str
+    levels: dict[str, tuple[str, ...]]  # pod set -> the assignment's levels
+    slots: dict[tuple, int]  # (pod set, domain values) -> free slots
+    covered: dict[Key, tuple]  # pod -> the slot it holds
+    waiting: set[Key]  # pods it could cover if a slot of theirs were free
+
+    @classmethod
+    def of(cls, charge: Charge, owner_uid: str) -> _Coverage:
+        levels: dict[str, tuple[str, ...]] = {}
+        slots: dict[tuple, int] = defaultdict(int)
+        for ps in charge.pod_sets:
+            if ps.assignment is None:  # a flavor without topology: its pods count as usage
+                continue
+            levels[ps.name] = ps.assignment.levels
+            for domain in ps.assignment.domains:
+                slots[(ps.name, tuple(domain.values))] += domain.count
+        return cls(owner_uid, levels, dict(slots), {}, set())
+
+    def take(self, pod: Key, slot: tuple | None) -> bool:
+        if slot is None:
+            return False
+        if self.slots.get(slot, 0) <= 0:
+            if slot in self.slots:
+                self.waiting.add(pod)
+            return False
+        self.slots[slot] -= 1
+        self.covered[pod] = slot
+        self.waiting.discard(pod)
+        return True
+
+    def release(self, pod: Key) -> tuple | None:
+        slot = self.covered.pop(pod, None)
+        if slot is not None:
+            self.slots[slot] += 1
+        return slot

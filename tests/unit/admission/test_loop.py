@@ -283,3 +283,13 @@ def test_writes_in_flight_are_cancelled_when_the_lease_is_lost_and_release_capac
 
     asyncio.run(go())
     assert not state.is_assumed(("ns", "a")) and not state.charges()
+
+
+def test_bookkeeping_of_deleted_workloads_does_not_grow_without_bound():
+    state = make_state(two_racks())
+    loop = AdmissionLoop(state, FakeWriter())
+    for i in range(600):  # none fits: each is remembered as tried, then deleted
+        add(state, workload(f"w{i}", pods=100))
+        cycle(loop)
+        state.delete_workload("ns", f"w{i}")
+    assert len(loop._tried) <= 2 * len(state.workloads) + 256 + 1

@@ -107,3 +107,20 @@ def test_suffixes_scale_exactly(number: int, suffix: str) -> None:
 @given(mantissa=st.integers(0, 10**6), exponent=st.integers(-3, 12))
 def test_exponent_form_matches_plain_digits(mantissa: int, exponent: int) -> None:
     assert parse_quantity(f"{mantissa}e{exponent}") == Fraction(mantissa) * Fraction(10) ** exponent
+
+
+@pytest.mark.parametrize("suffix", ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei"])
+def test_every_binary_suffix_round_trips_through_the_formatter(suffix: str) -> None:
+    """Our own formatter writes Ei for exbibytes; the parser must take it back."""
+    assert (
+        parse_milli(f"3{suffix}")
+        == 3
+        * {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}[suffix]
+        * 1000
+    )
+
+
+@pytest.mark.parametrize("digits", ["٣", "\uff11", "²", "3\u0663", "1.\u0665"])
+def test_only_ascii_digits_make_a_quantity(digits: str) -> None:
+    with pytest.raises(ValueError, match="not a Kubernetes quantity"):
+        parse_milli(digits)

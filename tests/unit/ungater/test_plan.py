@@ -22,7 +22,6 @@ def pod(name, *, index=None, gated=True, node=None, phase="Pending", uid=None):
         node_selector={H: node} if node else {},
         completion_index=index,
         deleting=False,
-        topology_annotated=False,
     )
 
 
