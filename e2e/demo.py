@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -20,6 +21,14 @@ from e2e.harness import ROOT, Cluster, local_cluster, wait_for
 
 EXAMPLES = ROOT / "examples"
 SAMPLE_PREFIX = "tas-sample-preferred"
+
+
+def port_open(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
 
 
 def say(text: str) -> None:
@@ -57,6 +66,7 @@ def start_operator(cluster: Cluster, state_dir: Path) -> None:
     )
     pid_file.write_text(str(proc.pid))
     wait_for(lambda: "caches synced" in log.read_text(), timeout=60, what="the operator to sync")
+    wait_for(lambda: port_open(9443), timeout=30, what="the webhook server")
     wait_for(
         lambda: (
             cluster.kubectl(

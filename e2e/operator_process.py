@@ -71,9 +71,9 @@ class OperatorProcess:
             )
             synced = time.monotonic() - started
             wait_for(
-                self._webhook_registered,
+                lambda: self._alive() and self._webhook_listening() and self._webhook_registered(),
                 timeout=30,
-                what="the operator's webhooks to be registered",
+                what="the operator's webhooks to be served and registered",
             )
         except Exception:
             self.kill()  # never leave a half-started operator behind
@@ -83,6 +83,15 @@ class OperatorProcess:
     def _alive(self) -> bool:
         if self.proc is None or self.proc.poll() is not None:
             raise AssertionError(f"operator exited:\n{self.log()[-3000:]}")
+        return True
+
+    def _webhook_listening(self) -> bool:
+        """The webhook server accepts connections (after a restart on the same port, the
+        configuration names it before the new process serves it)."""
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+        except OSError:
+            return False
         return True
 
     def _webhook_registered(self) -> bool:

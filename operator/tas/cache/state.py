@@ -205,7 +205,15 @@ class ClusterState:
 
     def _index_pod(self, old: PodInfo | None, new: PodInfo | None) -> None:
         if old and old.workload:
-            self._pods_by_workload[(old.namespace, old.workload)].discard((old.namespace, old.name))
+            workload = (old.namespace, old.workload)
+            self._pods_by_workload[workload].discard((old.namespace, old.name))
+            if not self._pods_by_workload[workload]:
+                del self._pods_by_workload[workload]  # nothing is kept for what is gone
+        if old and old.node_name in self._before_node:
+            waiting = self._before_node[old.node_name]
+            waiting.discard((old.namespace, old.name))
+            if not waiting:
+                del self._before_node[old.node_name]
         if new and new.workload:
             self._pods_by_workload[(new.namespace, new.workload)].add((new.namespace, new.name))
 

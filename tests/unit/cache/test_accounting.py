@@ -187,3 +187,39 @@ def test_incremental_accounting_matches_a_fresh_count(steps, release):
     covered = sum(len(c.covered) for c in state._coverage.values())
     assert counted + covered == len(holding)
     assert covered <= 3
+
+
+def test_nothing_is_kept_for_deleted_workloads_and_pods():
+    """Long-running operators see millions of objects come and go: per-object bookkeeping
+    must go with them."""
+    state = make_state(two_racks())
+
+    def sizes():
+        return (
+            len(state.pods),
+            len(state.workloads),
+            len(state._pods_by_workload),
+            len(state._pod_usage),
+            len(state._coverage),
+            len(state._before_node),
+            len(state._charges),
+            len(state._assumed),
+            len(state.workload_by_owner),
+            sum(len(v) for v in state._by_node.values()),
+        )
+
+    baseline = sizes()
+    for round_ in range(50):
+        info = admit(state, f"w{round_}", pods=2, owner=f"job-{round_}")
+        for i, host in enumerate(hosts_of(info)):
+            state.upsert_pod(
+                pod(f"w{round_}-{i}", host, workload_name=info.name, owner=f"job-{round_}")
+            )
+        state.upsert_pod(
+            pod(f"stray{round_}", "gone-node", workload_name=info.name, owner=f"job-{round_}")
+        )
+        for i in range(2):
+            state.delete_pod("ns", f"w{round_}-{i}")
+        state.delete_pod("ns", f"stray{round_}")
+        state.delete_workload("ns", info.name)
+    assert sizes() == baseline
