@@ -10,6 +10,9 @@ BIN_DIR=${TAS_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tas-operator/bin-k8s$KUBE
 WORK=${XDG_CACHE_HOME:-$HOME/.cache}/tas-operator/build
 if [[ "${1:-}" == "--dir" ]]; then echo "$BIN_DIR"; exit 0; fi  # where they are, building nothing
 mkdir -p "$BIN_DIR" "$WORK"
+# One build at a time: a second caller waits, then finds the binaries built.
+exec 9>"$WORK/.lock"
+flock 9
 
 export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-mod=mod
 START=$(date +%s)

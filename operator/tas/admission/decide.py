@@ -52,10 +52,17 @@ def _admission(cq: str, workload: WorkloadInfo, flavor: str, covered, placements
     by_name = {p.name: p.assignment for p in placements} if placements else {}
     out = []
     for ps in workload.pod_sets:
-        usage = {r: format_milli(r, ps.count * v) for r, v in sorted(ps.requests.items())}
+        # As Kueue: `pods` is listed only when the ClusterQueue covers it.
+        per_pod = with_pod(ps.requests) if PODS in covered else ps.requests
+        usage = {r: format_milli(r, ps.count * v) for r, v in sorted(per_pod.items())}
+        flavors = {r: flavor for r in sorted(per_pod) if r in covered}
+        if not flavors:
+            # A pod set with no covered request (BestEffort) would record no flavor, and its
+            # charge could not be rebuilt from the status after a restart.
+            flavors = {PODS: flavor}
         entry = {
             "name": ps.name,
-            "flavors": {r: flavor for r in sorted(ps.requests) if r in covered},
+            "flavors": flavors,
             "resourceUsage": usage,
             "count": ps.count,
         }

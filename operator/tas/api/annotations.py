@@ -245,6 +245,11 @@ def _parse_single_slice_layer(
                 slice_size_text,
                 f"must not be greater than the pod set count {count}",
             )
+        if count % size != 0:
+            # Kueue places only whole slices, so the rest would stay gated forever.
+            raise TopologyRequestError(
+                PODSET_SLICE_SIZE, slice_size_text, f"must divide the pod set count {count}"
+            )
     if slice_topology is not None and size is None:
         raise TopologyRequestError(
             PODSET_SLICE_SIZE,
@@ -327,6 +332,8 @@ def _parse_constraints(
         raise fail(
             f"layer 0: size {layers[0].size} must not be greater than the pod set count {count}"
         )
+    if count % layers[0].size != 0:
+        raise fail(f"layer 0: size {layers[0].size} must divide the pod set count {count}")
     return tuple(layers)
 
 

@@ -302,14 +302,20 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
         except (KeyError, TypeError, ValueError) as exc:
             error = f"spec.podSets[{ps.get('name', '?')}]: {exc}"
     admission = status.get("admission") or {}
+    assignments = admission.get("podSetAssignments") or []
+    # A workload is admitted to one flavor; a pod set that records none (a BestEffort pod set
+    # admitted by Kueue, or by us before we recorded one) takes its siblings'.
+    one_flavor = next(
+        (f for a in assignments for f in (a.get("flavors") or {}).values() if f), None
+    )
     admissions = tuple(
         PodSetAdmission(
             name=a["name"],
-            flavor=next(iter((a.get("flavors") or {}).values()), None),
+            flavor=next(iter((a.get("flavors") or {}).values()), one_flavor),
             count=int(a.get("count", 0)),
             assignment=topologyassignment.from_api(a.get("topologyAssignment")),
         )
-        for a in admission.get("podSetAssignments") or []
+        for a in assignments
     )
     owner = next(
         (

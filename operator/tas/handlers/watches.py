@@ -37,6 +37,11 @@ async def on_node(rt: Runtime, kind: str, obj: Obj) -> None:
         changed = rt.state.upsert_node(proj.node_from_object(obj))
     if changed:  # heartbeats change nothing placement reads
         rt.check_node(name)
+        for key in rt.state.workloads_on_node(name):
+            workload = rt.state.workloads.get(key)
+            if workload and workload.evicted and workload.owner_job:
+                # its pods terminating here may stop holding the quota (node gone or not ready)
+                rt.job_worker.submit((workload.namespace, workload.owner_job))
         rt.admission.wake()
 
 

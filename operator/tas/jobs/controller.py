@@ -82,10 +82,8 @@ class JobController:
             await self.kube.delete(workload_path(workload.namespace, workload.name))
 
     def _active_pods(self, workload: WorkloadInfo) -> bool:
-        """Pods still running or starting; terminating ones no longer count, as for the Job's
-        own `active` count (a pod on a dead node may stay terminating for good)."""
         pods = self.state.pods_of(workload.namespace, workload.name)
-        return any(not p.terminal and not p.deleting for p in pods)
+        return lifecycle.pods_hold_capacity(pods, self.state.nodes)
 
     async def _create_workload(self, job: Mapping) -> None:
         meta = job["metadata"]

@@ -5,11 +5,12 @@
 - Workload not admitted, Job running -> stop: suspend and restore the template
 - Job finished               -> Workload Finished
 - suspended Job resized      -> the Workload is re-created with the new count
+- Workload evicted           -> quota released once its pods stop holding capacity
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from tas.api.constants import (
@@ -18,9 +19,9 @@ from tas.api.constants import (
     TOPOLOGY_SCHEDULING_GATE,
     WORKLOAD_ANNOTATION,
 )
-from tas.cache.projections import FlavorInfo, WorkloadInfo
+from tas.cache.projections import FlavorInfo, PodInfo, WorkloadInfo
 from tas.jobs.workload import POD_SET_NAME, pod_count
-from tas.solver.types import Toleration
+from tas.solver.types import Node, Toleration
 
 
 @dataclass(frozen=True)
@@ -127,3 +128,23 @@ def needs_new_workload(job: Mapping, workload: WorkloadInfo) -> bool:
         return False
     pod_set = next((p for p in workload.pod_sets if p.name == POD_SET_NAME), None)
     return pod_set is None or pod_set.count != pod_count(job)
+
+
+def pods_hold_capacity(pods: Iterable[PodInfo], nodes: Mapping[str, Node]) -> bool:
+    """An evicted workload's pods still hold capacity: running, starting, or terminating on a
+    live node.
+
+    Kueue releases quota at the Job's `status.active == 0`, which stops counting pods as soon
+    as they terminate; their node is not free until they are gone, so we wait for them. A pod
+    terminating on a node that is gone or not ready is let go: it may stay terminating for good,
+    and that node admits nothing meanwhile.
+    """
+    for pod in pods:
+        if pod.terminal:
+            continue
+        if not pod.deleting:
+            return True
+        node = nodes.get(pod.node_name or "")
+        if node is not None and node.ready:
+            return True
+    return False

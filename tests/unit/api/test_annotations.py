@@ -157,8 +157,8 @@ def test_invalid_label_keys_are_refused(key: str, annotation: str) -> None:
 
 @FAST
 @given(data=st.data(), count=st.integers(1, 64))
-def test_slice_size_between_1_and_count_is_accepted(data: st.DataObject, count: int) -> None:
-    size = data.draw(st.integers(1, count))
+def test_slice_size_dividing_the_count_is_accepted(data: st.DataObject, count: int) -> None:
+    size = data.draw(st.sampled_from([d for d in range(1, count + 1) if count % d == 0]))
     request = parse_topology_request(
         {
             PODSET_REQUIRED_TOPOLOGY: BLOCK,
@@ -168,6 +168,25 @@ def test_slice_size_between_1_and_count_is_accepted(data: st.DataObject, count: 
         count,
     )
     assert request.slice_layers == (SliceLayer(HOST, size),)
+
+
+@FAST
+@given(data=st.data(), count=st.integers(3, 64))
+def test_slice_size_not_dividing_the_count_is_refused(data: st.DataObject, count: int) -> None:
+    """Kueue would admit only whole slices and leave the rest gated forever; we refuse."""
+    size = data.draw(st.sampled_from([d for d in range(2, count) if count % d != 0] or [count - 1]))
+    if count % size == 0:
+        return
+    error = refused(
+        {
+            PODSET_REQUIRED_TOPOLOGY: BLOCK,
+            PODSET_SLICE_REQUIRED_TOPOLOGY: HOST,
+            PODSET_SLICE_SIZE: str(size),
+        },
+        count,
+    )
+    assert error.annotation == PODSET_SLICE_SIZE
+    assert f"must divide the pod set count {count}" in str(error)
 
 
 @FAST
@@ -279,6 +298,8 @@ def test_constraints_exclude_single_layer_slices_and_groups(other: dict[str, str
         (constraints(("block", 8), ("rack", 3)), "must divide"),
         (constraints(("block", 8), ("rack", 4), ("host", 3)), "must divide"),
         (constraints(("block", 9)), "greater than the pod set count 8"),
+        (constraints(("block", 3)), "size 3 must divide the pod set count 8"),
+        (constraints(("block", 6), ("rack", 3)), "size 6 must divide the pod set count 8"),
     ],
 )
 def test_constraints_refusals(text: str, problem: str) -> None:

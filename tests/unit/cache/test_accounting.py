@@ -223,3 +223,64 @@ def test_nothing_is_kept_for_deleted_workloads_and_pods():
         state.delete_pod("ns", f"stray{round_}")
         state.delete_workload("ns", info.name)
     assert sizes() == baseline
+
+
+# ---- pod sets without requests (BestEffort) ---------------------------------------------------
+
+
+def test_a_best_effort_pod_set_keeps_its_flavor_and_charge_across_a_restart():
+    """No covered request, so Kueue would record no flavor; the charge must survive a re-read."""
+    small = node("x1", "b1", "r1", cpu="100")
+    small["status"]["allocatable"]["pods"] = "3"
+    state = make_state([small])
+    obj = workload("be", pods=2, cpu="0")
+    obj["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"] = {}
+    info = proj.workload_from_object(obj)
+    assert info.pod_sets[0].requests == {}
+    state.upsert_workload(info)
+    decision = decide(state, info, state.cluster_queues["cq"])
+    assert decision.admitted, decision.message
+    assert decision.admission["podSetAssignments"][0]["flavors"] == {PODS: "tas"}
+    obj["status"] = transitions.admitted(info, decision.admission, decision.message)
+    obj["metadata"]["resourceVersion"] = "2"
+
+    restarted = make_state([small])  # a new process lists the admitted Workload
+    restarted.upsert_workload(proj.workload_from_object(obj))
+    (charge,) = restarted.charges().values()
+    assert [ps.flavor for ps in charge.pod_sets] == ["tas"]
+    usage = restarted.snapshot("tas")._tas_usage
+    assert sum(u.get(PODS, 0) for u in usage.values()) == 2_000
+    third = proj.workload_from_object(workload("more", pods=2, cpu="1"))
+    restarted.upsert_workload(third)
+    assert not decide(restarted, third, restarted.cluster_queues["cq"]).admitted  # 3 pods max
+
+
+def test_a_pod_set_without_a_recorded_flavor_takes_its_siblings():
+    """Workloads admitted by Kueue record no flavor for a BestEffort pod set."""
+    obj = workload("k", pods=1)
+    obj["status"] = {
+        "conditions": [{"type": "QuotaReserved", "status": "True"}],
+        "admission": {
+            "clusterQueue": "cq",
+            "podSetAssignments": [
+                {"name": "launcher", "flavors": {}, "count": 1},
+                {"name": "main", "flavors": {"cpu": "tas"}, "count": 1},
+            ],
+        },
+    }
+    info = proj.workload_from_object(obj)
+    assert [a.flavor for a in info.admissions] == ["tas", "tas"]
+
+
+def test_pods_is_listed_in_the_admission_when_the_cluster_queue_covers_it():
+    cq = cluster_queue()
+    cq["spec"]["resourceGroups"][0]["coveredResources"].append(PODS)
+    cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"].append(
+        {"name": PODS, "nominalQuota": "100"}
+    )
+    state = make_state(two_racks(), cq=cq)
+    info = proj.workload_from_object(workload("a", pods=3))
+    state.upsert_workload(info)
+    psa = decide(state, info, state.cluster_queues["cq"]).admission["podSetAssignments"][0]
+    assert psa["flavors"] == {"cpu": "tas", PODS: "tas"}
+    assert psa["resourceUsage"] == {"cpu": "3", PODS: "3"}

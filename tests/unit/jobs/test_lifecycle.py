@@ -1,6 +1,7 @@
 from tas.cache import projections as proj
 from tas.jobs import lifecycle
 from tas.jobs.workload import build_workload, pod_count
+from tas.solver.types import Node
 
 GATE = "kueue.x-k8s.io/topology"
 
@@ -124,3 +125,53 @@ def test_a_resized_suspended_job_needs_a_new_workload_and_count_follows_completi
     j["spec"]["parallelism"] = 6
     assert lifecycle.needs_new_workload(j, wl)
     assert pod_count(job(completions=2)) == 2
+
+
+# --- an evicted workload's quota is released when its pods stop holding capacity ---------------
+
+
+def pod(name="p", node="n1", phase="Running", deleting=False):
+    return proj.PodInfo(
+        namespace="ns",
+        name=name,
+        uid=name,
+        node_name=node,
+        phase=phase,
+        requests={"cpu": 1000},
+        workload="w",
+        pod_set="main",
+        gated=False,
+        node_selector={},
+        completion_index=None,
+        deleting=deleting,
+    )
+
+
+def nodes(**ready):
+    return {
+        name: Node(name=name, labels={}, allocatable={"cpu": 4000}, ready=is_ready)
+        for name, is_ready in ready.items()
+    }
+
+
+def test_a_pod_terminating_on_a_live_node_still_holds_the_quota():
+    # Kueue lets go at Job.status.active == 0; the node is not free until the pod is gone.
+    assert lifecycle.pods_hold_capacity([pod(deleting=True)], nodes(n1=True))
+
+
+def test_running_and_starting_pods_hold_it_and_finished_or_gone_ones_do_not():
+    live = nodes(n1=True)
+    assert lifecycle.pods_hold_capacity([pod()], live)
+    assert lifecycle.pods_hold_capacity([pod(node=None, phase="Pending")], live)
+    assert not lifecycle.pods_hold_capacity([pod(phase="Succeeded"), pod(phase="Failed")], live)
+    assert not lifecycle.pods_hold_capacity([], live)
+
+
+def test_a_pod_terminating_on_a_dead_or_deleted_node_is_let_go():
+    # it may stay terminating for good, and that node admits nothing meanwhile
+    assert not lifecycle.pods_hold_capacity([pod(deleting=True)], nodes(n1=False))
+    assert not lifecycle.pods_hold_capacity([pod(deleting=True)], nodes(n2=True))
+    assert not lifecycle.pods_hold_capacity([pod(node=None, deleting=True)], nodes(n1=True))
+    assert lifecycle.pods_hold_capacity(
+        [pod("a", deleting=True), pod("b", node="n2", deleting=True)], nodes(n1=False, n2=True)
+    )

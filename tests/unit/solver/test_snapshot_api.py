@@ -4,6 +4,8 @@ validation messages. Expected values are worked out by hand from the rules in th
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from tas.solver import (
@@ -224,9 +226,10 @@ def test_unknown_level_fails_with_the_valid_levels_instead_of_raising(two_racks)
     )
 
 
-def test_slice_count_not_dividing_the_pod_count_places_whole_slices_only():
-    # Kueue integration test "scheduler persists Count greater than the sum of
-    # TopologyAssignment domains": count 3, slice size 2 -> 2 pods placed, Count stays 3.
+def test_slice_size_not_dividing_the_pod_count_is_refused_not_partly_placed():
+    # Kueue's integration test "scheduler persists Count greater than the sum of
+    # TopologyAssignment domains" admits count 3 with slice size 2 as 2 pods placed, and the third
+    # pod stays gated forever (kueue#15277). We refuse the workload with a reason instead.
     nodes = [
         node(h, {BLOCK: "b1", RACK: "r1", HOST: h}, {"nvidia.com/gpu": "12", CPU: "1"})
         for h in ("x1", "x2")
@@ -237,9 +240,12 @@ def test_slice_count_not_dividing_the_pod_count_places_whole_slices_only():
         {"nvidia.com/gpu": 1000},
         TopologyRequest(preferred=RACK, slice_layers=(SliceLayer(HOST, 2),)),
     )
-    placement = TopologySnapshot(THREE_LEVELS, nodes).find_assignments([request]).podsets[0]
-    assert placement.count == 3
-    assert sum(d.count for d in placement.assignment.domains) == 2
+    placement = TopologySnapshot(THREE_LEVELS, nodes).find_assignments([request])
+    assert placement.podsets == ()
+    assert placement.failure == "podSetSliceSize 2 must divide the pod set count 3"
+    divisible = replace(request, count=4)
+    placed = TopologySnapshot(THREE_LEVELS, nodes).find_assignments([divisible]).podsets[0]
+    assert sum(d.count for d in placed.assignment.domains) == 4
 
 
 def test_profile_mixed_off_uses_best_fit_for_unconstrained():
