@@ -223,15 +223,33 @@ def test_a_job_over_quota_waits_with_the_shortfall(cluster: Cluster, namespace: 
         cluster.kubectl("delete", "clusterqueue", cq, "--wait=false", check=False)
 
 
+@pytest.mark.parametrize(
+    ("pods", "annotations", "problem"),
+    [
+        (2, {"podset-slice-size": "2"}, "may not be set without"),
+        # Kueue would admit one slice of 2 and leave the third pod gated for good
+        (
+            3,
+            {
+                "podset-slice-required-topology": "kubernetes.io/hostname",
+                "podset-slice-size": "2",
+            },
+            "must divide the pod set count 3",
+        ),
+    ],
+    ids=["slice size alone", "slice size not dividing the count"],
+)
 def test_invalid_topology_annotation_is_refused_by_the_webhook(
-    cluster: Cluster, namespace: str, user_queue: str
+    cluster: Cluster, namespace: str, user_queue: str, pods, annotations, problem
 ):
-    bad = jobs.job("bad", user_queue, pods=2, annotations={jobs.PREFIX + "podset-slice-size": "2"})
+    annotations = {jobs.PREFIX + k: v for k, v in annotations.items()}
+    bad = jobs.job("bad", user_queue, pods=pods, annotations=annotations)
     result = cluster.kubectl(
         "apply", "-n", namespace, "-f", "-", input=json.dumps(bad), check=False
     )
     assert result.returncode != 0
     assert "podset-slice-size" in result.stderr
+    assert problem in result.stderr
     assert not cluster.get_json("jobs", "-n", namespace)["items"]
 
 

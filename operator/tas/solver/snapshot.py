@@ -336,12 +336,6 @@ class TopologySnapshot:
             slice_size = layers[0].size
             if slice_size <= 0:
                 raise _Invalid("slice topology requested, but slice size not provided")
-            if workers.count % slice_size != 0:
-                # Kueue would place only whole slices and leave the rest gated; refuse instead.
-                field = "podSetSliceSize" if len(layers) == 1 else "slice layer 0 size"
-                raise _Invalid(
-                    f"{field} {slice_size} must divide the pod set count {workers.count}"
-                )
         slice_only = bool(layers) and not request.required and not request.preferred
         unconstrained = request.unconstrained or request.implied or slice_only
         if request.required:
@@ -355,6 +349,10 @@ class TopologySnapshot:
         requested_level = self._level_index(level_key, "no requested topology level")
         slice_key = layers[0].level if layers else self.levels[-1]
         slice_level = self._level_index(slice_key, "no requested topology level for slices")
+        if workers.count % slice_size != 0:
+            # Kueue would place only whole slices and leave the rest gated; refuse instead.
+            field = "podSetSliceSize" if len(layers) == 1 else "slice layer 0 size"
+            raise _Invalid(f"{field} {slice_size} must divide the pod set count {workers.count}")
         if requested_level > slice_level:
             raise _Invalid(
                 f"podset slice topology {slice_key} is above the podset topology {level_key}"
