@@ -34,7 +34,6 @@ from tas.api.format import format_milli
 from tas.cache.projections import ClusterQueueInfo, Key, WorkloadInfo
 from tas.cache.state import ClusterState
 from tas.hotswap.replace import find_replacement, needs_replacement
-from tas.kube import KubeError
 from tas.retry import PerKeyBackoff
 from tas.workload import transitions
 from tas.workload.writer import evict
@@ -337,12 +336,12 @@ class AdmissionLoop:
                 "reservingWorkloads": admitted,
                 "admittedWorkloads": admitted,
             }
-            if self._lq_status.get(key) != status and not self._backing_off(("lq", key)):
-                try:
-                    await self.writer.write_local_queue_status(*key, status)
-                    self._lq_status[key] = status
-                except KubeError as exc:
-                    self._failed(("lq", key), exc)
+            if self._lq_status.get(key) == status or self._backing_off(("lq", key)):
+                continue
+            if await self._write_queue_status(
+                ("lq", key), self.writer.write_local_queue_status, *key, status
+            ):
+                self._lq_status[key] = status
 
     async def _write_cq_status(
         self, cq: ClusterQueueInfo, problem: tuple[str, str] | None, pending: int
@@ -376,8 +375,19 @@ class AdmissionLoop:
         }
         if self._cq_status.get(cq.name) == status or self._backing_off(("cq", cq.name)):
             return
-        try:
-            await self.writer.write_cluster_queue_status(cq.name, status)
+        if await self._write_queue_status(
+            ("cq", cq.name), self.writer.write_cluster_queue_status, cq.name, status
+        ):
             self._cq_status[cq.name] = status
-        except KubeError as exc:
-            self._failed(("cq", cq.name), exc)
+
+    async def _write_queue_status(self, key: tuple, write, *args) -> bool:
+        """A queue's status is remembered only once written; a failure backs off, and its
+        timer wakes the loop to write it again (the status is computed afresh then)."""
+        try:
+            await write(*args)
+        except Exception as exc:  # a bug here must not stop the cycle's other queues
+            self._failed(key, exc)
+            log.warning("%s %s: status not written (%s)", key[0], key[1], exc)
+            return False
+        self._backoff.succeeded(key)
+        return True

@@ -5,6 +5,7 @@ import tas.admission.loop as loop_module
 from tas.admission.loop import AdmissionLoop
 from tas.cache import projections as proj
 from tas.kube import KubeError
+from tas.retry import Backoff
 from tests.unit.admission.fixtures import RACK, cluster_queue, make_state, node, two_racks, workload
 
 
@@ -293,3 +294,47 @@ def test_bookkeeping_of_deleted_workloads_does_not_grow_without_bound():
         cycle(loop)
         state.delete_workload("ns", f"w{i}")
     assert len(loop._tried) <= 2 * len(state.workloads) + 256 + 1
+
+
+def test_a_failed_queue_status_write_is_retried_when_its_backoff_ends():
+    """Queue statuses are remembered only once written, and a failure's timer wakes the loop."""
+    state = make_state(two_racks())
+    add(state, workload("a", pods=2))
+
+    class FlakyQueues(FakeWriter):
+        def __init__(self):
+            super().__init__()
+            self.fail = {"cq": 1, "lq": 1}
+
+        async def write_cluster_queue_status(self, name, status):
+            if self.fail["cq"]:
+                self.fail["cq"] -= 1
+                raise KubeError(0, "connection reset")
+            await super().write_cluster_queue_status(name, status)
+
+        async def write_local_queue_status(self, namespace, name, status):
+            if self.fail["lq"]:
+                self.fail["lq"] -= 1
+                raise RuntimeError("a bug")  # not even a KubeError: the others still go out
+            await super().write_local_queue_status(namespace, name, status)
+
+    writer = FlakyQueues()
+    loop = AdmissionLoop(state, writer)
+    loop._backoff.backoff = Backoff(base=0.02, cap=0.05)
+
+    async def go():
+        loop.synced.set()
+        runner = asyncio.create_task(loop.run())
+        loop.wake()
+        for _ in range(200):  # no further event: only the backoff timers can wake the loop
+            await asyncio.sleep(0.01)
+            if writer.cq and writer.lq:
+                break
+        runner.cancel()
+        await loop.drain()
+
+    asyncio.run(go())
+    assert admitted(writer) == ["a"]
+    assert writer.cq["cq"]["admittedWorkloads"] == 1
+    assert writer.lq[("ns", "lq")]["admittedWorkloads"] == 1
+    assert loop.write_failures == 2
