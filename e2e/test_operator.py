@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from e2e import jobs
+from e2e import jobs, topology
 from e2e.harness import ROOT, Cluster, wait_for
 from e2e.topology import HOSTNAME_LABEL, RACK_LABEL
 
@@ -221,6 +221,42 @@ def test_a_job_over_quota_waits_with_the_shortfall(cluster: Cluster, namespace: 
         assert status["admittedWorkloads"] == 1
     finally:
         cluster.kubectl("delete", "clusterqueue", cq, "--wait=false", check=False)
+
+
+def test_editing_a_suspended_jobs_template_re_creates_its_workload(
+    cluster: Cluster, namespace: str, operator
+):
+    """As Kueue: a pending Workload follows its suspended Job's template (here the topology
+    annotation, one of the fields a suspended Job that never ran may change)."""
+    cluster.apply(jobs.local_queue("nowhere", f"missing-{namespace}"), namespace)
+    required = {jobs.PREFIX + "podset-required-topology": topology.RACK_LABEL}
+    cluster.apply(jobs.job("edited", "nowhere", pods=2, annotations=required), namespace)
+    first = jobs.wait_pending_message(cluster, namespace, "edited", "doesn't exist")
+    assert first["spec"]["podSets"][0]["topologyRequest"] == {"required": topology.RACK_LABEL}
+    preferred = {
+        jobs.PREFIX + "podset-required-topology": None,
+        jobs.PREFIX + "podset-preferred-topology": topology.BLOCK_LABEL,
+    }
+    cluster.kubectl(
+        "patch",
+        "job",
+        "edited",
+        "-n",
+        namespace,
+        "--type=merge",
+        "-p",
+        json.dumps({"spec": {"template": {"metadata": {"annotations": preferred}}}}),
+    )
+
+    def recreated():
+        workload = jobs.workload_of(cluster, namespace, "edited")
+        if workload is None or workload["metadata"]["uid"] == first["metadata"]["uid"]:
+            return None
+        return workload
+
+    second = wait_for(recreated, timeout=60, what="a new Workload for the edited Job")
+    assert second["spec"]["podSets"][0]["topologyRequest"] == {"preferred": topology.BLOCK_LABEL}
+    assert second["metadata"]["name"] == first["metadata"]["name"]
 
 
 @pytest.mark.parametrize(

@@ -72,13 +72,17 @@ class JobController:
             await self._stop(job, workload)  # pending, or evicted: its pods must go
         elif lifecycle.needs_start_time_reset(job):
             await self._reset_start_time(job)  # so the next start may rewrite the template
+        elif (restore := lifecycle.restore_patch(job, workload)) is not None:
+            await self._patch_job(job, restore, "template restored")
         elif workload.evicted and workload.has_quota:
             if not self._active_pods(workload):
                 await self._write_status(
                     workload, transitions.released(workload), "requeued after eviction"
                 )
-        elif lifecycle.needs_new_workload(job, workload):
-            log.info("job %s/%s resized; re-creating its workload", *key)
+        elif lifecycle.needs_new_workload(
+            job, workload, multi_layer_enabled=self.multi_layer_enabled
+        ):
+            log.info("job %s/%s changed while suspended; re-creating its workload", *key)
             await self.kube.delete(workload_path(workload.namespace, workload.name))
 
     def _active_pods(self, workload: WorkloadInfo) -> bool:
@@ -121,6 +125,16 @@ class JobController:
                 return  # a newer Job is on its way through the watch
             raise
         log.info("started job %s/%s (workload %s)", meta["namespace"], meta["name"], workload.name)
+
+    async def _patch_job(self, job: Mapping, patch: dict, what: str) -> None:
+        meta = job["metadata"]
+        try:
+            await self.kube.patch(job_path(meta["namespace"], meta["name"]), patch)
+        except KubeError as exc:
+            if exc.status in (404, 409):
+                return  # gone, or a newer Job is on its way through the watch
+            raise
+        log.info("job %s/%s: %s", meta["namespace"], meta["name"], what)
 
     async def _stop(self, job: Mapping, workload: WorkloadInfo) -> None:
         meta = job["metadata"]

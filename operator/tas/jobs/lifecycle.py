@@ -4,7 +4,8 @@
 - Workload admitted, Job suspended -> start: gate, labels, flavor nodeSelector/tolerations, unsuspend
 - Workload not admitted, Job running -> stop: suspend and restore the template
 - Job finished               -> Workload Finished
-- suspended Job resized      -> the Workload is re-created with the new count
+- stopped Job                -> its template restored to what the user wrote
+- suspended Job edited/resized -> the Workload is re-created from the Job
 - Workload evicted           -> quota released once its pods stop holding capacity
 """
 
@@ -13,14 +14,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from tas.api.annotations import TopologyRequestError
 from tas.api.constants import (
     PODSET_LABEL,
     PODSET_UNCONSTRAINED_TOPOLOGY,
     TOPOLOGY_SCHEDULING_GATE,
     WORKLOAD_ANNOTATION,
 )
-from tas.cache.projections import FlavorInfo, PodInfo, WorkloadInfo
-from tas.jobs.workload import POD_SET_NAME, pod_count
+from tas.cache.projections import (
+    FlavorInfo,
+    PodInfo,
+    WorkloadInfo,
+    toleration_from_object,
+    workload_from_object,
+)
+from tas.jobs.workload import POD_SET_NAME, build_workload
 from tas.solver.types import Node, Toleration
 
 
@@ -122,12 +130,78 @@ def needs_start_time_reset(job: Mapping) -> bool:
     return suspended(job) and bool((job.get("status") or {}).get("startTime"))
 
 
-def needs_new_workload(job: Mapping, workload: WorkloadInfo) -> bool:
-    """A suspended Job whose parallelism no longer matches its pending Workload."""
+def restore_patch(job: Mapping, workload: WorkloadInfo) -> dict | None:
+    """Undo what `start_patch` put in the template of a stopped Job (Kueue restores it too),
+    so that the template shows only what the user wrote and its edits can be told apart.
+
+    Only once the template may change again: suspended, and its startTime cleared. None when
+    there is nothing to undo.
+    """
+    if not suspended(job) or needs_start_time_reset(job):
+        return None
+    template = (job.get("spec") or {}).get("template") or {}
+    meta, spec = template.get("metadata") or {}, template.get("spec") or {}
+    pod_set = next((p for p in workload.pod_sets if p.name == POD_SET_NAME), None)
+    gates = spec.get("schedulingGates") or []
+    marked = (
+        WORKLOAD_ANNOTATION in (meta.get("annotations") or {})
+        or PODSET_LABEL in (meta.get("labels") or {})
+        or any(g.get("name") == TOPOLOGY_SCHEDULING_GATE for g in gates)
+    )
+    if pod_set is None or not marked:
+        return None  # never started, or restored already: what is there now is the user's
+    ours_annotations = [WORKLOAD_ANNOTATION]
+    if pod_set.topology.implied:
+        ours_annotations.append(PODSET_UNCONSTRAINED_TOPOLOGY)
+    patch_meta: dict = {}
+    annotations = {k: None for k in ours_annotations if k in (meta.get("annotations") or {})}
+    if annotations:
+        patch_meta["annotations"] = annotations
+    if PODSET_LABEL in (meta.get("labels") or {}):
+        patch_meta["labels"] = {PODSET_LABEL: None}
+
+    patch_spec: dict = {}
+    selector = dict(spec.get("nodeSelector") or {})
+    if selector != dict(pod_set.node_selector):
+        patch_spec["nodeSelector"] = {k: None for k in selector if k not in pod_set.node_selector}
+        patch_spec["nodeSelector"].update(pod_set.node_selector)
+    tolerations = [toleration_to_api(t) for t in pod_set.tolerations]
+    if [
+        toleration_to_api(t) for t in map(toleration_from_object, spec.get("tolerations") or [])
+    ] != (tolerations):
+        patch_spec["tolerations"] = tolerations or None
+    kept = [g for g in gates if g.get("name") != TOPOLOGY_SCHEDULING_GATE]
+    if kept != gates:
+        patch_spec["schedulingGates"] = kept or None
+
+    if not patch_meta and not patch_spec:
+        return None
+    template_patch: dict = {}
+    if patch_meta:
+        template_patch["metadata"] = patch_meta
+    if patch_spec:
+        template_patch["spec"] = patch_spec
+    return {
+        "metadata": {"resourceVersion": job["metadata"]["resourceVersion"]},
+        "spec": {"template": template_patch},
+    }
+
+
+def needs_new_workload(job: Mapping, workload: WorkloadInfo, *, multi_layer_enabled=True) -> bool:
+    """A suspended Job whose pod sets no longer match its pending Workload: resized, or its
+    template edited (requests, topology annotations, nodeSelector, tolerations). Kueue then
+    deletes the Workload and creates a new one; so do we. Compared through the same
+    projection on both sides, so API defaulting and quantity spelling do not count as edits.
+    """
     if workload.has_quota or workload.finished:
         return False
-    pod_set = next((p for p in workload.pod_sets if p.name == POD_SET_NAME), None)
-    return pod_set is None or pod_set.count != pod_count(job)
+    if restore_patch(job, workload) is not None:
+        return False  # our own additions are still in the template
+    try:
+        wanted = workload_from_object(build_workload(job, multi_layer_enabled=multi_layer_enabled))
+    except (TopologyRequestError, KeyError, TypeError, ValueError):
+        return True  # an edit made it invalid: the new Workload's creation reports why
+    return wanted.pod_sets != workload.pod_sets
 
 
 def pods_hold_capacity(pods: Iterable[PodInfo], nodes: Mapping[str, Node]) -> bool:

@@ -1,3 +1,5 @@
+import copy
+
 from tas.cache import projections as proj
 from tas.jobs import lifecycle
 from tas.jobs.workload import build_workload, pod_count
@@ -175,3 +177,99 @@ def test_a_pod_terminating_on_a_dead_or_deleted_node_is_let_go():
     assert lifecycle.pods_hold_capacity(
         [pod("a", deleting=True), pod("b", node="n2", deleting=True)], nodes(n1=False, n2=True)
     )
+
+
+# --- a stopped Job's template is restored; edits to a suspended Job re-create its Workload ------
+
+
+def merge(target, patch):
+    """RFC 7386 JSON merge patch, as the API server applies it."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge(out.get(key), value)
+    return out
+
+
+def pending(job_obj):
+    return proj.workload_from_object(build_workload(job_obj))
+
+
+def started_then_stopped(job_obj, *, implied=False):
+    """The Job as it is after an admission, an eviction, and the startTime reset."""
+    if implied:
+        job_obj["spec"]["template"]["metadata"]["annotations"] = {}
+    workload = admitted(job_obj)
+    running = merge(job_obj, lifecycle.start_patch(job_obj, workload, FLAVORS))
+    return merge(running, lifecycle.stop_patch(running)), pending(job_obj)
+
+
+def test_a_stopped_job_gets_back_the_template_the_user_wrote():
+    for implied in (False, True):
+        original = job()
+        stopped, workload = started_then_stopped(original, implied=implied)
+        assert stopped["spec"]["template"] != original["spec"]["template"]  # ours were added
+        restore = lifecycle.restore_patch(stopped, workload)
+        assert restore["metadata"] == {"resourceVersion": "7"}
+        restored = merge(stopped, restore)
+        template = restored["spec"]["template"]
+        assert template["spec"]["nodeSelector"] == {"user": "choice"}
+        assert "tolerations" not in template["spec"]
+        assert "schedulingGates" not in template["spec"]
+        assert not template["metadata"].get("labels")
+        assert (
+            template["metadata"].get("annotations", {})
+            == (original["spec"]["template"]["metadata"]["annotations"])
+        )
+        assert lifecycle.restore_patch(restored, workload) is None  # nothing left to undo
+        assert not lifecycle.needs_new_workload(restored, workload)
+
+
+def test_the_template_is_left_alone_while_the_job_runs_or_keeps_its_start_time():
+    stopped, workload = started_then_stopped(job())
+    assert lifecycle.restore_patch({**stopped, "status": {"startTime": "t"}}, workload) is None
+    running = merge(stopped, {"spec": {"suspend": False}})
+    assert lifecycle.restore_patch(running, workload) is None
+
+
+def test_our_own_additions_are_not_taken_for_an_edit():
+    stopped, workload = started_then_stopped(job())
+    assert not lifecycle.needs_new_workload(stopped, workload)  # restored first, then compared
+
+
+def test_edits_to_a_suspended_jobs_template_need_a_new_workload():
+    """Kueue re-creates the Workload of a suspended Job whose pod template changed."""
+    edits = [
+        ("resources", {"containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]}),
+        ("node selector", {"nodeSelector": {"user": "other"}}),
+        ("tolerations", {"tolerations": [{"key": "k", "operator": "Exists"}]}),
+    ]
+    for what, spec_edit in edits:
+        original = job()
+        workload = pending(original)
+        edited = merge(original, {"spec": {"template": {"spec": spec_edit}}})
+        assert lifecycle.needs_new_workload(edited, workload), what
+    original = job()
+    annotations = {"kueue.x-k8s.io/podset-preferred-topology": "rack"}
+    edited = copy.deepcopy(original)
+    edited["spec"]["template"]["metadata"]["annotations"] = annotations
+    assert lifecycle.needs_new_workload(edited, pending(original)), "topology annotation"
+    same_cpu = merge(
+        original,
+        {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "new"}]}}}},
+    )
+    assert not lifecycle.needs_new_workload(same_cpu, pending(original))  # nothing we read
+    admitted_workload = admitted(original)
+    assert not lifecycle.needs_new_workload(edited, admitted_workload)  # holds quota: kept
+
+
+def test_a_user_edit_after_the_restore_is_kept_and_re_creates_the_workload():
+    stopped, workload = started_then_stopped(job())
+    restored = merge(stopped, lifecycle.restore_patch(stopped, workload))
+    edited = merge(restored, {"spec": {"template": {"spec": {"nodeSelector": {"user": "b"}}}}})
+    assert lifecycle.restore_patch(edited, workload) is None
+    assert lifecycle.needs_new_workload(edited, workload)
