@@ -232,7 +232,12 @@ def test_editing_a_suspended_jobs_template_re_creates_its_workload(
     required = {jobs.PREFIX + "podset-required-topology": topology.RACK_LABEL}
     cluster.apply(jobs.job("edited", "nowhere", pods=2, annotations=required), namespace)
     first = jobs.wait_pending_message(cluster, namespace, "edited", "doesn't exist")
-    assert first["spec"]["podSets"][0]["topologyRequest"] == {"required": topology.RACK_LABEL}
+    # Kueue names the completion-index label for every batch/v1 Job
+    index = {"podIndexLabel": "batch.kubernetes.io/job-completion-index"}
+    assert first["spec"]["podSets"][0]["topologyRequest"] == {
+        "required": topology.RACK_LABEL,
+        **index,
+    }
     preferred = {
         jobs.PREFIX + "podset-required-topology": None,
         jobs.PREFIX + "podset-preferred-topology": topology.BLOCK_LABEL,
@@ -255,7 +260,10 @@ def test_editing_a_suspended_jobs_template_re_creates_its_workload(
         return workload
 
     second = wait_for(recreated, timeout=60, what="a new Workload for the edited Job")
-    assert second["spec"]["podSets"][0]["topologyRequest"] == {"preferred": topology.BLOCK_LABEL}
+    assert second["spec"]["podSets"][0]["topologyRequest"] == {
+        "preferred": topology.BLOCK_LABEL,
+        **index,
+    }
     assert second["metadata"]["name"] == first["metadata"]["name"]
 
 
