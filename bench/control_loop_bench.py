@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.operator_bench import BIG_QUEUE, add_nodes  # noqa: E402
-from e2e import jobs, topology  # noqa: E402
+from e2e import chart, jobs, topology  # noqa: E402
 from e2e.harness import Cluster, cluster_from_env, wait_for  # noqa: E402
 from e2e.operator_process import OperatorProcess  # noqa: E402
 
@@ -114,7 +114,7 @@ class ClusterCpu:
 
 def small_job(name: str, *, suspend: bool = False) -> dict:
     body = jobs.job(name, "q", pods=2, cpu="100m")
-    if suspend:  # no webhook while the operator is down: queued Jobs are created suspended
+    if suspend:  # made while the operator is down: no webhook suspends it
         body["spec"]["suspend"] = True
     return body
 
@@ -286,7 +286,8 @@ def live(cluster: Cluster, op: OperatorProcess, count: int) -> dict:
 def drain(cluster: Cluster, op: OperatorProcess, count: int) -> dict:
     ns = namespace(cluster)
     op.stop()
-    create(cluster, ns, [small_job(f"d{i}", suspend=True) for i in range(count)])
+    with chart.webhooks_fail_open(cluster):
+        create(cluster, ns, [small_job(f"d{i}", suspend=True) for i in range(count)])
     op.start(sync_timeout=600)
     _, cpu_synced = proc_stat(op.proc.pid)
     where = ClusterCpu(cluster, op)
@@ -356,7 +357,8 @@ def restart(cluster: Cluster, op: OperatorProcess, nodes: int, pods: int, runs: 
     samples = []
     for r in range(runs):
         op.stop()
-        create(cluster, ns, [small_job(f"probe{r}", suspend=True)])
+        with chart.webhooks_fail_open(cluster):
+            create(cluster, ns, [small_job(f"probe{r}", suspend=True)])
         started = time.time()
         op.start(sync_timeout=900)
         first = wait_admissions(op, ns, 1, timeout=600)[0]
@@ -399,13 +401,12 @@ def main() -> int:
         args.output = "/tmp/control_loop_quick.json"  # a quick run never overwrites results
     sizes = args.sizes or ("100x1000" if args.quick else "500x5000,1000x10000")
     cluster = cluster_from_env()
-    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(ROOT / "crds"))
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+    chart.install(cluster)
     for name in ("topology.yaml", "resource-flavor.yaml"):
         cluster.kubectl("apply", "-f", str(ROOT / "examples" / "kueue-tas" / name))
     cluster.apply(BIG_QUEUE)
     add_nodes(cluster, topology.Shape(blocks=5, racks=5, hosts=8))  # 200 nodes
-    op = OperatorProcess(cluster, extra=("--leader-election-namespace=default",))
+    op = OperatorProcess(cluster)
     op.start()
     results: dict = {"machine": {"cpus": os.cpu_count(), "load": os.getloadavg()}}
     count = 100 if args.quick else 1000

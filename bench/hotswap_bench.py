@@ -22,15 +22,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from e2e import jobs, topology  # noqa: E402
+from e2e import chart, jobs, topology  # noqa: E402
 from e2e.harness import cluster_from_env, wait_for  # noqa: E402
 from e2e.operator_process import OperatorProcess  # noqa: E402
 from e2e.test_hotswap import GROUP, NOT_READY, REQUIRED_RACK, install_hotswap_queue  # noqa: E402
 
 
 def setup(cluster) -> None:
-    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(ROOT / "crds"))
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+    chart.install(cluster)
     install_hotswap_queue(cluster, "hs")
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from e2e import jobs, topology  # noqa: E402
+from e2e import chart, jobs, topology  # noqa: E402
 from e2e.harness import Cluster, cluster_from_env, wait_for  # noqa: E402
 from e2e.operator_process import OperatorProcess  # noqa: E402
 
@@ -52,8 +52,7 @@ BIG_QUEUE = {
 
 
 def setup(cluster: Cluster, shape: topology.Shape) -> str:
-    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(ROOT / "crds"))
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+    chart.install(cluster)
     for name in ("topology.yaml", "resource-flavor.yaml"):
         cluster.kubectl("apply", "-f", str(ROOT / "examples" / "kueue-tas" / name))
     cluster.apply(BIG_QUEUE)

@@ -1,11 +1,21 @@
 """The Helm chart installed into the test cluster, and a kubeconfig with its ServiceAccount's
-token: the operator runs on the host (no container runs here) with exactly the chart's RBAC."""
+token: the operator runs on the host (no container runs here) with exactly the chart's RBAC.
+
+The chart's webhook configurations call https://127.0.0.1:<webhook_port> instead of its
+Service (nothing in this cluster routes Services to the host). Every operator process of one
+cluster listens on that one port together (kopf's server sets SO_REUSEPORT), so the kernel
+spreads the calls over the live ones as a Service spreads them over replicas.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -14,6 +24,26 @@ from e2e.harness import ROOT, Cluster
 RELEASE = "tas-operator"
 NAMESPACE = "tas-system"
 CHART = ROOT / "helm" / "tas-operator"
+CERT_SECRET = f"{RELEASE}-webhook-cert"
+WEBHOOK_CONFIG = "tas-operator.kueue.x-k8s.io"  # the chart's <fullname>-webhook-cert
+
+
+def webhook_port(cluster: Cluster) -> int:
+    """The port the host operators of `cluster` serve webhooks on: its API server's port + 2
+    (each local cluster has its own API port, so clusters side by side never share one)."""
+    return api_port(cluster) + 2
+
+
+def api_port(cluster: Cluster) -> int:
+    server = cluster.kubectl(
+        "config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}"
+    ).stdout
+    return urlsplit(server).port or 443
+
+
+def host_values(cluster: Cluster) -> tuple[str, ...]:
+    """Values for an operator on the host: the webhooks are called by URL."""
+    return ("--set", f"webhook.url=https://127.0.0.1:{webhook_port(cluster)}")
 
 
 def helm(cluster: Cluster, *args: str) -> str:
@@ -36,13 +66,14 @@ def install(cluster: Cluster, *values: str) -> None:
         NAMESPACE,
         "--create-namespace",
         "--take-ownership",
+        *host_values(cluster),
         *values,
     )
     cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
 
 
 def upgrade(cluster: Cluster, *values: str) -> None:
-    helm(cluster, "upgrade", RELEASE, str(CHART), "-n", NAMESPACE, *values)
+    helm(cluster, "upgrade", RELEASE, str(CHART), "-n", NAMESPACE, *host_values(cluster), *values)
 
 
 def service_account_kubeconfig(cluster: Cluster, directory: Path | None = None) -> str:
@@ -72,3 +103,24 @@ def deployment_gates(cluster: Cluster) -> str:
     deployment = cluster.get_json("deployment", "-n", NAMESPACE, RELEASE)
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
     return next((a.split("=", 1)[1] for a in args if a.startswith("--feature-gates=")), "")
+
+
+@contextlib.contextmanager
+def webhooks_fail_open(cluster: Cluster) -> Iterator[None]:
+    """Let queued Jobs be created while no operator serves the webhooks (a benchmark's backlog
+    made while the operator is down): their failurePolicy is Ignore until the block ends."""
+
+    def set_policy(policy: str) -> None:
+        for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
+            hooks = cluster.get_json(kind, WEBHOOK_CONFIG)["webhooks"]
+            ops = [
+                {"op": "replace", "path": f"/webhooks/{i}/failurePolicy", "value": policy}
+                for i in range(len(hooks))
+            ]
+            cluster.kubectl("patch", kind, WEBHOOK_CONFIG, "--type=json", "-p", json.dumps(ops))
+
+    set_policy("Ignore")
+    try:
+        yield
+    finally:
+        set_policy("Fail")

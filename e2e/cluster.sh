@@ -6,6 +6,7 @@
 #   e2e/cluster.sh down    stop exactly the processes it started and remove their data
 #   e2e/cluster.sh status  say what runs
 #   e2e/cluster.sh restart-apiserver   stop the API server and start it again (an outage)
+#   e2e/cluster.sh restart-etcd        stop etcd and start it again on its data (an outage)
 #
 # Settings (environment): TAS_CLUSTER_DIR (default .cluster in the checkout),
 # TAS_KWOK_POD_COMPLETE=1 to let kwok mark Job pods Succeeded at once,
@@ -51,16 +52,36 @@ start_apiserver() {  # with the data, certificates and tokens already in $D
   wait_until 120 kube-apiserver kc get --raw=/readyz
 }
 
-restart_apiserver() {  # stop the API server and start it again on the same etcd: an outage
-  B=$(cat "$D/bin-dir")
-  alive kube-apiserver || { say "kube-apiserver is not running"; return 1; }
-  local pid; pid=$(cat "$D/kube-apiserver.pid")
+start_etcd() {  # on the data in $D/etcd
+  start etcd "$B/etcd" --data-dir="$D/etcd" --listen-client-urls="http://127.0.0.1:$ETCD_PORT" \
+    --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" --listen-peer-urls="http://127.0.0.1:$((ETCD_PORT + 1))" \
+    --initial-advertise-peer-urls="http://127.0.0.1:$((ETCD_PORT + 1))" \
+    --initial-cluster="default=http://127.0.0.1:$((ETCD_PORT + 1))" --unsafe-no-fsync=true
+}
+
+stop_one() {  # stop_one NAME: SIGTERM its process group, then SIGKILL; keep its log aside
+  local pid; pid=$(cat "$D/$1.pid")
   kill -- "-$pid" 2>/dev/null || true
   for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
   kill -9 -- "-$pid" 2>/dev/null || true
-  mv "$D/kube-apiserver.log" "$D/kube-apiserver.before-restart.log"
+  mv "$D/$1.log" "$D/$1.before-restart.log"
+}
+
+restart_apiserver() {  # stop the API server and start it again on the same etcd: an outage
+  B=$(cat "$D/bin-dir")
+  alive kube-apiserver || { say "kube-apiserver is not running"; return 1; }
+  stop_one kube-apiserver
   start_apiserver
   say "kube-apiserver restarted"
+}
+
+restart_etcd() {  # stop etcd and start it again on its data: the API server loses its store
+  B=$(cat "$D/bin-dir")
+  alive etcd || { say "etcd is not running"; return 1; }
+  stop_one etcd
+  start_etcd
+  wait_until 120 "kube-apiserver on the restarted etcd" kc get --raw=/readyz
+  say "etcd restarted"
 }
 
 up() {
@@ -91,10 +112,7 @@ current-context: local
 KC
 
   say "starting etcd"
-  start etcd "$B/etcd" --data-dir="$D/etcd" --listen-client-urls="http://127.0.0.1:$ETCD_PORT" \
-    --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" --listen-peer-urls="http://127.0.0.1:$((ETCD_PORT + 1))" \
-    --initial-advertise-peer-urls="http://127.0.0.1:$((ETCD_PORT + 1))" \
-    --initial-cluster="default=http://127.0.0.1:$((ETCD_PORT + 1))" --unsafe-no-fsync=true
+  start_etcd
   say "starting kube-apiserver"
   start_apiserver
 
@@ -149,5 +167,6 @@ case "${1:-}" in
   down) down ;;
   status) status ;;
   restart-apiserver) restart_apiserver ;;
-  *) echo "usage: $0 up|down|status|restart-apiserver" >&2; exit 2 ;;
+  restart-etcd) restart_etcd ;;
+  *) echo "usage: $0 up|down|status|restart-apiserver|restart-etcd" >&2; exit 2 ;;
 esac

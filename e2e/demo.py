@@ -15,7 +15,7 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from e2e import topology
+from e2e import chart, topology
 from e2e.chart import install, service_account_kubeconfig
 from e2e.harness import ROOT, Cluster, local_cluster, wait_for
 
@@ -52,12 +52,16 @@ def start_operator(cluster: Cluster, state_dir: Path) -> None:
         return
     kubeconfig = service_account_kubeconfig(cluster, state_dir)
     tas = Path(sys.executable).parent / "tas"
+    port = chart.webhook_port(cluster)
     proc = subprocess.Popen(
         [
             str(tas),
             "operator",
             f"--kubeconfig={kubeconfig}",
-            "--webhook-port=9443",
+            f"--webhook-port={port}",
+            "--webhook-host=127.0.0.1",
+            f"--webhook-cert-secret={chart.NAMESPACE}/{chart.CERT_SECRET}",
+            f"--leader-election-namespace={chart.NAMESPACE}",
             "--metrics-port=9090",
         ],
         stdout=log.open("a"),
@@ -66,19 +70,19 @@ def start_operator(cluster: Cluster, state_dir: Path) -> None:
     )
     pid_file.write_text(str(proc.pid))
     wait_for(lambda: "caches synced" in log.read_text(), timeout=60, what="the operator to sync")
-    wait_for(lambda: port_open(9443), timeout=30, what="the webhook server")
+    wait_for(lambda: port_open(port), timeout=30, what="the webhook server")
     wait_for(
         lambda: (
             cluster.kubectl(
                 "get",
                 "mutatingwebhookconfiguration",
-                "tas-operator.kueue.x-k8s.io",
+                chart.WEBHOOK_CONFIG,
                 "-o",
-                "jsonpath={.webhooks[0].name}",
+                "jsonpath={.webhooks[0].clientConfig.caBundle}",
             ).stdout
         ),
         timeout=30,
-        what="webhooks",
+        what="the operator's CA in the webhook configurations",
     )
     say(
         f"operator running under the chart's ServiceAccount (log: {log}, metrics: http://127.0.0.1:9090/metrics)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import signal
 import socket
@@ -12,9 +13,10 @@ import time
 import urllib.request
 from pathlib import Path
 
+from e2e import chart
 from e2e.harness import ROOT, Cluster, wait_for
 
-WEBHOOK_CONFIG = "tas-operator.kueue.x-k8s.io"
+WEBHOOK_CONFIG = chart.WEBHOOK_CONFIG
 
 
 def free_port() -> int:
@@ -31,37 +33,22 @@ class OperatorProcess:
         kubeconfig: str | None = None,
         gates: str = "",
         extra: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
     ):
         self.cluster = cluster
+        self.env = env or {}
         self.kubeconfig = kubeconfig or cluster.kubeconfig
         self.gates = gates
         self.extra = extra
-        self.port = free_port()
+        self.port = chart.webhook_port(cluster)  # shared by every operator of the cluster
         self.metrics_port = free_port()
         self.log_path = Path(tempfile.mkdtemp(prefix="tas-operator-")) / "operator.log"
         self.proc: subprocess.Popen | None = None
         self.starts = 0
 
     def start(self, sync_timeout: float = 120) -> float:
-        self.starts += 1
-        cmd = [
-            str(Path(sys.executable).parent / "tas"),
-            "operator",
-            f"--kubeconfig={self.kubeconfig}",
-            f"--webhook-port={self.port}",
-            f"--metrics-port={self.metrics_port}",
-            "--log-level=DEBUG",
-            *self.extra,
-        ]
-        if self.gates:
-            cmd.append(f"--feature-gates={self.gates}")
-        log = self.log_path.open("a")
-        log.write(f"\n===== start {self.starts} =====\n")
-        log.flush()
-        self.proc = subprocess.Popen(
-            cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=os.environ.copy()
-        )
-        mark = f"===== start {self.starts} ====="
+        """Start the process and wait until it has synced and serves trusted webhooks."""
+        mark = self.launch()
         started = time.monotonic()
         try:
             wait_for(
@@ -71,14 +58,40 @@ class OperatorProcess:
             )
             synced = time.monotonic() - started
             wait_for(
-                lambda: self._alive() and self._webhook_listening() and self._webhook_registered(),
+                lambda: self._alive() and self._webhook_listening() and self.webhooks_trusted(),
                 timeout=30,
-                what="the operator's webhooks to be served and registered",
+                what="the operator's webhooks to be served, with its CA in their configurations",
             )
         except Exception:
             self.kill()  # never leave a half-started operator behind
             raise
         return synced
+
+    def launch(self) -> str:
+        """Start the process without waiting for it (as a kubelet starts a container); returns
+        the line that marks this start in the log."""
+        self.starts += 1
+        cmd = [
+            str(Path(sys.executable).parent / "tas"),
+            "operator",
+            f"--kubeconfig={self.kubeconfig}",
+            f"--webhook-port={self.port}",
+            "--webhook-host=127.0.0.1",
+            f"--webhook-cert-secret={chart.NAMESPACE}/{chart.CERT_SECRET}",
+            f"--leader-election-namespace={chart.NAMESPACE}",
+            f"--metrics-port={self.metrics_port}",
+            "--log-level=DEBUG",
+            *self.extra,
+        ]
+        if self.gates:
+            cmd.append(f"--feature-gates={self.gates}")
+        with self.log_path.open("a") as log:  # the child keeps its own copy of the descriptor
+            log.write(f"\n===== start {self.starts} =====\n")
+            log.flush()
+            self.proc = subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env={**os.environ, **self.env}
+            )
+        return f"===== start {self.starts} ====="
 
     def _alive(self) -> bool:
         if self.proc is None or self.proc.poll() is not None:
@@ -94,11 +107,17 @@ class OperatorProcess:
             return False
         return True
 
-    def _webhook_registered(self) -> bool:
-        conf = self.cluster.get_json("mutatingwebhookconfiguration", WEBHOOK_CONFIG)
-        return any(
-            f":{self.port}/" in (w["clientConfig"].get("url") or "") for w in conf["webhooks"]
-        )
+    def webhooks_trusted(self) -> bool:
+        """Both webhook configurations carry the CA of the certificate in the chart's Secret."""
+        secret = self.cluster.get_json("secret", "-n", chart.NAMESPACE, chart.CERT_SECRET)
+        ca = (secret.get("data") or {}).get("ca.crt")
+        if not ca:
+            return False
+        for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
+            hooks = self.cluster.get_json(kind, WEBHOOK_CONFIG).get("webhooks") or []
+            if not hooks or any(h["clientConfig"].get("caBundle") != ca for h in hooks):
+                return False
+        return base64.b64decode(ca) != b""
 
     def kill(self) -> None:
         """SIGKILL: nothing gets to clean up, as when a node dies under the operator."""
@@ -106,18 +125,15 @@ class OperatorProcess:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(timeout=30)
 
-    def stop(self, remove_webhooks: bool = True) -> None:
+    def stop(self) -> None:
+        """SIGTERM, as a rolling update does. The webhook configurations stay: they belong to
+        the chart, and queued Jobs are refused while no operator serves them (as with Kueue)."""
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             try:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.kill()
-        if not remove_webhooks:
-            return
-        # Webhook configurations outlive the process; without it, labelled Jobs could not be created.
-        for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
-            self.cluster.kubectl("delete", kind, WEBHOOK_CONFIG, "--ignore-not-found", check=False)
 
     def metric(self, name: str, labels: str = "") -> float:
         """One sample from the operator's Prometheus endpoint (0 when absent)."""

@@ -26,7 +26,7 @@ def constrained_job(name: str, queue: str) -> dict:
 
 def restart_with_deployment_gates(cluster: Cluster, operator: OperatorProcess) -> None:
     """What a new pod of the upgraded Deployment would do: start with its arguments."""
-    operator.stop(remove_webhooks=False)  # they belong to the release
+    operator.stop()  # they belong to the release
     operator.gates = chart.deployment_gates(cluster)
     operator.start()
 
@@ -80,7 +80,7 @@ def test_helm_upgrade_of_feature_gates_takes_effect(cluster: Cluster, namespace:
 
 
 def test_helm_uninstall_leaves_only_the_crds(cluster: Cluster, operator):
-    operator.stop(remove_webhooks=False)
+    operator.stop()
     try:
         chart.helm(cluster, "uninstall", chart.RELEASE, "-n", chart.NAMESPACE, "--wait")
         selector = f"app.kubernetes.io/instance={chart.RELEASE}"

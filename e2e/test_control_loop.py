@@ -239,7 +239,7 @@ def test_a_standby_takes_over_when_the_leader_is_killed(
         assert f"admitted {namespace}/" in standby.log()
         assert takeover < 30, takeover  # the lease is 15 s; the target is 20 s
     finally:
-        standby.stop(remove_webhooks=False)
+        standby.stop()
         operator.start()
 
 

@@ -40,6 +40,16 @@ def _operator(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
+    webhook_cert_secret = None
+    if args.webhook_cert_secret:
+        namespace, _, name = args.webhook_cert_secret.partition("/")
+        if not namespace or not name or "/" in name:
+            print(
+                f"tas operator: --webhook-cert-secret: {args.webhook_cert_secret!r} is not NAMESPACE/NAME",
+                file=sys.stderr,
+            )
+            return 2
+        webhook_cert_secret = (namespace, name)
     settings = Settings(
         kubeconfig=args.kubeconfig,
         namespaces=tuple(args.namespace or ()),
@@ -48,6 +58,7 @@ def _operator(args: argparse.Namespace) -> int:
         webhook_port=args.webhook_port,
         webhook_host=args.webhook_host,
         webhook_cert_dir=args.webhook_cert_dir,
+        webhook_cert_secret=webhook_cert_secret,
         webhook_service=webhook_service,
         metrics_port=args.metrics_port,
         log_level=args.log_level,
@@ -92,8 +103,11 @@ async def _run_operator(settings, liveness: str | None) -> None:
     await asyncio.to_thread(importlib.import_module, "tas.handlers.operator")  # registers them
     import kopf
 
+    from tas.handlers.operator import ForgetfulMemories
+
     await kopf.operator(
         standalone=True,
+        memories=ForgetfulMemories(),
         clusterwide=not settings.namespaces,
         namespaces=list(settings.namespaces),
         memo=kopf.Memo(settings=settings, runtime=runtime),
@@ -125,7 +139,17 @@ def build_parser() -> argparse.ArgumentParser:
     op.add_argument(
         "--webhook-host", default=env_default("WEBHOOK_HOST"), help="name in the webhook URL"
     )
-    op.add_argument("--webhook-cert-dir", default=env_default("WEBHOOK_CERT_DIR"))
+    op.add_argument(
+        "--webhook-cert-dir",
+        default=env_default("WEBHOOK_CERT_DIR"),
+        help="where the served certificate is written (default: a private temporary directory)",
+    )
+    op.add_argument(
+        "--webhook-cert-secret",
+        default=env_default("WEBHOOK_CERT_SECRET"),
+        help="NAMESPACE/NAME of the Secret holding the webhooks' certificate, shared by every "
+        "replica and renewed before it expires (the chart's); default: one made in memory",
+    )
     op.add_argument(
         "--webhook-service",
         default=env_default("WEBHOOK_SERVICE"),

@@ -18,8 +18,12 @@ class Settings:
     webhook_host: str | None = (
         None  # the name in the webhook URL and certificate; defaults to listen
     )
-    webhook_cert_dir: str | None = None
-    # In a pod: (namespace, name, port) of the Service in front of the webhooks.
+    webhook_cert_dir: str | None = None  # where the served certificate files are written
+    # (namespace, name) of the Secret every replica shares the certificate through (the
+    # chart's); without one, the process makes its own.
+    webhook_cert_secret: tuple[str, str] | None = None
+    # In a pod: (namespace, name, port) of the Service in front of the webhooks; its DNS names
+    # go into the certificate.
     webhook_service: tuple[str, str, int] | None = None
     webhook_config_name: str = "tas-operator.kueue.x-k8s.io"
     metrics_port: int = 0  # 0 disables the metrics endpoint
@@ -31,3 +35,14 @@ class Settings:
     @property
     def webhook_url_host(self) -> str:
         return self.webhook_host or self.webhook_listen
+
+    @property
+    def webhook_cert_hosts(self) -> list[str]:
+        """The names the API server may reach the webhooks at: the Service's, and the host."""
+        hosts = []
+        if self.webhook_service:
+            namespace, name, _ = self.webhook_service
+            hosts += [f"{name}.{namespace}.svc", f"{name}.{namespace}.svc.cluster.local"]
+        if self.webhook_url_host not in ("0.0.0.0", "::", ""):
+            hosts.append(self.webhook_url_host)
+        return hosts or ["localhost"]

@@ -35,7 +35,11 @@ class LeaseSettings:
 
 
 def default_identity() -> str:
-    return f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+    """The pod's name when the chart passes it (TAS_POD_NAME): a container the kubelet restarts
+    in the same pod finds the Lease still its own and leads again at once, instead of waiting
+    out the lease after a crash. Two live processes never share a pod's name (the kubelet stops
+    a container before it starts it again). Elsewhere, the host's name and a random suffix."""
+    return os.environ.get("TAS_POD_NAME") or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
 
 
 def default_namespace() -> str:

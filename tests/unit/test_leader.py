@@ -187,3 +187,25 @@ def test_a_hung_renewal_is_abandoned_in_time_to_retry_within_the_deadline():
 
     a = asyncio.run(go())
     assert lost == [] and a.leading.is_set()
+
+
+def test_a_restarted_container_of_the_same_pod_leads_again_at_once(monkeypatch):
+    """The identity is the pod's name when given: the Lease a crashed container held is found
+    to be its own, with no wait for expiry; a process of another pod must wait."""
+    from tas import leader
+
+    monkeypatch.setenv("TAS_POD_NAME", "tas-operator-abc12")
+    assert leader.default_identity() == "tas-operator-abc12"
+    store = LeaseStore()
+
+    async def go():
+        crashed = LeaderElector(store, LeaseSettings(namespace="ns"))
+        assert await crashed.try_acquire_or_renew()
+        restarted = LeaderElector(store, LeaseSettings(namespace="ns"))  # same pod, new process
+        other = LeaderElector(store, LeaseSettings(namespace="ns"), identity="other-pod")
+        assert not await other.try_acquire_or_renew()
+        assert await restarted.try_acquire_or_renew()
+
+    asyncio.run(go())
+    monkeypatch.delenv("TAS_POD_NAME")
+    assert leader.default_identity() != leader.default_identity()  # random elsewhere

@@ -27,12 +27,21 @@ it already contains the chart's name. Truncated to 63 characters (a DNS label).
 {{- printf "%s-webhook" (include "tas-operator.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
+{{/* The host the API server reaches the webhooks at: the Service, or webhook.url's host. */}}
 {{- define "tas-operator.webhookHost" -}}
+{{- if .Values.webhook.url -}}
+{{- (urlParse .Values.webhook.url).hostname -}}
+{{- else -}}
 {{- printf "%s.%s.svc" (include "tas-operator.webhookService" .) .Release.Namespace -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "tas-operator.webhookCertSecret" -}}
+{{- printf "%s-webhook-cert" (include "tas-operator.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
 {{/*
-The name of the webhook configurations the operator fills in at start-up. Fixed in the
+The name of the webhook configurations whose CA bundle the operator keeps. Fixed in the
 operator (tas.config.Settings.webhook_config_name); a test keeps the two in step.
 */}}
 {{- define "tas-operator.webhookConfigName" -}}

@@ -4,18 +4,24 @@ kopf does what it does well here: serving webhooks (on every replica) and the pr
 lifecycle. The cluster is not watched through kopf: each kind is listed and watched by a
 reflector on the same event loop (see runtime.py and watches.py), whose start-up cost is linear
 in the objects listed. Every handler is async, so none runs in kopf's thread pool.
+
+The webhook configurations belong to the chart. kopf only serves the webhooks; it never
+creates, fills or empties a configuration, so a replica that stops takes no webhook away from
+the others. webhookcert.py keeps the certificate and the configurations' CA bundle.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import kopf
+from kopf._core.reactor.inventory import ResourceMemories  # for ForgetfulMemories (no public name)
 
-from tas import certs, metrics
+from tas import metrics
 from tas.api.annotations import TopologyRequestError
 from tas.api.constants import QUEUE_NAME_LABEL
 from tas.config import Settings
@@ -23,24 +29,28 @@ from tas.features import Gate
 from tas.handlers.runtime import Runtime
 from tas.jobs.workload import build_workload
 from tas.kubeconfig import load_connection
+from tas.webhookcert import WebhookCertificates
 
 log = logging.getLogger("tas.operator")
 
+# How often kopf's server looks for a renewed certificate (it restarts itself on a change). A
+# renewal starts months before the old one expires, so any interval below hours is enough.
+CERT_FILE_CHECK_SECONDS = 30.0
+# The webhooks' handler ids, which are their URL paths in the chart's webhook configurations.
+SUSPEND_WEBHOOK = "suspend-queued-jobs"
+VALIDATE_WEBHOOK = "validate-topology-request"
 
-class ServiceWebhookServer:
-    """kopf's webhook server, announced to the API server as a Service reference instead of a
-    URL: an in-cluster API server reaches webhooks through Services, not cluster DNS names."""
 
-    def __init__(self, inner: kopf.WebhookServer, namespace: str, name: str, port: int) -> None:
-        self.inner = inner
-        self.service = {"namespace": namespace, "name": name, "port": port}
+class ForgetfulMemories(ResourceMemories):
+    """kopf keeps a memory per object it is shown, until a watch reports the object deleted.
+    Nothing is watched through kopf here, so every UPDATE review (a real uid) would leave one
+    behind for good, and anyone who reaches the webhook port could fill the process's memory.
+    The webhooks need no memory between reviews: none is kept."""
 
-    async def __call__(self, fn: Any) -> Any:
-        async for config in self.inner(fn):
-            announced: dict[str, Any] = {"service": {**self.service, "path": self.inner.path or ""}}
-            if config.get("caBundle"):
-                announced["caBundle"] = config["caBundle"]
-            yield announced
+    async def recall(self, raw_body, *, memobase=None, noticed_by_listing=False, ephemeral=False):
+        return await super().recall(
+            raw_body, memobase=memobase, noticed_by_listing=noticed_by_listing, ephemeral=True
+        )
 
 
 def rt(memo: Any) -> Runtime:
@@ -54,29 +64,33 @@ def rt(memo: Any) -> Runtime:
 async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     config: Settings = memo.settings
     settings.posting.enabled = False  # we write our own events, on Workloads
-    cert_dir = Path(config.webhook_cert_dir or tempfile.mkdtemp(prefix="tas-webhook-"))
-    hosts = [config.webhook_url_host, config.webhook_listen]
-    if config.webhook_service:
-        namespace, name, _ = config.webhook_service
-        hosts = [f"{name}.{namespace}.svc", f"{name}.{namespace}.svc.cluster.local", *hosts]
-    certfile, keyfile, cafile = certs.serving_files(cert_dir, hosts)
-    server = kopf.WebhookServer(
+    if "runtime" not in memo:  # `tas operator` starts it before kopf, to list sooner
+        memo.runtime = Runtime(config)
+        memo.runtime.start()
+    # The chart owns the webhook configurations; kopf only serves (settings.admission.managed
+    # stays unset, so kopf never creates, fills or empties them).
+    certificates = WebhookCertificates(
+        rt(memo).kube,
+        Path(config.webhook_cert_dir or tempfile.mkdtemp(prefix="tas-webhook-")),
+        config.webhook_cert_hosts,
+        config.webhook_config_name,
+        secret=config.webhook_cert_secret,
+    )
+    certificates.provisional()
+    rt(memo).background(certificates.run(), "webhook-certificate")
+    # Serve the Secret's certificate from the start if the API server answers soon.
+    await asyncio.wait([asyncio.ensure_future(certificates.ready.wait())], timeout=10)
+    certfile, keyfile, cafile = certificates.files
+    settings.admission.server = kopf.WebhookServer(
         addr=config.webhook_listen,
         port=config.webhook_port,
         host=config.webhook_url_host,
         certfile=str(certfile),
         pkeyfile=str(keyfile),
-        cafile=str(cafile) if cafile else None,
+        cafile=str(cafile),
+        file_check_interval=CERT_FILE_CHECK_SECONDS,
     )
-    if config.webhook_service:
-        settings.admission.server = ServiceWebhookServer(server, *config.webhook_service)
-    else:
-        settings.admission.server = server
-    settings.admission.managed = config.webhook_config_name
     metrics.serve(config.metrics_port)
-    if "runtime" not in memo:  # `tas operator` starts it before kopf, to list sooner
-        memo.runtime = Runtime(config)
-        memo.runtime.start()
 
 
 @kopf.on.login()
@@ -117,11 +131,10 @@ async def workers_alive(memo: kopf.Memo, **_: Any) -> dict:
     "batch",
     "v1",
     "jobs",
-    id="suspend-queued-jobs",
+    id=SUSPEND_WEBHOOK,
     operations=["CREATE"],
     labels={QUEUE_NAME_LABEL: kopf.PRESENT},
     side_effects=False,
-    persistent=True,  # never removed on exit: another replica serves it through the Service
 )
 async def suspend_queued_job(spec: Any, patch: kopf.Patch, **_: Any) -> None:
     """A queued Job starts suspended: its pods wait for admission."""
@@ -133,11 +146,10 @@ async def suspend_queued_job(spec: Any, patch: kopf.Patch, **_: Any) -> None:
     "batch",
     "v1",
     "jobs",
-    id="validate-topology-request",
+    id=VALIDATE_WEBHOOK,
     operations=["CREATE", "UPDATE"],
     labels={QUEUE_NAME_LABEL: kopf.PRESENT},
     side_effects=False,
-    persistent=True,
 )
 async def validate_topology_request(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     config: Settings = memo.settings

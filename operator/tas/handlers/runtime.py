@@ -126,6 +126,10 @@ class Runtime:
         task(self.hotswap_worker.run(), "hotswap")
         task(self._activate(), "activate")
 
+    def background(self, coro, name: str) -> None:
+        """A task that runs as long as the process, watched by the liveness probe."""
+        self.tasks.append(asyncio.create_task(coro, name=name))
+
     async def synced(self) -> None:
         await asyncio.gather(*(r.synced.wait() for r in self.reflectors))
 

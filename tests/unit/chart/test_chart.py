@@ -7,7 +7,6 @@ tests skip only when none has it. No cluster is used.
 from __future__ import annotations
 
 import atexit
-import base64
 import copy
 import functools
 import json
@@ -66,7 +65,10 @@ EXPECTED_RULES = {
     *{
         ("admissionregistration.k8s.io", r, v, name)
         for r in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")
-        for v, name in (("create", None), ("patch", "tas-operator.kueue.x-k8s.io"))
+        for v, name in (
+            ("get", "tas-operator.kueue.x-k8s.io"),
+            ("patch", "tas-operator.kueue.x-k8s.io"),
+        )
     },
 }
 
@@ -393,29 +395,26 @@ def test_webhook_service_ports_and_args_agree(webhook_port: int | None) -> None:
     assert probe["tcpSocket"]["port"] == "webhook"
 
 
-def test_every_replica_serves_the_one_certificate_from_the_charts_secret() -> None:
-    """Replicas behind one Service must present certificates that the one caBundle verifies."""
-    from cryptography import x509
-
+def test_every_replica_serves_the_one_certificate_kept_in_the_charts_secret() -> None:
+    """Replicas behind one Service must present certificates that the one caBundle verifies:
+    the operator keeps one in the chart's Secret, which the chart creates empty (so that a
+    `helm upgrade` never overwrites what the operator wrote)."""
     docs = render()
-    cert_dir = Path(flag(docs, "webhook-cert-dir"))
-    pod = the(docs, "Deployment")["spec"]["template"]["spec"]
     secret = the(docs, "Secret")
-    [volume] = [v for v in pod["volumes"] if v.get("secret", {}).get("secretName")]
-    assert volume["secret"]["secretName"] == secret["metadata"]["name"]
-    [mount] = [m for m in container(docs)["volumeMounts"] if m["name"] == volume["name"]]
-    assert Path(mount["mountPath"]) == cert_dir and mount["readOnly"] is True
-    data = {k: base64.b64decode(v) for k, v in secret["data"].items()}
-    cert = x509.load_pem_x509_certificate(data["tls.crt"])
-    ca = x509.load_pem_x509_certificate(data["ca.crt"])
-    cert.verify_directly_issued_by(ca)
-    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert "data" not in secret and "stringData" not in secret
+    assert flag(docs, "webhook-cert-secret") == f"{NAMESPACE}/{secret['metadata']['name']}"
+    pod = the(docs, "Deployment")["spec"]["template"]["spec"]
+    # Served from files the operator writes, in memory: no Secret volume (a mounted Secret
+    # reaches the pod a minute late), and the private key never on the node's disk.
+    assert not [v for v in pod["volumes"] if "secret" in v]
+    [tmp] = [v for v in pod["volumes"] if v["name"] == "tmp"]
+    assert tmp["emptyDir"] == {"medium": "Memory"}
+    assert not [a for a in args_of(docs) if a.startswith("--webhook-cert-dir")]
     service = the(docs, "Service")["metadata"]["name"]
-    assert f"{service}.{NAMESPACE}.svc" in names.get_values_for_type(x509.DNSName)
     assert flag(docs, "webhook-host") == f"{service}.{NAMESPACE}.svc"
 
 
-def test_the_lease_role_lets_replicas_elect_a_leader_and_nothing_more() -> None:
+def test_the_namespaced_role_covers_the_lease_and_the_certificate_and_nothing_more() -> None:
     docs = render()
     role = the(docs, "Role")
     granted = {
@@ -427,10 +426,13 @@ def test_the_lease_role_lets_replicas_elect_a_leader_and_nothing_more() -> None:
         for n in rule.get("resourceNames") or [None]
     }
     lease = LeaseSettings(namespace=NAMESPACE).name
+    secret = the(docs, "Secret")["metadata"]["name"]
     assert granted == {
         ("coordination.k8s.io", "leases", "create", None),
         ("coordination.k8s.io", "leases", "get", lease),
         ("coordination.k8s.io", "leases", "update", lease),
+        ("", "secrets", "get", secret),
+        ("", "secrets", "update", secret),
     }
     binding = the(docs, "RoleBinding")
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
@@ -438,17 +440,78 @@ def test_the_lease_role_lets_replicas_elect_a_leader_and_nothing_more() -> None:
     assert flag(docs, "leader-election-namespace") == NAMESPACE
 
 
-def test_webhook_configurations_are_the_operators_and_left_for_it_to_fill() -> None:
-    docs = render()
+def webhooks(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     name = Settings().webhook_config_name
+    out = {}
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
-        config = the(docs, kind, name)
-        # No webhooks key: `helm upgrade` must never overwrite what the operator patched in.
-        assert "webhooks" not in config
-    patchable = {(r, n) for g, r, v, n in rules(docs) if g.startswith("admission") and v == "patch"}
-    assert patchable == {
-        ("mutatingwebhookconfigurations", name),
-        ("validatingwebhookconfigurations", name),
+        for webhook in the(docs, kind, name)["webhooks"]:
+            out[webhook["name"]] = {**webhook, "kind": kind}
+    return out
+
+
+def test_the_chart_owns_complete_webhook_configurations() -> None:
+    """The configurations are the chart's, complete: the operator only adds the CA bundle."""
+    from tas.handlers.operator import SUSPEND_WEBHOOK, VALIDATE_WEBHOOK
+
+    docs = render()
+    service = the(docs, "Service")
+    name = Settings().webhook_config_name
+    hooks = webhooks(docs)
+    assert set(hooks) == {f"{SUSPEND_WEBHOOK}.{name}", f"{VALIDATE_WEBHOOK}.{name}"}
+    for path, operations, kind in (
+        (SUSPEND_WEBHOOK, ["CREATE"], "MutatingWebhookConfiguration"),
+        (VALIDATE_WEBHOOK, ["CREATE", "UPDATE"], "ValidatingWebhookConfiguration"),
+    ):
+        hook = hooks[f"{path}.{name}"]
+        assert hook["kind"] == kind
+        # The path is the handler's id: kopf routes the review to it by that.
+        assert hook["clientConfig"] == {
+            "service": {
+                "namespace": NAMESPACE,
+                "name": service["metadata"]["name"],
+                "port": service["spec"]["ports"][0]["port"],
+                "path": f"/{path}",
+            }
+        }  # no caBundle: the operator puts it in, and `helm upgrade` leaves it
+        [rule] = hook["rules"]
+        assert (rule["apiGroups"], rule["resources"], rule["operations"]) == (
+            ["batch"],
+            ["jobs"],
+            operations,
+        )
+        assert hook["failurePolicy"] == "Fail"  # as Kueue's: never let a queued Job through
+        assert hook["sideEffects"] == "None"
+        assert 1 <= hook["timeoutSeconds"] <= 10
+        assert hook["objectSelector"] == {
+            "matchExpressions": [{"key": "kueue.x-k8s.io/queue-name", "operator": "Exists"}]
+        }
+        assert hook["namespaceSelector"] == {
+            "matchExpressions": [
+                {
+                    "key": "kubernetes.io/metadata.name",
+                    "operator": "NotIn",
+                    "values": ["kube-system", NAMESPACE],
+                }
+            ]
+        }
+
+
+def test_an_operator_outside_the_cluster_is_called_by_url() -> None:
+    docs = render({"webhook": {"url": "https://127.0.0.1:19443", "timeoutSeconds": 3}})
+    for hook in webhooks(docs).values():
+        path = hook["name"].split(".", 1)[0]
+        assert hook["clientConfig"] == {"url": f"https://127.0.0.1:19443/{path}"}
+        assert hook["timeoutSeconds"] == 3
+    assert flag(docs, "webhook-host") == "127.0.0.1"  # the name the certificate must carry
+
+
+def test_the_operator_can_neither_create_nor_delete_webhook_configurations() -> None:
+    name = Settings().webhook_config_name
+    granted = {(r, v, n) for g, r, v, n in rules(render()) if g.startswith("admission")}
+    assert granted == {
+        (r, v, name)
+        for r in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")
+        for v in ("get", "patch")
     }
 
 

@@ -1,0 +1,529 @@
+"""Chaos: a stream of mixed queued Jobs on 200 nodes while the operator is SIGKILLed again and
+again, the API server and etcd are restarted, and nodes go NotReady and come back. The cluster
+is sampled throughout; what is found is reported (bench/results/chaos.json), never asserted.
+
+    .venv/bin/python bench/chaos.py                # 100 kills, 5 API server and 2 etcd restarts
+    .venv/bin/python bench/chaos.py --quick        # 8 kills, 1 of each restart (writes to /tmp)
+
+What must stay zero (each sample, or at the end):
+- nodes over their allocatable cpu, as booked by the operator (the topology assignments of
+  admitted, unfinished workloads) or as bound by the scheduler;
+- pods ungated more than once (the operator's log across every restart), and pods running
+  ungated outside their workload's assignment (seen in two samples in a row: the pod list and
+  the Workload list are read a moment apart);
+- Jobs with more than one Workload, Jobs left without one, and workloads that fit but were
+  never admitted (after the chaos, every Job fits in the emptying cluster: all must finish).
+Also reported: from each kill to the next admission, worst and median.
+
+The operator runs as a Deployment's pod would: killed, it is started again by a supervisor
+(the kubelet's part) with the same pod name, so it leads again at once; if it exits by itself
+(it lost its lease while the API server was away) it is started again too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import random
+import re
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter, defaultdict
+from datetime import datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.operator_bench import BIG_QUEUE, add_nodes  # noqa: E402
+from e2e import chart, jobs, topology  # noqa: E402
+from e2e.harness import CLUSTER_SH, Cluster, cluster_from_env  # noqa: E402
+from e2e.operator_process import OperatorProcess  # noqa: E402
+
+from tas.api.quantity import parse_quantity  # noqa: E402
+from tas.kube import Kube, KubeError  # noqa: E402
+from tas.kubeconfig import load_connection  # noqa: E402
+
+NS = "chaos"
+SHAPE = topology.Shape(blocks=5, racks=5, hosts=8)  # 200 nodes of 8 cpu
+NOT_READY = "node-not-ready.stage.kwok.x-k8s.io"
+GATE = "kueue.x-k8s.io/topology"
+P = jobs.PREFIX
+
+
+def job_shapes(rng: random.Random) -> tuple[int, str, dict]:
+    """(pods, cpu per pod, annotations): the mix of a busy training cluster."""
+    kind = rng.choice(["rack", "rack", "block", "preferred", "unconstrained", "slices", "implied"])
+    if kind == "rack":
+        return (
+            rng.randint(2, 8),
+            rng.choice(["1", "2"]),
+            {P + "podset-required-topology": topology.RACK_LABEL},
+        )
+    if kind == "block":
+        return rng.randint(8, 24), "1", {P + "podset-required-topology": topology.BLOCK_LABEL}
+    if kind == "preferred":
+        return rng.randint(4, 16), "1", {P + "podset-preferred-topology": topology.RACK_LABEL}
+    if kind == "unconstrained":
+        return rng.randint(1, 6), "1", {P + "podset-unconstrained-topology": "true"}
+    if kind == "slices":
+        return (
+            2 * rng.randint(2, 6),
+            "2",
+            {
+                P + "podset-required-topology": topology.BLOCK_LABEL,
+                P + "podset-slice-required-topology": topology.HOSTNAME_LABEL,
+                P + "podset-slice-size": "2",
+            },
+        )
+    return rng.randint(1, 3), "1", {}
+
+
+def cpu(value: str) -> float:
+    return float(parse_quantity(value))
+
+
+# ---- the actors ------------------------------------------------------------------------------
+
+
+class Supervisor:
+    """The kubelet's part: the operator container is started again whenever it is not running."""
+
+    def __init__(self, op: OperatorProcess) -> None:
+        self.op = op
+        self.lock = threading.Lock()
+        self.kills: list[float] = []
+        self.exits = 0
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            with self.lock:
+                if self.op.proc is None or self.op.proc.poll() is not None:
+                    if self.op.proc is not None:
+                        self.exits += 1
+                    self.op.launch()
+            time.sleep(0.5)
+
+    def kill(self) -> None:
+        with self.lock:
+            self.op.kill()
+            self.kills.append(time.time())
+            time.sleep(random.uniform(0, 1.5))  # the kubelet notices, then starts it again
+            self.op.launch()
+
+
+class Stream:
+    """Queued Jobs, one after another, retried until created (while the operator or the API
+    server is away they are refused); and Jobs whose pods have run a while are finished."""
+
+    def __init__(self, cluster: Cluster, rng: random.Random, rate: float) -> None:
+        self.cluster = cluster
+        self.rng = rng
+        self.rate = rate
+        self.created: dict[str, float] = {}
+        self.refusals = 0
+        self.stop_creating = threading.Event()
+        self.stop = threading.Event()
+        self.running_since: dict[str, float] = {}
+        self.finished: set[str] = set()
+
+    def run(self) -> None:
+        asyncio.run(self._run())
+
+    async def _run(self) -> None:
+        kube = Kube(load_connection(self.cluster.kubeconfig), timeout=10)
+        try:
+            await asyncio.gather(self._create(kube), self._finish(kube))
+        finally:
+            await kube.close()
+
+    async def _create(self, kube: Kube) -> None:
+        i = 0
+        while not self.stop_creating.is_set():
+            pods, per_pod, annotations = job_shapes(self.rng)
+            name = f"j{i:05d}"
+            body = jobs.job(name, "q", pods=pods, cpu=per_pod, annotations=annotations)
+            while not self.stop.is_set():
+                try:
+                    await kube.create(f"/apis/batch/v1/namespaces/{NS}/jobs", body)
+                    break
+                except KubeError as exc:
+                    if exc.conflict:
+                        break  # created by the attempt that timed out
+                    self.refusals += 1
+                    await asyncio.sleep(1)
+            self.created[name] = time.time()
+            i += 1
+            await asyncio.sleep(self.rng.expovariate(self.rate))
+
+    async def _finish(self, kube: Kube) -> None:
+        """A Job whose pods all run has a random 20-90 s of work; then its pods succeed."""
+        lifetimes: dict[str, float] = {}
+        while not self.stop.is_set():
+            await asyncio.sleep(2)
+            try:
+                pods = (await kube.request("GET", f"/api/v1/namespaces/{NS}/pods"))["items"]
+            except KubeError:
+                continue
+            by_job: dict[str, list[dict]] = defaultdict(list)
+            for pod in pods:
+                by_job[pod["metadata"].get("labels", {}).get("job-name", "")].append(pod)
+            now = time.time()
+            for name, its in by_job.items():
+                live = [p for p in its if p["status"].get("phase") in ("Pending", "Running")]
+                if live and all(p["status"].get("phase") == "Running" for p in live):
+                    lifetimes.setdefault(name, now + self.rng.uniform(20, 90))
+                if (name in lifetimes and now >= lifetimes[name]) or self.stop_creating.is_set():
+                    for pod in live:
+                        if pod["status"].get("phase") != "Running":
+                            continue
+                        path = f"/api/v1/namespaces/{NS}/pods/{pod['metadata']['name']}/status"
+                        with contextlib.suppress(KubeError):
+                            await kube.patch(path, {"status": {"phase": "Succeeded"}})
+
+
+class Sampler:
+    """Reads the cluster every couple of seconds and keeps what it finds."""
+
+    def __init__(self, cluster: Cluster, node_cpu: float) -> None:
+        self.cluster = cluster
+        self.node_cpu = node_cpu
+        self.samples = 0
+        self.failed_samples = 0
+        self.booked_over: list[dict] = []
+        self.bound_over: list[dict] = []
+        self.outside: Counter = Counter()  # pod uid -> consecutive samples outside its assignment
+        self.outside_confirmed: set[str] = set()
+        self.over_domain: list[dict] = []
+        self.duplicates: set[str] = set()
+        self.admitted_at: dict[str, float] = {}  # workload name -> QuotaReserved time
+        self.max_pending = 0
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        asyncio.run(self._run())
+
+    async def _run(self) -> None:
+        kube = Kube(load_connection(self.cluster.kubeconfig), timeout=10)
+        try:
+            while not self.stop.is_set():
+                try:
+                    await self.sample(kube)
+                    self.samples += 1
+                except KubeError:
+                    self.failed_samples += 1  # the API server is away: nothing to read
+                await asyncio.sleep(2)
+        finally:
+            await kube.close()
+
+    async def sample(self, kube: Kube) -> None:
+        workloads = (
+            await kube.request("GET", f"/apis/kueue.x-k8s.io/v1beta1/namespaces/{NS}/workloads")
+        )["items"]
+        pods = (await kube.request("GET", f"/api/v1/namespaces/{NS}/pods"))["items"]
+        per_job: Counter = Counter()
+        booked: Counter = Counter()
+        assigned: dict[str, Counter] = {}
+        unhealthy: dict[str, set] = {}
+        pending = 0
+        for wl in workloads:
+            owner = next(iter(wl["metadata"].get("ownerReferences") or []), {}).get("uid")
+            per_job[owner] += 1
+            name = wl["metadata"]["name"]
+            conditions = {c["type"]: c for c in wl.get("status", {}).get("conditions", [])}
+            reserved = conditions.get("QuotaReserved", {})
+            finished = conditions.get("Finished", {}).get("status") == "True"
+            if reserved.get("status") == "True":
+                stamp = datetime.fromisoformat(
+                    reserved["lastTransitionTime"].replace("Z", "+00:00")
+                )
+                self.admitted_at.setdefault(name, stamp.timestamp())
+            elif not finished:
+                pending += 1
+            admission = (wl.get("status") or {}).get("admission")
+            if finished or reserved.get("status") != "True" or not admission:
+                continue
+            per_pod = cpu(
+                wl["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"][
+                    "requests"
+                ]["cpu"]
+            )
+            counts: Counter = Counter()
+            for psa in admission["podSetAssignments"]:
+                ta = psa.get("topologyAssignment") or {}
+                for domain in ta.get("domains", []):
+                    counts[domain["values"][-1]] += domain["count"]  # hostname is the lowest level
+            for node, count in counts.items():
+                booked[node] += count * per_pod
+            assigned[name] = counts
+            unhealthy[name] = {n["name"] for n in wl.get("status", {}).get("unhealthyNodes") or []}
+        self.max_pending = max(self.max_pending, pending)
+        self.duplicates |= {job for job, n in per_job.items() if job and n > 1}
+        now = time.time()
+        for node, used in booked.items():
+            if used > self.node_cpu + 1e-9:
+                self.booked_over.append({"at": now, "node": node, "cpu": used})
+        bound: Counter = Counter()
+        ungated_on: dict[str, Counter] = defaultdict(Counter)
+        outside_now = set()
+        for pod in pods:
+            node = pod["spec"].get("nodeName")
+            phase = pod["status"].get("phase")
+            if phase in ("Succeeded", "Failed"):
+                continue
+            if node:
+                for c in pod["spec"]["containers"]:
+                    bound[node] += cpu(c.get("resources", {}).get("requests", {}).get("cpu", "0"))
+            gated = any(g["name"] == GATE for g in pod["spec"].get("schedulingGates") or [])
+            selector = (pod["spec"].get("nodeSelector") or {}).get(topology.HOSTNAME_LABEL)
+            workload = (pod["metadata"].get("annotations") or {}).get("kueue.x-k8s.io/workload")
+            if gated or not selector or pod["metadata"].get("deletionTimestamp"):
+                continue
+            if workload in assigned:
+                ungated_on[workload][selector] += 1
+                if selector not in assigned[workload] and selector not in unhealthy[workload]:
+                    outside_now.add(pod["metadata"]["uid"])
+        for node, used in bound.items():
+            if used > self.node_cpu + 1e-9:
+                self.bound_over.append({"at": now, "node": node, "cpu": used})
+        for uid in list(self.outside):
+            if uid not in outside_now:
+                del self.outside[uid]
+        for uid in outside_now:
+            self.outside[uid] += 1
+            if self.outside[uid] >= 2:
+                self.outside_confirmed.add(uid)
+        for workload, on in ungated_on.items():
+            for node, n in on.items():
+                if n > assigned[workload].get(node, 0) and node not in unhealthy[workload]:
+                    self.over_domain.append(
+                        {"at": now, "workload": workload, "node": node, "pods": n}
+                    )
+
+
+# ---- the chaos -------------------------------------------------------------------------------
+
+
+def cluster_sh(cluster: Cluster, command: str) -> float:
+    started = time.time()
+    subprocess.run(
+        ["bash", str(CLUSTER_SH), command],
+        env={**os.environ, "TAS_CLUSTER_DIR": cluster.local_dir or ""},
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    return time.time() - started
+
+
+def timeline(rng: random.Random, args: argparse.Namespace) -> list[tuple[float, str]]:
+    """(seconds from the start, what) for every disruption, in order. Kills come every 2-12 s;
+    the restarts and NotReady nodes fall at random moments in between."""
+    t, events = 0.0, []
+    for _ in range(args.kills):
+        t += rng.uniform(2, 12)
+        events.append((t, "kill"))
+    length = max(t, args.minutes * 60)
+    events += [
+        (rng.uniform(30, length - 30), "restart-apiserver") for _ in range(args.apiserver_restarts)
+    ]
+    events += [(rng.uniform(30, length - 30), "restart-etcd") for _ in range(args.etcd_restarts)]
+    events += [(rng.uniform(10, length - 60), "not-ready") for _ in range(args.not_ready)]
+    return sorted(events)
+
+
+def not_ready_for_a_while(cluster: Cluster, rng: random.Random, seconds: float) -> str:
+    """A node with pods goes NotReady (kwok's stage) and comes back after `seconds`."""
+    pods = cluster.get_json("pods", "-n", NS, "--field-selector=status.phase=Running")["items"]
+    nodes = sorted({p["spec"]["nodeName"] for p in pods}) or [
+        topology.nodes(SHAPE)[0]["metadata"]["name"]
+    ]
+    node = rng.choice(nodes)
+    cluster.kubectl("label", "node", node, f"{NOT_READY}=true", "--overwrite")
+
+    def back() -> None:
+        time.sleep(seconds)
+        cluster.kubectl("label", "node", node, f"{NOT_READY}-", check=False)
+
+    threading.Thread(target=back, daemon=True).start()
+    return node
+
+
+def run(cluster: Cluster, args: argparse.Namespace) -> dict:
+    rng = random.Random(args.seed)
+    chart.install(cluster)
+    for name in ("topology.yaml", "resource-flavor.yaml"):
+        cluster.kubectl("apply", "-f", str(ROOT / "examples" / "kueue-tas" / name))
+    cluster.apply(BIG_QUEUE)
+    add_nodes(cluster, SHAPE)
+    cluster.kubectl("create", "namespace", NS, check=False)
+    cluster.apply(jobs.local_queue("q", "bench"), NS)
+    op = OperatorProcess(cluster, env={"TAS_POD_NAME": "tas-operator-chaos-0"})
+    op.start()
+    supervisor = Supervisor(op)
+    stream = Stream(cluster, rng, args.rate)
+    sampler = Sampler(cluster, cpu(SHAPE.allocatable["cpu"]))
+    threads = [threading.Thread(target=a.run, daemon=True) for a in (supervisor, stream, sampler)]
+    for t in threads:
+        t.start()
+    events = timeline(rng, args)
+    started = time.time()
+    done: list[dict] = []
+    try:
+        for at, what in events:
+            time.sleep(max(0.0, started + at - time.time()))
+            record = {"at_s": round(time.time() - started, 1), "what": what}
+            if what == "kill":
+                supervisor.kill()
+            elif what in ("restart-apiserver", "restart-etcd"):
+                record["outage_s"] = round(cluster_sh(cluster, what), 1)
+            else:
+                record["node"] = not_ready_for_a_while(cluster, rng, rng.uniform(30, 60))
+            done.append(record)
+            print(f"[chaos +{record['at_s']:.0f}s] {what}", flush=True)
+        chaos_s = time.time() - started
+        # The end: no new Jobs; running ones are finished; every Job must get through.
+        stream.stop_creating.set()
+        settle_deadline = time.time() + args.settle
+        while time.time() < settle_deadline and not all_finished(cluster, stream):
+            time.sleep(5)
+        return report(cluster, op, supervisor, stream, sampler, done, chaos_s, started)
+    finally:
+        stream.stop.set()
+        sampler.stop.set()
+        supervisor.stop.set()
+        for t in threads:
+            t.join(timeout=30)
+        op.stop()
+
+
+def all_finished(cluster: Cluster, stream: Stream) -> bool:
+    workloads = cluster.get_json("workloads", "-n", NS)["items"]
+    finished = sum(
+        1
+        for wl in workloads
+        if any(
+            c["type"] == "Finished" and c["status"] == "True"
+            for c in wl.get("status", {}).get("conditions", [])
+        )
+    )
+    return finished >= len(stream.created)
+
+
+def report(cluster, op, supervisor, stream, sampler, events, chaos_s, started) -> dict:
+    job_list = cluster.get_json("jobs", "-n", NS)["items"]
+    workloads = cluster.get_json("workloads", "-n", NS)["items"]
+    owners = Counter(
+        next(iter(w["metadata"].get("ownerReferences") or []), {}).get("uid") for w in workloads
+    )
+    never_admitted = [
+        w["metadata"]["name"]
+        for w in workloads
+        if not any(
+            c["type"] in ("QuotaReserved", "Finished") and c["status"] == "True"
+            for c in w.get("status", {}).get("conditions", [])
+        )
+    ]
+    not_finished = [
+        w["metadata"]["name"]
+        for w in workloads
+        if not any(
+            c["type"] == "Finished" and c["status"] == "True"
+            for c in w.get("status", {}).get("conditions", [])
+        )
+    ]
+    ungated = Counter(re.findall(rf"ungated {NS}/(\S+) onto", op.log()))
+    admissions = sorted(sampler.admitted_at.values())
+    to_next = []
+    for kill in supervisor.kills:
+        later = [a for a in admissions if a > kill]
+        if later:
+            to_next.append(later[0] - kill)
+    return {
+        "machine": {"cpus": os.cpu_count(), "load": os.getloadavg()},
+        "nodes": len(topology.nodes(SHAPE)),
+        "chaos_s": round(chaos_s, 1),
+        "total_s": round(time.time() - started, 1),
+        "kills": len(supervisor.kills),
+        "operator_exits_by_itself": supervisor.exits,
+        "apiserver_restarts": sum(e["what"] == "restart-apiserver" for e in events),
+        "etcd_restarts": sum(e["what"] == "restart-etcd" for e in events),
+        "nodes_made_not_ready": sum(e["what"] == "not-ready" for e in events),
+        "jobs_created": len(stream.created),
+        "job_creates_refused_and_retried": stream.refusals,
+        "workloads_admitted": len(sampler.admitted_at),
+        "most_pending_at_once": sampler.max_pending,
+        "samples": sampler.samples,
+        "samples_failed_api_away": sampler.failed_samples,
+        "must_be_zero": {
+            "nodes_over_allocatable_booked": len(sampler.booked_over),
+            "nodes_over_allocatable_bound": len(sampler.bound_over),
+            "pods_ungated_twice": sum(1 for n in ungated.values() if n > 1),
+            "pods_outside_their_assignment": len(sampler.outside_confirmed),
+            "domains_with_more_pods_than_assigned": len(sampler.over_domain),
+            "jobs_with_two_workloads": len(
+                sampler.duplicates | {u for u, n in owners.items() if u and n > 1}
+            ),
+            "jobs_without_a_workload": len({j["metadata"]["uid"] for j in job_list} - set(owners)),
+            "workloads_never_admitted": len(never_admitted),
+            "workloads_not_finished_at_the_end": len(not_finished),
+        },
+        "kill_to_next_admission_s": {
+            "worst": round(max(to_next), 1) if to_next else None,
+            "median": round(statistics.median(to_next), 1) if to_next else None,
+            "kills_measured": len(to_next),
+        },
+        "details": {
+            "booked_over": sampler.booked_over[:20],
+            "bound_over": sampler.bound_over[:20],
+            "over_domain": sampler.over_domain[:20],
+            "never_admitted": never_admitted[:20],
+            "not_finished": not_finished[:20],
+            "events": events,
+        },
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="8 kills, one of each restart")
+    parser.add_argument("--kills", type=int, default=100)
+    parser.add_argument("--apiserver-restarts", type=int, default=5)
+    parser.add_argument("--etcd-restarts", type=int, default=2)
+    parser.add_argument("--not-ready", type=int, default=10, help="nodes made NotReady for 30-60 s")
+    parser.add_argument("--minutes", type=float, default=10, help="at least this long")
+    parser.add_argument("--rate", type=float, default=1.0, help="Jobs created per second")
+    parser.add_argument("--settle", type=float, default=600, help="seconds for the end to settle")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--output", default=str(ROOT / "bench" / "results" / "chaos.json"))
+    args = parser.parse_args()
+    if args.quick:
+        args.kills, args.apiserver_restarts, args.etcd_restarts = 8, 1, 1
+        args.not_ready, args.minutes, args.settle = 2, 2, 300
+        if args.output.endswith("chaos.json"):
+            args.output = "/tmp/chaos_quick.json"  # a quick run never overwrites results
+    os.environ.setdefault("TAS_CLUSTER_DIR", str(ROOT / ".cluster" / "chaos"))
+    os.environ.setdefault("TAS_API_PORT", "25443")
+    os.environ.setdefault("TAS_ETCD_PORT", "26379")
+    cluster = cluster_from_env()
+    try:
+        result = run(cluster, args)
+    finally:
+        if not os.environ.get("KEEP_CLUSTER") and cluster.local_dir:
+            subprocess.run(["bash", str(CLUSTER_SH), "down"], check=False, capture_output=True)
+    Path(args.output).write_text(json.dumps(result, indent=2))
+    print(json.dumps({k: v for k, v in result.items() if k != "details"}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
