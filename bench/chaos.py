@@ -238,6 +238,7 @@ class Sampler:
         pods = (await kube.request("GET", f"/api/v1/namespaces/{NS}/pods"))["items"]
         per_job: Counter = Counter()
         booked: Counter = Counter()
+        booked_by: dict[str, list] = defaultdict(list)  # node -> what books it, for the report
         assigned: dict[str, Counter] = {}
         unhealthy: dict[str, set] = {}
         pending = 0
@@ -270,6 +271,16 @@ class Sampler:
                     counts[domain["values"][-1]] += domain["count"]  # hostname is the lowest level
             for node, count in counts.items():
                 booked[node] += count * per_pod
+                booked_by[node].append(
+                    {
+                        "workload": name,
+                        "pods": count,
+                        "cpu": per_pod,
+                        "reserved_at": reserved.get("lastTransitionTime"),
+                        "resource_version": wl["metadata"].get("resourceVersion"),
+                        "evicted": conditions.get("Evicted", {}).get("status") == "True",
+                    }
+                )
             assigned[name] = counts
             unhealthy[name] = {n["name"] for n in wl.get("status", {}).get("unhealthyNodes") or []}
         self.max_pending = max(self.max_pending, pending)
@@ -277,7 +288,9 @@ class Sampler:
         now = time.time()
         for node, used in booked.items():
             if used > self.node_cpu + 1e-9:
-                self.booked_over.append({"at": now, "node": node, "cpu": used})
+                self.booked_over.append(
+                    {"at": now, "node": node, "cpu": used, "by": booked_by[node]}
+                )
         bound: Counter = Counter()
         ungated_on: dict[str, Counter] = defaultdict(Counter)
         outside_now = set()

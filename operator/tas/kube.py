@@ -34,13 +34,24 @@ REQUEST_TIMEOUT = 30.0  # seconds for any single non-watch call
 
 
 class KubeError(Exception):
-    """An API call that did not succeed. status 0 means no answer (connection, timeout)."""
+    """An API call that did not succeed. status 0 means no answer (connection, timeout);
+    `sent` is False when the request never reached the server (the connection was refused)."""
 
-    def __init__(self, status: int, message: str, retry_after: float | None = None) -> None:
+    def __init__(
+        self, status: int, message: str, retry_after: float | None = None, *, sent: bool = True
+    ) -> None:
         super().__init__(f"{status}: {message}")
         self.status = status
         self.message = message
         self.retry_after = retry_after
+        self.sent = sent
+
+    @property
+    def may_have_landed(self) -> bool:
+        """A write that failed this way may still have been stored: no answer after it was
+        sent (the server may have stored it before the connection or the wait broke), or a
+        server error (a 504 is the API server giving up waiting, not the store)."""
+        return self.sent and (self.status == 0 or self.status >= 500)
 
     @property
     def conflict(self) -> bool:
@@ -134,6 +145,11 @@ class Kube:
                 if not 200 <= response.status < 300:
                     raise error_from(response.status, raw, response.headers.get("Retry-After"))
                 return orjson.loads(raw) if raw else None  # several times faster than json
+        except aiohttp.ClientConnectorError as exc:  # no connection: nothing was sent
+            metrics.API_REQUESTS.labels(method, "0").inc()
+            raise KubeError(
+                0, f"{method} {path}: {type(exc).__name__}: {exc}", sent=False
+            ) from None
         except (aiohttp.ClientError, TimeoutError, ConnectionError) as exc:
             metrics.API_REQUESTS.labels(method, "0").inc()
             raise KubeError(0, f"{method} {path}: {type(exc).__name__}: {exc}") from None

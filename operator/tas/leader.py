@@ -32,12 +32,14 @@ class LeaseSettings:
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
+    # A lease still held by an earlier process of this pod is taken after this long unchanged.
+    own_lease_grace: float = 5.0
 
 
 def default_identity() -> str:
     """The pod's name when the chart passes it (TAS_POD_NAME): a container the kubelet restarts
-    in the same pod finds the Lease still its own and leads again at once, instead of waiting
-    out the lease after a crash. Two live processes never share a pod's name (the kubelet stops
+    in the same pod finds the Lease still its own and leads again after a short grace (see
+    LeaseSettings.own_lease_grace), instead of waiting out the whole lease after a crash. Two live processes never share a pod's name (the kubelet stops
     a container before it starts it again). Elsewhere, the host's name and a random suffix."""
     return os.environ.get("TAS_POD_NAME") or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
 
@@ -143,6 +145,15 @@ class LeaderElector:
         if holder and holder != self.identity and now - self._observed_at < duration:
             if self.leading.is_set():  # someone took it from us
                 self._renewed_at = float("-inf")
+            return False
+        if (
+            holder == self.identity
+            and not self.leading.is_set()
+            and now - self._observed_at < self.settings.own_lease_grace
+        ):
+            # Held by an earlier process of this pod (a container restarted after a crash).
+            # Its last writes may still be on their way to the store; give them time to land
+            # and reach our watches before deciding on what they may have decided.
             return False
         transitions = int(spec.get("leaseTransitions") or 0)
         acquire_time = spec.get("acquireTime") or ""

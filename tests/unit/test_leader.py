@@ -189,22 +189,29 @@ def test_a_hung_renewal_is_abandoned_in_time_to_retry_within_the_deadline():
     assert lost == [] and a.leading.is_set()
 
 
-def test_a_restarted_container_of_the_same_pod_leads_again_at_once(monkeypatch):
+def test_a_restarted_container_of_the_same_pod_leads_again_after_a_short_grace(monkeypatch):
     """The identity is the pod's name when given: the Lease a crashed container held is found
-    to be its own, with no wait for expiry; a process of another pod must wait."""
+    to be its own and taken after the grace (its last writes have had time to land), long
+    before it would expire; a process of another pod must wait for the expiry."""
     from tas import leader
 
     monkeypatch.setenv("TAS_POD_NAME", "tas-operator-abc12")
     assert leader.default_identity() == "tas-operator-abc12"
-    store = LeaseStore()
+    store, clock = LeaseStore(), Clock()
 
     async def go():
-        crashed = LeaderElector(store, LeaseSettings(namespace="ns"))
+        crashed = LeaderElector(store, SETTINGS, clock=clock)
         assert await crashed.try_acquire_or_renew()
-        restarted = LeaderElector(store, LeaseSettings(namespace="ns"))  # same pod, new process
-        other = LeaderElector(store, LeaseSettings(namespace="ns"), identity="other-pod")
+        restarted = LeaderElector(store, SETTINGS, clock=clock)  # same pod, new process
+        other = LeaderElector(store, SETTINGS, identity="other-pod", clock=clock)
+        assert not await restarted.try_acquire_or_renew()  # first sight: the grace starts
         assert not await other.try_acquire_or_renew()
+        clock.now += SETTINGS.own_lease_grace - 0.1
+        assert not await restarted.try_acquire_or_renew()
+        clock.now += 0.2
         assert await restarted.try_acquire_or_renew()
+        assert SETTINGS.own_lease_grace < SETTINGS.lease_duration
+        assert not await other.try_acquire_or_renew()  # renewed: the other still waits
 
     asyncio.run(go())
     monkeypatch.delenv("TAS_POD_NAME")

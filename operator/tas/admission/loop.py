@@ -34,11 +34,16 @@ from tas.api.format import format_milli
 from tas.cache.projections import ClusterQueueInfo, Key, WorkloadInfo
 from tas.cache.state import ClusterState
 from tas.hotswap.replace import find_replacement, needs_replacement
-from tas.retry import PerKeyBackoff
+from tas.kube import KubeError
+from tas.retry import Backoff, PerKeyBackoff
 from tas.workload import transitions
 from tas.workload.writer import evict
 
 log = logging.getLogger(__name__)
+
+# Reading a Workload back after a write that may have landed unseen: until the read succeeds the
+# capacity stays assumed (nothing else can be admitted onto it meanwhile).
+SETTLE_BACKOFF = Backoff(base=0.5, cap=10.0)
 
 
 class AdmissionLoop:
@@ -231,9 +236,13 @@ class AdmissionLoop:
             written = await self.writer.write_status(
                 workload, transitions.replaced(workload, result.assignments)
             )
-        except BaseException:
+        except asyncio.CancelledError:
             self.state.forget(workload.key)
             raise
+        except Exception as exc:
+            self._failed(workload.key, exc, workload, "replacement not written")
+            await self._release_unless_stored(workload, exc)
+            return
         if not written:
             self.state.forget(workload.key)
             self.wake()
@@ -256,17 +265,19 @@ class AdmissionLoop:
     async def _write_admission(
         self, workload: WorkloadInfo, decision: Decision, status: dict
     ) -> None:
-        written = False
         try:
             async with self._write_slots:
                 written = await self.writer.write_status(workload, status)
+        except asyncio.CancelledError:  # the lease is lost: this process decides nothing more
+            self.state.forget(workload.key)
+            raise
         except Exception as exc:  # connection errors too: the capacity must come back
             self._failed(workload.key, exc, workload, "admission not written")
-        finally:
-            if not written:
-                self.state.forget(workload.key)  # released in the same step as the failure
-                self.wake()
+            await self._release_unless_stored(workload, exc)
+            return
         if not written:
+            self.state.forget(workload.key)
+            self.wake()
             return
         self._backoff.succeeded(workload.key)
         self._tried.pop(workload.key, None)
@@ -276,6 +287,24 @@ class AdmissionLoop:
         await self.writer.record_event(
             workload, "Normal", REASON_ADMITTED, "Admitted by ClusterQueue " + cq
         )
+
+    async def _release_unless_stored(self, workload: WorkloadInfo, exc: BaseException) -> None:
+        """A failed write gives its assumed capacity back, unless it may have been stored all
+        the same (no answer after it was sent, or a server error): then the capacity stays
+        assumed until a read, or the watch, shows the Workload after the write. Letting it go
+        at once would hand the capacity of a stored admission to a second workload."""
+        unsure = isinstance(exc, KubeError) and exc.may_have_landed
+        failures = 0
+        while unsure and self.state.assumed_on(workload.key) == workload.resource_version:
+            try:
+                await self.writer.settle(workload)
+                break
+            except KubeError as again:  # the API server is away: the capacity stays held
+                failures += 1
+                await asyncio.sleep(SETTLE_BACKOFF.delay(failures, again.retry_after))
+        if self.state.assumed_on(workload.key) == workload.resource_version:
+            self.state.forget(workload.key)
+        self.wake()
 
     def cancel_writes(self) -> None:
         """The lease is lost: another replica may be deciding now, so no write may land."""

@@ -13,6 +13,10 @@ class WorkloadStatusWriter(Protocol):
         """Merge-patch status guarded by the workload's resourceVersion. False when the decision
         was stale (conflict: re-read) or the workload is gone; raises on any other failure."""
 
+    async def settle(self, workload: WorkloadInfo) -> None:
+        """Read the Workload back after a write that may have been stored unseen, and hand a
+        newer version to the cache; raises when it cannot read."""
+
     async def record_event(
         self, workload: WorkloadInfo, type_: str, reason: str, message: str
     ) -> None: ...

@@ -409,6 +409,10 @@ class ClusterState:
     def is_assumed(self, key: Key) -> bool:
         return key in self._assumed
 
+    def assumed_on(self, key: Key) -> str | None:
+        """The resourceVersion an assumption's decision was made on (None: no assumption)."""
+        return self._assumed_on.get(key)
+
     def _recharge(self, key: Key) -> None:
         old = self._charges.get(key)
         workload = self.workloads.get(key)

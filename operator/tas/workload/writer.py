@@ -50,6 +50,17 @@ class WorkloadWriter:
             return False
         return True
 
+    async def settle(self, workload: WorkloadInfo) -> None:
+        """After a write that may have landed unseen (see KubeError.may_have_landed): read the
+        Workload, and hand it to the cache when it moved past the version the write was
+        guarded by, so the cache holds what was stored. Raises KubeError when it cannot read."""
+        fresh = await self.kube.get(workload_path(workload.namespace, workload.name))
+        if fresh is None:
+            return  # gone: the watch brings the deletion
+        moved = (fresh.get("metadata") or {}).get("resourceVersion") != workload.resource_version
+        if moved and self.refresh is not None:
+            await self.refresh(fresh, workload.resource_version)
+
     async def record_event(
         self, workload: WorkloadInfo, type_: str, reason: str, message: str
     ) -> None:

@@ -19,15 +19,29 @@ class FakeWriter:
         self.lq = {}
         self.refuse = 0
         self.raise_next: list[Exception] = []  # failures to raise, in order
+        self.stored_then_raise: list[Exception] = []  # stored, but the answer is lost
+        self.settle_raise: list[Exception] = []  # the read-back fails, in order
+        self.settled = []
+        self.on_stored = None  # (workload, status) -> None: what a read back would show
 
     async def write_status(self, wl, status):
         if self.raise_next:
             raise self.raise_next.pop(0)
+        if self.stored_then_raise:
+            self.statuses.append((wl.name, status))
+            if self.on_stored:
+                self.on_stored(wl, status)
+            raise self.stored_then_raise.pop(0)
         if self.refuse:
             self.refuse -= 1
             return False
         self.statuses.append((wl.name, status))
         return True
+
+    async def settle(self, wl):
+        self.settled.append(wl.name)
+        if self.settle_raise:
+            raise self.settle_raise.pop(0)
 
     async def record_event(self, wl, type_, reason, message):
         self.events.append((wl.name, reason))
@@ -169,8 +183,9 @@ def test_finished_workload_releases_its_capacity():
 
 
 def test_an_admission_write_that_gets_no_answer_releases_its_capacity_and_backs_off():
-    """A connection error or timeout is as much a failure as a refusal: the capacity assumed for
-    the admission comes back in the same step, and the workload waits out its backoff."""
+    """A connection error or timeout is as much a failure as a refusal: once a read shows the
+    write was not stored, the capacity assumed for the admission comes back, and the workload
+    waits out its backoff."""
     state = make_state(two_racks())
     add(state, workload("a", pods=16))
     writer = FakeWriter()
@@ -178,6 +193,7 @@ def test_an_admission_write_that_gets_no_answer_releases_its_capacity_and_backs_
     loop = AdmissionLoop(state, writer)
     cycle(loop)
     assert admitted(writer) == [] and not state.charges() and not state.is_assumed(("ns", "a"))
+    assert writer.settled == ["a"]  # no answer: it was read back before the capacity went
     cycle(loop)  # at once: still backing off, so no second request
     assert len(writer.raise_next) == 1
     assert loop.write_failures == 1
@@ -338,3 +354,59 @@ def test_a_failed_queue_status_write_is_retried_when_its_backoff_ends():
     assert writer.cq["cq"]["admittedWorkloads"] == 1
     assert writer.lq[("ns", "lq")]["admittedWorkloads"] == 1
     assert loop.write_failures == 2
+
+
+def test_an_admission_stored_without_an_answer_never_gives_its_capacity_to_another():
+    """The API server stored the admission, then the answer was lost (it restarted, or the
+    wait timed out). Read back, the stored status charges the capacity; it is never given to
+    a second workload meanwhile, even while the read itself keeps failing."""
+    state = make_state(two_racks())
+    obj = workload("a", pods=8)  # 8 of the cluster's 16 cpu
+    add(state, obj)
+    add(state, workload("b", pods=8))
+    add(state, workload("c", pods=8))  # room for two of the three
+    writer = FakeWriter()
+    stored = {}
+
+    def remember(wl, status):
+        stored[wl.name] = status
+
+    writer.on_stored = remember
+    writer.stored_then_raise = [KubeError(0, "ServerDisconnectedError")]
+    writer.settle_raise = [KubeError(0, "connection refused", sent=False)] * 3
+    loop = AdmissionLoop(state, writer)
+    loop_module.SETTLE_BACKOFF = Backoff(base=0.001, cap=0.001)
+
+    async def go():
+        await loop.cycle()  # a: stored, no answer; b: admitted beside it
+        for _ in range(5):  # the reads fail meanwhile: cycles must not reuse a's capacity
+            loop._retry_at.clear()
+            await loop.cycle()
+            await asyncio.sleep(0)
+        assert state.is_assumed(("ns", "a"))
+        await loop.drain()
+        # The read back succeeded and found the stored admission: the watch's view of it.
+        assert writer.settled == ["a"] * 4
+        landed = dict(obj, status=stored["a"])
+        add(state, landed)
+        loop._retry_at.clear()
+        await loop.cycle()
+        await loop.drain()
+
+    try:
+        asyncio.run(go())
+    finally:
+        loop_module.SETTLE_BACKOFF = Backoff(base=0.5, cap=10.0)
+    assert sorted(name for name in admitted(writer)) == ["a", "b"]  # never c: no room for it
+    assert set(state.charges()) == {("ns", "a"), ("ns", "b")}
+
+
+def test_a_write_refused_before_it_was_sent_releases_at_once():
+    """Connection refused: nothing reached the API server, so nothing needs reading back."""
+    state = make_state(two_racks())
+    add(state, workload("a", pods=16))
+    writer = FakeWriter()
+    writer.raise_next = [KubeError(0, "connection refused", sent=False)]
+    loop = AdmissionLoop(state, writer)
+    cycle(loop)
+    assert writer.settled == [] and not state.is_assumed(("ns", "a")) and not state.charges()
