@@ -1,25 +1,34 @@
-# The tas-operator image, as the Helm chart (helm/tas-operator) runs it.
+# The tas-operator image, for those with a container engine: the same recipe as `make image`
+# (which needs none), so both give the same image.
 #
-#   docker build -t tas-operator:0.1.0 .
+#   docker build -t tas-operator:0.1.0 --build-arg SOURCE_DATE_EPOCH=$(git log -1 --format=%ct) .
 #
-# Not built or tested in this repository's CI: the machines it runs on have no container
-# engine (the e2e tests run the operator as a host process instead).
-FROM python:3.11-slim
+# The build stage is only a Debian build root: image/stage.sh installs the Debian packages
+# pinned in image/debian-packages.lock, builds the operator's wheel from these sources and
+# installs it with the dependencies pinned in image/requirements.lock, and assembles the root
+# filesystem. The image is that root filesystem alone: no shell, no apt, no pip.
+# tests/unit/image/test_image_recipe.py keeps this file in step with image/image.env.
 
-# No .pyc files at run time: the chart mounts the root filesystem read-only.
-ENV PYTHONDONTWRITEBYTECODE=1 \
-    PYTHONUNBUFFERED=1 \
-    PIP_NO_CACHE_DIR=1 \
-    PIP_DISABLE_PIP_VERSION_CHECK=1
+FROM debian:bookworm-slim AS build
+ARG SOURCE_DATE_EPOCH=315532800
+COPY pyproject.toml README.md /src/
+COPY operator /src/operator
+COPY image /src/image
+RUN bash /src/image/stage.sh build /rootfs
 
-WORKDIR /src
-# Only what the package build needs (pyproject.toml names README.md as the long description).
-COPY pyproject.toml README.md ./
-COPY operator ./operator
-RUN pip install . && rm -rf /src
-
+FROM scratch
+COPY --from=build /rootfs/ /
+ENV PATH=/opt/tas/bin:/usr/bin:/bin \
+    SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt \
+    LANG=C.UTF-8 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1
+LABEL org.opencontainers.image.title="tas-operator" \
+      org.opencontainers.image.description="Topology-aware admission of batch Jobs, serving Kueue's API" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="0.1.0"
 # A numeric non-root user, so that the pod's runAsNonRoot can be verified by the kubelet.
 USER 65532:65532
 WORKDIR /
-ENTRYPOINT ["tas"]
+ENTRYPOINT ["/opt/tas/bin/tas"]
 CMD ["operator"]

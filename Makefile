@@ -7,8 +7,13 @@ BIN := $(VENV)/bin
 # `make test` runs its own cluster, on other ports than the one `make cluster-up`/`make demo` keep.
 TEST_CLUSTER := TAS_CLUSTER_DIR=$(CURDIR)/.cluster/test TAS_API_PORT=17443 TAS_ETCD_PORT=13379
 DEV_CLUSTER := TAS_CLUSTER_DIR=$(CURDIR)/.cluster/dev
+# `make image-test` runs one more, so that it can run beside either.
+IMAGE_API_PORT ?= 18443
+IMAGE_ETCD_PORT ?= 14379
+IMAGE_CLUSTER := TAS_CLUSTER_DIR=$(CURDIR)/.cluster/image TAS_API_PORT=$(IMAGE_API_PORT) TAS_ETCD_PORT=$(IMAGE_ETCD_PORT)
 
-.PHONY: help venv lint fmt unit integration e2e test bins cluster-up cluster-down crds demo demo-down bench clean
+.PHONY: help venv lint fmt unit integration e2e test bins cluster-up cluster-down crds demo demo-down bench clean \
+	image image-lock image-test
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -64,8 +69,19 @@ demo: venv  ## local cluster, chart, operator, Kueue's example flow, and where e
 demo-down:  ## stop the demo's operator and cluster
 	@$(DEV_CLUSTER) bash e2e/demo.sh down
 
+image:  ## the operator's OCI image, no container engine: dist/tas-operator-<version>.oci.tar (root)
+	bash image/build.sh
+
+image-lock:  ## re-pin the image's Debian and Python packages (image/*.lock) to the newest
+	bash image/build.sh --lock
+
+# Not part of `make test`: it needs `make image` first (root, Debian's mirror and PyPI).
+image-test: venv bins  ## run `tas operator` from the image's root filesystem against a local cluster
+	rc=0; $(IMAGE_CLUSTER) $(BIN)/pytest e2e/test_image.py -q -m image || rc=$$?; \
+	  [[ -n "$${KEEP_CLUSTER:-}$${KUBECONFIG:-}" ]] || $(IMAGE_CLUSTER) bash e2e/cluster.sh down; exit $$rc
+
 bench: venv  ## solver benchmark (reported, not asserted)
 	$(BIN)/python bench/solver_bench.py
 
 clean: cluster-down
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis dist

@@ -11,6 +11,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 
 from e2e import chart
@@ -34,8 +35,11 @@ class OperatorProcess:
         gates: str = "",
         extra: tuple[str, ...] = (),
         env: dict[str, str] | None = None,
+        command: Sequence[str] | None = None,
     ):
+        """`command` runs `tas` (default: this venv's); e.g. the image's, through image/run.sh."""
         self.cluster = cluster
+        self.command = list(command or [str(Path(sys.executable).parent / "tas")])
         self.env = env or {}
         self.kubeconfig = kubeconfig or cluster.kubeconfig
         self.gates = gates
@@ -72,7 +76,7 @@ class OperatorProcess:
         the line that marks this start in the log."""
         self.starts += 1
         cmd = [
-            str(Path(sys.executable).parent / "tas"),
+            *self.command,
             "operator",
             f"--kubeconfig={self.kubeconfig}",
             f"--webhook-port={self.port}",

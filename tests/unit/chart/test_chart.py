@@ -532,6 +532,34 @@ def test_deployment_runs_replicas_without_privileges() -> None:
     assert security["capabilities"]["drop"] == ["ALL"]
 
 
+def test_the_pod_is_hardened_as_a_production_cluster_expects() -> None:
+    """The "restricted" Pod Security Standard and a read-only root, as the image's own user:
+    the only writable place is /tmp, in memory, where the webhook certificate's files go."""
+    from e2e.image import image_env
+
+    docs = render()
+    pod = the(docs, "Deployment")["spec"]["template"]["spec"]
+    uid, gid = (int(n) for n in image_env()["IMAGE_USER"].split(":"))
+    assert pod["securityContext"] == {
+        "runAsNonRoot": True,
+        "runAsUser": uid,
+        "runAsGroup": gid,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    assert container(docs)["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    assert not {"hostNetwork", "hostPID", "hostIPC"} & set(pod)
+    assert container(docs)["volumeMounts"] == [{"name": "tmp", "mountPath": "/tmp"}]
+    assert pod["volumes"] == [{"name": "tmp", "emptyDir": {"medium": "Memory"}}]
+    # No shell: the command is executed as it is, and names the image's entrypoint (on its PATH).
+    command = container(docs)["command"]
+    assert command[0] == image_env()["IMAGE_ENTRYPOINT"].rsplit("/", 1)[1]
+    assert not {"sh", "bash", "/bin/sh", "-c"} & set(command)
+
+
 def test_liveness_and_metrics_ports_match_their_flags() -> None:
     docs = render({"liveness": {"port": 9000}, "metrics": {"port": 9001}})
     liveness = urlsplit(flag(docs, "liveness"))
@@ -543,10 +571,15 @@ def test_liveness_and_metrics_ports_match_their_flags() -> None:
     assert port(docs, "metrics") == 9001
 
 
-def test_default_image_is_the_charts_app_version_which_is_the_packages() -> None:
+def test_default_image_is_what_make_image_builds() -> None:
+    """The chart's appVersion is the package's, and the default image is the archive `make
+    image` writes: named after image.env's title, tagged with the version."""
+    from e2e.image import image_env
+
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
     assert chart["appVersion"] == tas.__version__
-    assert container(render())["image"] == f"tas-operator:{tas.__version__}"
+    expected = f"{image_env()['IMAGE_TITLE']}:{tas.__version__}"
+    assert container(render())["image"] == expected == f"tas-operator:{tas.__version__}"
 
 
 def test_values_override_image_resources_and_log_level() -> None:
