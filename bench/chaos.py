@@ -461,7 +461,18 @@ def report(cluster, op, supervisor, stream, sampler, events, chaos_s, started) -
             for c in w.get("status", {}).get("conditions", [])
         )
     ]
-    ungated = Counter(re.findall(rf"ungated {NS}/(\S+) onto", op.log()))
+    log_text = op.log()
+    ungated = Counter(re.findall(rf"ungated {NS}/(\S+) onto", log_text))
+    leading = sorted(
+        datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
+        for stamp in re.findall(
+            r"^(\S+ \S+) INFO tas.operator: admitting \(leader\)", log_text, re.M
+        )
+    )
+    to_leading = [
+        next((t for t in leading if t > kill), float("nan")) - kill for kill in supervisor.kills
+    ]
+    to_leading = [t for t in to_leading if t == t]
     admissions = sorted(sampler.admitted_at.values())
     outages = [
         (started + e["at_s"], started + e["at_s"] + e["outage_s"])
@@ -511,6 +522,12 @@ def report(cluster, op, supervisor, stream, sampler, events, chaos_s, started) -
             "workloads_never_admitted": len(never_admitted),
             "workloads_not_finished_at_the_end": len(not_finished),
         },
+        # The restarted process admitting again (its log), whatever the cluster has room for.
+        "kill_to_leading_again_s": {
+            "worst": round(max(to_leading), 1) if to_leading else None,
+            "median": round(statistics.median(to_leading), 1) if to_leading else None,
+        },
+        # The next admission: also waits for room when the cluster is full.
         "kill_to_next_admission_s": {
             "worst": round(max(to_next), 1) if to_next else None,
             "median": round(statistics.median(to_next), 1) if to_next else None,

@@ -359,8 +359,14 @@ class ClusterState:
 
     # ---- workloads and their charges -----------------------------------------------------------
 
-    def upsert_workload(self, workload: WorkloadInfo) -> None:
+    def upsert_workload(self, workload: WorkloadInfo) -> bool:
+        """Take a version of a Workload; False (nothing changes) when it is older than the one
+        held. The watch can lag behind a version read directly after a 409; going back to it
+        would drop an assumption for a write that has landed and free its capacity twice."""
         self._check_thread()
+        held = self.workloads.get(workload.key)
+        if held is not None and held.uid == workload.uid and _older(workload, held):
+            return False
         self.workloads[workload.key] = workload
         _index(self.pending, workload.key, workload.pending)
         _index(self.to_replace, workload.key, bool(workload.nodes_to_replace))
@@ -377,6 +383,7 @@ class ClusterState:
             # charge we wrote: a relist after an outage may show a later version.
             self._drop_assumption(workload.key)
         self._recharge(workload.key)
+        return True
 
     def delete_workload(self, namespace: str, name: str) -> None:
         self._check_thread()
@@ -524,6 +531,15 @@ class ClusterState:
             ready=node.ready,
             unschedulable=node.unschedulable,
         )
+
+
+def _older(new: WorkloadInfo, held: WorkloadInfo) -> bool:
+    """resourceVersions are the store's revisions: integers that only grow for one object. One
+    that is not an integer (another store) is never judged older."""
+    try:
+        return int(new.resource_version) < int(held.resource_version)
+    except (TypeError, ValueError):
+        return False
 
 
 def _index(index: set[Key], key: Key, member: bool) -> None:

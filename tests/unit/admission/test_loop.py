@@ -410,3 +410,32 @@ def test_a_write_refused_before_it_was_sent_releases_at_once():
     loop = AdmissionLoop(state, writer)
     cycle(loop)
     assert writer.settled == [] and not state.is_assumed(("ns", "a")) and not state.charges()
+
+
+def test_a_watch_lagging_behind_a_version_read_after_a_conflict_never_frees_capacity_twice():
+    """The chaos run's double booking: a pending-status write of `a` is refused (409) and `a`
+    is read again, newer than the watch has shown. `a` is then admitted on that version and
+    the write lands. The watch, lagging, now shows an older version of `a` (pending): taking it
+    would end the assumption, free `a`'s capacity and admit `b` onto it."""
+    state = make_state(two_racks())
+    obj = workload("a", pods=16)  # the whole cluster
+    add(state, obj)
+    older = dict(obj, metadata=dict(obj["metadata"]))  # what the watch will show late
+    newer = dict(obj, metadata=dict(obj["metadata"], resourceVersion="900"))  # read after a 409
+    state.upsert_workload(proj.workload_from_object(newer))
+    writer = FakeWriter()
+    loop = AdmissionLoop(state, writer)
+
+    async def go():
+        await loop.cycle()
+        await loop.drain()  # a's admission has landed; its watch event has not arrived yet
+        assert state.assumed_on(("ns", "a")) == "900"
+        state.upsert_workload(proj.workload_from_object(older))  # the lagging watch
+        add(state, workload("b", pods=16))
+        await loop.cycle()
+        await loop.drain()
+
+    asyncio.run(go())
+    assert admitted(writer) == ["a"]
+    assert state.workloads[("ns", "a")].resource_version == "900"
+    assert state.is_assumed(("ns", "a"))
