@@ -241,7 +241,8 @@ class AdmissionLoop:
             raise
         except Exception as exc:
             self._failed(workload.key, exc, workload, "replacement not written")
-            await self._release_unless_stored(workload, exc)
+            # Beside the loop: reading back may wait for the API server to come back.
+            self._spawn(self._release_unless_stored(workload, exc))
             return
         if not written:
             self.state.forget(workload.key)
