@@ -353,3 +353,49 @@ def test_unknown_top_level_keys_are_ignored(tmp_path: Path) -> None:
     document["comment"] = "anything"
     [workload] = solved(tmp_path, document)
     assert workload["admitted"] is True
+
+
+# --- --stats: timings on stderr, the answer unchanged ----------------------------------------
+
+
+@needs_solver
+def test_stats_go_to_stderr_as_one_json_line_and_leave_the_answer_alone(tmp_path: Path) -> None:
+    scenario = base_scenario()
+    too_big = copy.deepcopy(scenario["workloads"][0])
+    too_big.update(name="w2")
+    too_big["podSets"][0]["count"] = 9
+    scenario["workloads"].append(too_big)
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    plain = subprocess.run(
+        [str(TAS), "solve", str(path)], capture_output=True, text=True, timeout=120, check=True
+    )
+    timed = subprocess.run(
+        [str(TAS), "solve", "--stats", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert timed.stdout == plain.stdout
+    [line] = timed.stderr.splitlines()
+    stats = json.loads(line)["stats"]
+    assert stats["parse_ms"] >= 0 and stats["snapshot_ms"] >= 0
+    assert stats["placement"]["count"] == 2
+    assert (stats["admitted"]["count"], stats["rejected"]["count"]) == (1, 1)
+    for part in ("placement", "admitted", "rejected"):
+        summary = stats[part]
+        assert 0 <= summary["p50_ms"] <= summary["p99_ms"] <= summary["total_ms"]
+
+
+def test_stats_on_a_malformed_scenario_still_print_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump(edited("nodes.1.name", DELETE)))
+    result = subprocess.run(
+        [str(TAS), "solve", "--stats", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert_malformed(result, "nodes[1].name")

@@ -145,6 +145,11 @@ class TopologySnapshot:
 
     # -- placement -------------------------------------------------------------------------------
 
+    def build(self) -> None:
+        """Build the domain tree and the capacity arrays now rather than at the first
+        placement (which otherwise pays for it; a shape change rebuilds them)."""
+        self._ensure_tree()
+
     def find_assignments(self, podsets: Sequence[PodSetRequest]) -> WorkloadPlacement:
         tree = self._ensure_tree()
         assumed: dict[int, dict[str, int]] = {}  # leaf index -> usage of earlier pod sets
