@@ -39,6 +39,7 @@ from tas.solver.types import (
     ReplacementPlacement,
     Resources,
     SolverOptions,
+    Toleration,
     TopologyAssignment,
     WorkloadPlacement,
 )
@@ -97,6 +98,9 @@ class TopologySnapshot:
         self._rows: dict[str, int] = {}
         self._free: np.ndarray = np.zeros((0, 0), dtype=np.int64)
         self._eligibility_cache: dict[tuple, _Eligibility] = {}
+        # per label key: every leaf's value as a code, and value -> code (for node selectors)
+        self._label_columns: dict[str, tuple[np.ndarray, dict[str, int]]] = {}
+        self._tainted_leaves: list[int] = []  # leaves whose node has taints
 
     # -- cache maintenance ---------------------------------------------------------------------
 
@@ -619,7 +623,8 @@ class TopologySnapshot:
         return best_name
 
     def _eligibility(self, podset: PodSetRequest) -> _Eligibility:
-        """Taints, nodeSelector and required affinity, checked only for hostname leaves."""
+        """Taints, nodeSelector and required affinity, checked only for hostname leaves; a
+        leaf is counted under the first check it fails, in that order."""
         if not self.hostname_lowest:
             return _Eligibility(allowed=None)
         tolerations = tuple(podset.tolerations) + tuple(self.flavor.tolerations)
@@ -631,9 +636,64 @@ class TopologySnapshot:
         cached = self._eligibility_cache.get(cache_key)
         if cached is not None:
             return cached
+        if self.reference:
+            result = self._eligibility_per_leaf(podset, tolerations)
+        else:
+            result = self._eligibility_by_columns(podset, tolerations)
+        self._eligibility_cache[cache_key] = result
+        return result
+
+    def _eligibility_by_columns(
+        self, podset: PodSetRequest, tolerations: tuple[Toleration, ...]
+    ) -> _Eligibility:
+        """Only tainted leaves are looked at one by one, and the leaves left for required
+        affinity; a node selector compares label columns."""
+        result = _Eligibility(allowed=None, taints={})
+        excluded = np.zeros(len(self._leaf_nodes), dtype=bool)
+        for index in self._tainted_leaves:
+            taint = first_untolerated_taint(self._leaf_nodes[index][0].taints, tolerations)
+            if taint is not None:
+                text = taint_string(taint)
+                result.taints[text] = result.taints.get(text, 0) + 1
+                excluded[index] = True
+        if podset.node_selector:
+            selected = np.ones(len(excluded), dtype=bool)
+            for key, value in podset.node_selector.items():
+                codes, code_of = self._label_column(key)
+                selected &= codes == code_of.get(value, -2)  # -1: no such label
+            unselected = ~selected & ~excluded
+            result.node_selector = int(unselected.sum())
+            excluded |= unselected
+        if podset.required_affinity:
+            for index in (~excluded).nonzero()[0].tolist():
+                labels = self._leaf_nodes[index][0].labels
+                if not matches_required_affinity(labels, podset.required_affinity):
+                    result.affinity += 1
+                    excluded[index] = True
+        if excluded.any():
+            result.allowed = ~excluded
+        return result
+
+    def _label_column(self, key: str) -> tuple[np.ndarray, dict[str, int]]:
+        """Every leaf's value of a label as a code (-1 where it has none), and the codes."""
+        column = self._label_columns.get(key)
+        if column is None:
+            code_of: dict[str, int] = {}
+            codes = [
+                code_of.setdefault(nodes[0].labels[key], len(code_of))
+                if key in nodes[0].labels
+                else -1
+                for nodes in self._leaf_nodes
+            ]
+            column = self._label_columns[key] = (np.array(codes, dtype=np.int64), code_of)
+        return column
+
+    def _eligibility_per_leaf(
+        self, podset: PodSetRequest, tolerations: tuple[Toleration, ...]
+    ) -> _Eligibility:
+        """The plain path's: every leaf checked in Python."""
         allowed = [True] * len(self._leaf_nodes)
         result = _Eligibility(allowed=None, taints={})
-        any_excluded = False
         for index, nodes in enumerate(self._leaf_nodes):
             node = nodes[0]
             taint = first_untolerated_taint(node.taints, tolerations) if node.taints else None
@@ -647,10 +707,8 @@ class TopologySnapshot:
             else:
                 continue
             allowed[index] = False
-            any_excluded = True
-        if any_excluded:
+        if not all(allowed):
             result.allowed = np.array(allowed, dtype=bool)
-        self._eligibility_cache[cache_key] = result
         return result
 
     # -- usage bookkeeping -----------------------------------------------------------------------
@@ -723,6 +781,8 @@ class TopologySnapshot:
         self._leaf_nodes = [nodes_by_key[k] for k in keys]
         self._leaf_by_key = {key: index for index, key in enumerate(keys)}
         self._eligibility_cache = {}
+        self._label_columns = {}
+        self._tainted_leaves = [i for i, nodes in enumerate(self._leaf_nodes) if nodes[0].taints]
         self._tree = tree
         remaining = [self._leaf_remaining(index) for index in range(len(keys))]
         names = {PODS: None}

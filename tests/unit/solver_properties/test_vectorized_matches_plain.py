@@ -16,6 +16,8 @@ from tas.solver import (
     HOSTNAME_LEVEL,
     PODS,
     Node,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
     PodSetRequest,
     SliceLayer,
     SolverOptions,
@@ -29,6 +31,13 @@ from tests.unit.solver_properties.test_invariants import leader_and_workers, pod
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TAINT = Taint("maintenance", "NoSchedule")
+AFFINITIES = [
+    (),
+    (),
+    (NodeSelectorTerm((NodeSelectorRequirement("pool", "In", ("a",)),)),),
+    (NodeSelectorTerm((NodeSelectorRequirement("pool", "NotIn", ("a",)),)),),
+    (NodeSelectorTerm((NodeSelectorRequirement("example.com/level-0", "In", ("d0-0",)),)),),
+]
 
 
 @st.composite
@@ -55,8 +64,9 @@ def topologies(draw: st.DrawFn) -> tuple[tuple[str, ...], list[Node]]:
                     labels={
                         **dict(zip(upper, path, strict=True)),
                         HOSTNAME_LEVEL: name,
-                        "pool": draw(st.sampled_from("ab")),
-                    },
+                    }
+                    # mostly in a pool, now and then without the label
+                    | ({"pool": draw(st.sampled_from("ab"))} if draw(st.integers(0, 5)) else {}),
                     allocatable={"cpu": cpu, "memory": draw(st.sampled_from([0, 16, 64])) * 1000}
                     | ({PODS: pods} if draw(st.booleans()) else {}),
                     # now and then more than the node has (pods that were there first)
@@ -97,6 +107,7 @@ def workload(draw: st.DrawFn, levels: tuple[str, ...]) -> list[PodSetRequest]:
             podset,
             node_selector={"pool": draw(st.sampled_from("ab"))} if draw(st.booleans()) else {},
             tolerations=(Toleration("maintenance", "Exists"),) if draw(st.booleans()) else (),
+            required_affinity=draw(st.sampled_from(AFFINITIES)),
         )
         for podset in podsets_of_workload
     ]
