@@ -134,6 +134,7 @@ class TopologySnapshot:
             self._tree = None
 
     def add_usage(self, assignment: TopologyAssignment, per_pod: Resources, sign: int = 1) -> None:
+        pods_on_leaf: dict[int, int] = {}  # leaf index -> pods added (negative: removed)
         for domain in assignment.domains:
             key = self._key_of_assigned(domain.values)
             usage = self._tas_usage.setdefault(key, {})
@@ -143,9 +144,24 @@ class TopologySnapshot:
                 usage[name] = usage.get(name, 0) + value
             leaf = self._leaf_by_key.get(key) if self._tree is not None else None
             if leaf is not None:
-                for name, value in delta.items():
-                    row = self._row(name)
-                    self._set_free(row, leaf, int(self._free[row, leaf]) - value)
+                pods_on_leaf[leaf] = pods_on_leaf.get(leaf, 0) + domain.count * sign
+        if pods_on_leaf:
+            self._take_free(pods_on_leaf, {**per_pod, PODS: per_pod.get(PODS, 0) + ONE_POD})
+
+    def _take_free(self, pods_on_leaf: dict[int, int], per_pod: Mapping[str, int]) -> None:
+        """Remaining capacity minus `per_pod` times the pods on each leaf: one resource at a
+        time over all the leaves, in Python integers, so nothing can overflow unseen."""
+        leaves = list(pods_on_leaf)
+        for name, value in per_pod.items():
+            row = self._row(name)
+            remaining = [
+                free - value * pods_on_leaf[leaf]
+                for leaf, free in zip(leaves, self._free[row, leaves].tolist(), strict=True)
+            ]
+            exact = all(-EXACT_LIMIT <= free <= EXACT_LIMIT for free in remaining)
+            if not exact and self._free.dtype != object:
+                self._free = self._free.astype(object)
+            self._free[row, leaves] = remaining
 
     # -- placement -------------------------------------------------------------------------------
 
@@ -354,12 +370,13 @@ class TopologySnapshot:
                 for name, value in usage.items():
                     if name in self._rows:
                         free[self._rows[name], leaf_index] -= value
-        pods = vectorized.pods_that_fit(free, self._rows, requests)
+        fits_by_resource: dict[str, np.ndarray] = {}
+        pods = vectorized.pods_that_fit(free, self._rows, requests, None, fits_by_resource)
         if allowed is not None:
             pods[~allowed] = 0
         full = pods == 0 if allowed is None else (pods == 0) & allowed
         params.stats.count_resource_exclusions = lambda: vectorized.limiting_resources(
-            free, self._rows, requests, full
+            fits_by_resource, full
         )
         if leader_requests is None:
             counts = vectorized.roll_up(tree, pods, params)

@@ -89,7 +89,8 @@ class DomainTree:
 
     `child_bounds[level]` (for every level but the lowest) holds, for the domains of `level` in
     order, where their children start in the next level, plus the next level's length: the
-    children of domain i are `levels[level + 1][bounds[i]:bounds[i + 1]]`.
+    children of domain i are `levels[level + 1][bounds[i]:bounds[i + 1]]`. `child_starts`
+    is the same without the length.
     """
 
     def __init__(self, level_count: int, leaf_paths: Sequence[tuple[str, ...]]) -> None:
@@ -125,6 +126,11 @@ class DomainTree:
             np.array([d.children[0].order for d in domains] + [len(below)], dtype=np.intp)
             for domains, below in itertools.pairwise(self.levels)
         ]
+        self.child_starts = [bounds[:-1] for bounds in self.child_bounds]
+        # A zero count per domain of each level; read-only, so that sharing them is safe.
+        self.zeros = [np.zeros(len(domains), dtype=np.int64) for domains in self.levels]
+        for zeros in self.zeros:
+            zeros.flags.writeable = False
 
     @property
     def roots(self) -> list[Domain]:

@@ -39,44 +39,45 @@ def pods_that_fit(
     rows: Mapping[str, int],
     requests: Mapping[str, int],
     taken: Mapping[str, int] | None = None,
+    fits_by_resource: dict[str, Array] | None = None,
 ) -> Array:
     """Pods of this shape that fit on every leaf: the minimum over the requested resources of
     free // request, never below 0; `taken` (a leader's requests) is taken off every leaf first.
-    A resource no leaf has fits nowhere."""
+    A resource no leaf has fits nowhere. `fits_by_resource` receives each resource's own
+    counts, from which `limiting_resources` names the one that limits each leaf."""
     counts = None
     for name, request in requests.items():
         if request <= 0:
             continue
         row = rows.get(name)
         if row is None:
-            return np.zeros(free.shape[1], dtype=np.int64)
-        available = free[row] if not taken or name not in taken else free[row] - taken[name]
-        fits = available // request
-        counts = fits if counts is None else np.minimum(counts, fits, out=counts)
+            fits = np.zeros(free.shape[1], dtype=np.int64)
+        else:
+            available = free[row] if not taken or name not in taken else free[row] - taken[name]
+            fits = available // request
+        if fits_by_resource is not None:
+            fits_by_resource[name] = fits
+        counts = fits if counts is None else np.minimum(counts, fits)
     if counts is None:
         return np.zeros(free.shape[1], dtype=np.int64)
-    return np.maximum(counts, 0, out=counts)
+    return np.maximum(counts, 0)
 
 
-def limiting_resources(
-    free: Array, rows: Mapping[str, int], requests: Mapping[str, int], leaves: Array
-) -> dict[str, int]:
+def limiting_resources(fits_by_resource: Mapping[str, Array], leaves: Array) -> dict[str, int]:
     """For the leaves in the boolean mask `leaves`: how many are limited by each resource (the
     one giving the fewest pods, ties to the first name), for "excluded: resource ..."."""
-    names = sorted(name for name, request in requests.items() if request > 0)
-    if not names or not leaves.any():
+    if not fits_by_resource or not leaves.any():
         return {}
-    chosen = _nonzero(leaves)
-    fits = np.stack(
-        [
-            free[rows[name], chosen] // requests[name]
-            if name in rows
-            else np.zeros(len(chosen), dtype=np.int64)
-            for name in names
-        ]
-    )
-    np.maximum(fits, 0, out=fits)
-    per_name = np.bincount(fits.argmin(axis=0), minlength=len(names))
+    names = sorted(fits_by_resource)
+    fewest = limiting = None
+    for position, name in enumerate(names):
+        fits = np.maximum(fits_by_resource[name], 0)
+        if fewest is None:
+            fewest, limiting = fits, np.zeros(len(fits), dtype=np.intp)
+        else:
+            limiting[fits < fewest] = position
+            np.minimum(fewest, fits, out=fewest)
+    per_name = np.bincount(limiting[leaves], minlength=len(names))
     return {name: int(n) for name, n in zip(names, per_name.tolist(), strict=True) if n}
 
 
@@ -139,8 +140,7 @@ def roll_up(
     last = tree.level_count - 1
     size, slice_level = params.slice_size, params.slice_level
     with_leader = leaf_leaders is not None
-    zeros = [np.zeros(len(domains), dtype=np.int64) for domains in tree.levels]
-    pods, slices, leaders = list(zeros), list(zeros), list(zeros)
+    pods, slices, leaders = list(tree.zeros), list(tree.zeros), list(tree.zeros)
     pods[last] = leaf_pods
     if slice_level == last:
         slices[last] = leaf_pods // size
@@ -154,7 +154,7 @@ def roll_up(
         leaders[last] = leaf_leaders
     for level in range(last - 1, -1, -1):
         below = level + 1
-        starts = tree.child_bounds[level][:-1]
+        starts = tree.child_starts[level]
         child_pods, child_pods_wl = pods[below], pods_wl[below]
         inner = params.slice_size_at_level.get(below)
         if inner:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from tas.solver import (
     HOSTNAME_LEVEL,
     PODS,
+    DomainAssignment,
     Node,
     NodeSelectorRequirement,
     NodeSelectorTerm,
@@ -23,6 +24,7 @@ from tas.solver import (
     SolverOptions,
     Taint,
     Toleration,
+    TopologyAssignment,
     TopologyRequest,
     TopologySnapshot,
     vectorized,
@@ -249,3 +251,19 @@ def test_a_multi_layer_refusal_reports_the_first_of_the_tied_best_domains() -> N
             f'topology "{block}" doesn\'t allow to fit; 1/4 slice(s) fit on level {rack}; '
             f"3/8 slice(s) fit on level {HOSTNAME_LEVEL}"
         ), reference
+
+
+def test_usage_past_int64_keeps_the_snapshot_exact() -> None:
+    """Recording usage can take a leaf's remaining capacity past int64 (here far below zero):
+    the snapshot switches to Python integers, and giving the usage back restores it exactly."""
+    nodes = [Node(f"x{i}", {HOSTNAME_LEVEL: f"x{i}"}, {"cpu": 4000}) for i in range(2)]
+    snapshot = TopologySnapshot((HOSTNAME_LEVEL,), nodes)
+    one = PodSetRequest("main", 3, {"cpu": 1000})
+    before = snapshot.find_assignments([one])
+    huge = TopologyAssignment((HOSTNAME_LEVEL,), (DomainAssignment(("x0",), 4),))
+    snapshot.add_usage(huge, {"cpu": 2**62})
+    assert snapshot.find_assignments([one]).podsets[0].assignment.domains == (
+        DomainAssignment(("x1",), 3),
+    )
+    snapshot.add_usage(huge, {"cpu": 2**62}, sign=-1)
+    assert snapshot.find_assignments([one]) == before
