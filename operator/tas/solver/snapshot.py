@@ -134,19 +134,20 @@ class TopologySnapshot:
             self._tree = None
 
     def add_usage(self, assignment: TopologyAssignment, per_pod: Resources, sign: int = 1) -> None:
+        per_pod = {**per_pod, PODS: per_pod.get(PODS, 0) + ONE_POD}
+        leaf_by_key = self._leaf_by_key if self._tree is not None else {}
         pods_on_leaf: dict[int, int] = {}  # leaf index -> pods added (negative: removed)
         for domain in assignment.domains:
             key = self._key_of_assigned(domain.values)
+            pods = domain.count * sign
             usage = self._tas_usage.setdefault(key, {})
-            delta = {name: value * domain.count * sign for name, value in per_pod.items()}
-            delta[PODS] = delta.get(PODS, 0) + ONE_POD * domain.count * sign
-            for name, value in delta.items():
-                usage[name] = usage.get(name, 0) + value
-            leaf = self._leaf_by_key.get(key) if self._tree is not None else None
+            for name, value in per_pod.items():
+                usage[name] = usage.get(name, 0) + value * pods
+            leaf = leaf_by_key.get(key)
             if leaf is not None:
-                pods_on_leaf[leaf] = pods_on_leaf.get(leaf, 0) + domain.count * sign
+                pods_on_leaf[leaf] = pods_on_leaf.get(leaf, 0) + pods
         if pods_on_leaf:
-            self._take_free(pods_on_leaf, {**per_pod, PODS: per_pod.get(PODS, 0) + ONE_POD})
+            self._take_free(pods_on_leaf, per_pod)
 
     def _take_free(self, pods_on_leaf: dict[int, int], per_pod: Mapping[str, int]) -> None:
         """Remaining capacity minus `per_pod` times the pods on each leaf: one resource at a

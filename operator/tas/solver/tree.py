@@ -123,10 +123,10 @@ class DomainTree:
             for position, domain in enumerate(domains):
                 domain.order = position
         self.child_bounds = [
-            np.array([d.children[0].order for d in domains] + [len(below)], dtype=np.intp)
+            [d.children[0].order for d in domains] + [len(below)]
             for domains, below in itertools.pairwise(self.levels)
         ]
-        self.child_starts = [bounds[:-1] for bounds in self.child_bounds]
+        self.child_starts = [np.array(bounds[:-1], dtype=np.intp) for bounds in self.child_bounds]
         # A zero count per domain of each level; read-only, so that sharing them is safe.
         self.zeros = [np.zeros(len(domains), dtype=np.int64) for domains in self.levels]
         for zeros in self.zeros:

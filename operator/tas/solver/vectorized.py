@@ -13,6 +13,7 @@ Arrays hold int64. The snapshot keeps every quantity within +-2**62 on this path
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -380,8 +381,7 @@ def descend(
     # Above the slice level the children of all chosen domains are pooled and re-chosen.
     while level < min(lowest, params.slice_level):
         level += 1
-        children = _children(tree, level - 1, current)
-        ordered = _sorted(_keys(counts, level, params), children)
+        ordered = _in_order(counts, level, _children(tree, level - 1, current), params)
         current, slices = _take(
             ordered, counts.slices[level][ordered], params.count // size, best_fit
         )
@@ -391,12 +391,11 @@ def descend(
         inner = (
             params.slice_size_at_level.get(level + 1, 1) if level >= params.slice_level else size
         )
-        keys = _keys(counts, level + 1, params)
         bounds = tree.child_bounds[level]
         next_current, next_pods = [], []
         for parent, parent_pods in zip(current.tolist(), pods.tolist(), strict=True):
             children = np.arange(bounds[parent], bounds[parent + 1])
-            ordered = _sorted(keys, children)
+            ordered = _in_order(counts, level + 1, children, params)
             capacity = counts.pods[level + 1][ordered] // inner
             chosen, amounts = _take(ordered, capacity, parent_pods // inner, best_fit)
             next_current.append(chosen)
@@ -408,16 +407,18 @@ def descend(
     return [(leaf, n) for leaf, n in zip(current.tolist(), pods.tolist(), strict=True) if n > 0]
 
 
-def _keys(counts: LevelCounts, level: int, params: PlacementParams) -> list[Array]:
-    """algorithm.sorted_domains' order: by slices (BestFit: most first), then fewest pods."""
-    slices = counts.slices[level]
-    return [slices if params.least_free_capacity else -slices, counts.pods[level]]
+def _in_order(counts: LevelCounts, level: int, positions: Array, params: PlacementParams) -> Array:
+    """These domains of `level` in algorithm.sorted_domains' order: by slices (BestFit: most
+    first), then fewest pods, then position."""
+    slices = counts.slices[level][positions]
+    by_slices = slices if params.least_free_capacity else -slices
+    return positions[np.lexsort((positions, counts.pods[level][positions], by_slices))]
 
 
 def _children(tree: DomainTree, level: int, parents: Array) -> Array:
     bounds = tree.child_bounds[level]
-    ranges = [np.arange(bounds[p], bounds[p + 1]) for p in parents.tolist()]
-    return np.concatenate(ranges) if ranges else parents
+    ranges = [range(bounds[p], bounds[p + 1]) for p in parents.tolist()]
+    return np.fromiter(itertools.chain.from_iterable(ranges), dtype=np.intp)
 
 
 def _take(ordered: Array, capacity: Array, remaining: int, best_fit: bool) -> tuple[Array, Array]:
@@ -461,6 +462,6 @@ def _layer_fits(counts: LevelCounts, params: PlacementParams, level: int) -> lis
         start, stop = best, best + 1
         for below in range(level, layer_level):
             bounds = tree.child_bounds[below]
-            start, stop = int(bounds[start]), int(bounds[stop])
+            start, stop = bounds[start], bounds[stop]
         fits.append(int((counts.pods[layer_level][start:stop] // size).sum()))
     return fits
