@@ -3,6 +3,10 @@
 It holds the nodes of one TAS flavor, the domain tree built from them and every leaf's remaining
 capacity (allocatable - non-TAS usage - admitted TAS usage), kept up to date incrementally by
 `add_usage` and `upsert_node`. `find_assignments` places one workload without changing it.
+
+A pod set is placed on the vectorized path (vectorized.py: numpy arrays over whole levels)
+unless balanced placement applies or a quantity is too large for int64; then, and with
+`reference=True`, on the plain path (Python over every Domain), which gives the same answers.
 """
 
 from __future__ import annotations

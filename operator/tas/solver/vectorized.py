@@ -1,11 +1,13 @@
-"""Phase 1 and the choice of level (phase 2a) over numpy arrays: every domain of a level at once.
+"""Placement over numpy arrays: every domain of a level at once.
 
-The plain path (snapshot's `_fill_leaf_counts`, algorithm's `roll_up` and
-`find_level_with_fit_domains`) writes counts onto every Domain object and sorts whole levels in
-Python: interpreted work in proportion to the cluster, for every pod set. Here the leaf counts,
-the roll-up and the choice of domains are array operations; count fields are written only onto
-the domains the descent visits (`LevelCounts.fill`), so the interpreted work follows the size of
-the answer. Choices and messages are the plain path's, exactly: a property test compares both.
+The plain path (snapshot's `_fill_leaf_counts`, algorithm's `roll_up`,
+`find_level_with_fit_domains` and `descend`) writes counts onto every Domain object and sorts
+whole levels in Python: interpreted work in proportion to the cluster, for every pod set. Here
+the leaf counts, the roll-up, the choice of level and domains, and (without a leader) the
+descent are array operations, so the interpreted work follows the size of the answer. With a
+leader the descent stays algorithm.descend, and only the domains it visits get their count
+fields (`LevelCounts.fill`). Choices and messages are the plain path's, exactly: a property
+test compares both.
 
 Arrays hold int64. The snapshot keeps every quantity within +-2**62 on this path (see
 `snapshot.EXACT_LIMIT`), so the differences taken here cannot overflow.
@@ -219,22 +221,12 @@ def _last(keys: list[Array]) -> int:
     return int(positions[-1])
 
 
-def _sorted(keys: list[Array], positions: Array) -> Array:
-    """The positions in the order given by `keys`, then by position."""
-    return positions[np.lexsort([positions, *(key[positions] for key in reversed(keys))])]
-
-
-def _best_fit(
-    keys: list[Array], capacity: Array, needed: int, able: Array | None, within: Array | None
-) -> int:
-    """algorithm.find_best_fit_domain: among the domains (`within`, a mask, or all) able to
-    host the leaders, the smallest capacity still >= needed, the first in order on a tie; -1
-    when none fits."""
+def _best_fit(keys: list[Array], capacity: Array, needed: int, able: Array | None) -> int:
+    """algorithm.find_best_fit_domain: among the domains able to host the leaders, the smallest
+    capacity still >= needed, the first in order on a tie; -1 when none fits."""
     fits = (capacity >= needed) & (capacity < MAX_INT32)
     if able is not None:
         fits &= able
-    if within is not None:
-        fits &= within
     if not fits.any():
         return -1
     smallest = capacity[fits].min()
@@ -278,7 +270,7 @@ def _fit_at_level(counts: LevelCounts, level: int, params: PlacementParams) -> A
 
     top = _first(keys)
     if params.best_fit and slices_wl[top] >= needed and hosted[top] >= leaders:
-        best = _best_fit(keys, capacity, needed, able, None)
+        best = _best_fit(keys, capacity, needed, able)
         top = best if best >= 0 else top
     if least_free:
         fits = capacity >= needed if able is None else (capacity >= needed) & able
@@ -336,7 +328,7 @@ def _spread(
 ) -> Array:
     """Take domains in order (by slices, then pods) until they hold `remaining` slices; BestFit
     swaps the last one for the tightest domain from there on that covers what is left."""
-    slices, pods = counts.slices[level], counts.pods[level]
+    slices = counts.slices[level]
     needed = params.count // params.slice_size
     candidates = np.ones(len(slices), dtype=bool)
     if taken is not None:
@@ -348,16 +340,8 @@ def _spread(
         # A domain without a whole slice takes no pods at this level or below: leaving it out
         # changes nothing but the work (LeastFreeCapacity would list every full domain first).
         candidates &= slices > 0
-    keys = [slices_key, pods]
-    ordered = _sorted(keys, _nonzero(candidates))
-    taken_so_far = np.cumsum(slices[ordered])
-    last = int(np.searchsorted(taken_so_far, remaining))  # the first position covering it
-    chosen = ordered[: last + 1].copy()
-    if params.best_fit:
-        before = int(taken_so_far[last - 1]) if last > 0 else 0
-        tail = np.zeros(len(slices), dtype=bool)
-        tail[ordered[last:]] = True
-        chosen[-1] = _best_fit(keys, slices, remaining - before, None, tail)
+    ordered = _in_order(counts, level, _nonzero(candidates), params)
+    chosen, _ = _cover(ordered, slices[ordered], remaining, params.best_fit)
     return chosen
 
 
@@ -422,15 +406,27 @@ def _children(tree: DomainTree, level: int, parents: Array) -> Array:
 
 
 def _take(ordered: Array, capacity: Array, remaining: int, best_fit: bool) -> tuple[Array, Array]:
-    """algorithm.update_counts_to_minimum without a leader, for domains in order with their
-    capacities: whole domains until `remaining` is covered, the last one in part; BestFit
-    swaps the last one for the tightest domain from there on that covers what is left. The
-    domains that take something, and what each takes."""
+    """algorithm.update_counts_to_minimum without a leader: `_cover`, less the domains that
+    take nothing (nothing at all when they cannot cover it, unreachable after phase 2a)."""
+    covering = _cover(ordered, capacity, remaining, best_fit)
+    if covering is None:
+        return ordered[:0], capacity[:0]
+    chosen, amounts = covering
+    keep = amounts > 0
+    return chosen[keep], amounts[keep]
+
+
+def _cover(
+    ordered: Array, capacity: Array, remaining: int, best_fit: bool
+) -> tuple[Array, Array] | None:
+    """For domains in order with their capacities: whole domains until `remaining` is
+    covered, the last one in part; BestFit swaps the last one for the tightest domain from
+    there on that covers what is left. The domains and what each takes; None when they do
+    not cover it."""
     covered = np.cumsum(capacity)
     last = int(np.searchsorted(covered, remaining))  # the first position covering it
-    if last == len(ordered) or remaining <= 0:
-        # nothing to take (or, unreachable after phase 2a, not enough: Kueue takes nothing)
-        return ordered[:0], capacity[:0]
+    if last == len(ordered):
+        return None
     chosen, amounts = ordered[: last + 1].copy(), capacity[: last + 1].copy()
     amounts[-1] = remaining - (int(covered[last - 1]) if last > 0 else 0)
     if best_fit:
@@ -438,8 +434,7 @@ def _take(ordered: Array, capacity: Array, remaining: int, best_fit: bool) -> tu
         fits = _nonzero((tail >= amounts[-1]) & (tail < MAX_INT32))
         if len(fits):
             chosen[-1] = ordered[last + fits[tail[fits].argmin()]]
-    keep = amounts > 0
-    return chosen[keep], amounts[keep]
+    return chosen, amounts
 
 
 def _message(counts: LevelCounts, params: PlacementParams, level: int, fit: int, total: int) -> str:
