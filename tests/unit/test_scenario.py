@@ -60,7 +60,9 @@ def base_scenario() -> dict[str, Any]:
     }
 
 
-def run(tmp_path: Path, document: Any, suffix: str = ".yaml") -> subprocess.CompletedProcess[str]:
+def run(
+    tmp_path: Path, document: Any, suffix: str = ".yaml", *flags: str
+) -> subprocess.CompletedProcess[str]:
     path = tmp_path / f"scenario{suffix}"
     if isinstance(document, str):
         path.write_text(document)
@@ -69,7 +71,11 @@ def run(tmp_path: Path, document: Any, suffix: str = ".yaml") -> subprocess.Comp
     else:
         path.write_text(yaml.safe_dump(document))
     return subprocess.run(
-        [str(TAS), "solve", str(path)], capture_output=True, text=True, timeout=120, check=False
+        [str(TAS), "solve", *flags, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
 
@@ -365,18 +371,8 @@ def test_stats_go_to_stderr_as_one_json_line_and_leave_the_answer_alone(tmp_path
     too_big.update(name="w2")
     too_big["podSets"][0]["count"] = 9
     scenario["workloads"].append(too_big)
-    path = tmp_path / "scenario.yaml"
-    path.write_text(yaml.safe_dump(scenario))
-    plain = subprocess.run(
-        [str(TAS), "solve", str(path)], capture_output=True, text=True, timeout=120, check=True
-    )
-    timed = subprocess.run(
-        [str(TAS), "solve", "--stats", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
+    plain, timed = run(tmp_path, scenario), run(tmp_path, scenario, ".yaml", "--stats")
+    assert timed.returncode == plain.returncode == 0
     assert timed.stdout == plain.stdout
     [line] = timed.stderr.splitlines()
     stats = json.loads(line)["stats"]
@@ -389,13 +385,5 @@ def test_stats_go_to_stderr_as_one_json_line_and_leave_the_answer_alone(tmp_path
 
 
 def test_stats_on_a_malformed_scenario_still_print_one_line(tmp_path: Path) -> None:
-    path = tmp_path / "scenario.yaml"
-    path.write_text(yaml.safe_dump(edited("nodes.1.name", DELETE)))
-    result = subprocess.run(
-        [str(TAS), "solve", "--stats", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    result = run(tmp_path, edited("nodes.1.name", DELETE), ".yaml", "--stats")
     assert_malformed(result, "nodes[1].name")
