@@ -36,6 +36,7 @@ from tas.solver.types import (
     SolverOptions,
     Taint,
     Toleration,
+    WorkloadPlacement,
 )
 
 DEFAULT_PODS_PER_NODE = 110
@@ -530,7 +531,7 @@ def solve(scenario: Scenario, timings: Timings | None = None) -> dict[str, Any]:
     snapshot.build()
     if timings is not None:
         timings.snapshot = time.perf_counter() - started
-    results: list[dict[str, Any]] = []
+    placements = []
     for workload in scenario.workloads:
         started = time.perf_counter()
         placement = snapshot.find_assignments(workload.podsets)
@@ -540,26 +541,34 @@ def solve(scenario: Scenario, timings: Timings | None = None) -> dict[str, Any]:
                 snapshot.add_usage(placed.assignment, requests[placed.name])
         if timings is not None:
             timings.placements.append((placement.admitted, time.perf_counter() - started))
-        if not placement.admitted:
-            results.append({"name": workload.name, "admitted": False, "message": placement.failure})
-            continue
-        results.append(
+        placements.append(placement)
+    # The output is built after the placements, so that the garbage collector's passes its
+    # objects set off are not timed as placement.
+    return {
+        "workloads": [
+            _result(workload, placement)
+            for workload, placement in zip(scenario.workloads, placements, strict=True)
+        ]
+    }
+
+
+def _result(workload: Workload, placement: WorkloadPlacement) -> dict[str, Any]:
+    if not placement.admitted:
+        return {"name": workload.name, "admitted": False, "message": placement.failure}
+    return {
+        "name": workload.name,
+        "admitted": True,
+        "podSets": [
             {
-                "name": workload.name,
-                "admitted": True,
-                "podSets": [
-                    {
-                        "name": placed.name,
-                        "count": placed.count,
-                        "topologyAssignment": topologyassignment.to_api(
-                            placed.assignment, sort_by_values=True
-                        ),
-                    }
-                    for placed in placement.podsets
-                ],
+                "name": placed.name,
+                "count": placed.count,
+                "topologyAssignment": topologyassignment.to_api(
+                    placed.assignment, sort_by_values=True
+                ),
             }
-        )
-    return {"workloads": results}
+            for placed in placement.podsets
+        ],
+    }
 
 
 def stats_line(timings: Timings) -> str:
