@@ -154,19 +154,29 @@ class TopologySnapshot:
             self._take_free(pods_on_leaf, per_pod)
 
     def _take_free(self, pods_on_leaf: dict[int, int], per_pod: Mapping[str, int]) -> None:
-        """Remaining capacity minus `per_pod` times the pods on each leaf: one resource at a
-        time over all the leaves, in Python integers, so nothing can overflow unseen."""
-        leaves = list(pods_on_leaf)
-        for name, value in per_pod.items():
-            row = self._row(name)
-            remaining = [
-                free - value * pods_on_leaf[leaf]
-                for leaf, free in zip(leaves, self._free[row, leaves].tolist(), strict=True)
-            ]
-            exact = all(-EXACT_LIMIT <= free <= EXACT_LIMIT for free in remaining)
-            if not exact and self._free.dtype != object:
-                self._free = self._free.astype(object)
-            self._free[row, leaves] = remaining
+        """Remaining capacity minus `per_pod` times the pods on each leaf, in one array
+        operation while every value stays within EXACT_LIMIT, else in Python integers."""
+        leaves = np.fromiter(pods_on_leaf, dtype=np.intp, count=len(pods_on_leaf))
+        pods = list(pods_on_leaf.values())
+        rows = np.array([self._row(name) for name in per_pod], dtype=np.intp)
+        values = list(per_pod.values())
+        cells = np.ix_(rows, leaves)
+        if (
+            self._free.dtype != object
+            and max(map(abs, values)) * max(map(abs, pods)) <= EXACT_LIMIT
+        ):
+            # each term within 2**62: the int64 difference cannot overflow
+            remaining = self._free[cells] - np.outer(values, pods)
+            if np.abs(remaining).max() <= EXACT_LIMIT:
+                self._free[cells] = remaining
+                return
+        exact = [
+            [free - value * count for free, count in zip(row, pods, strict=True)]
+            for row, value in zip(self._free[cells].tolist(), values, strict=True)
+        ]
+        if self._free.dtype != object:
+            self._free = self._free.astype(object)
+        self._free[cells] = np.array(exact, dtype=object)
 
     # -- placement -------------------------------------------------------------------------------
 

@@ -268,6 +268,12 @@ def _fit_at_level(counts: LevelCounts, level: int, params: PlacementParams) -> A
     def fail(fit: int) -> PlacementFailure:
         return PlacementFailure(_message(counts, params, level, fit, needed))
 
+    if params.best_fit and leaders == 0:
+        # The common answer, found directly: when some domain holds the whole request, the
+        # first in order has the most slices, so holds it too, and best fit picks the same.
+        best = _best_fit(keys, capacity, needed, None)
+        if best >= 0:
+            return np.array([best])
     top = _first(keys)
     if params.best_fit and slices_wl[top] >= needed and hosted[top] >= leaders:
         best = _best_fit(keys, capacity, needed, able)
