@@ -385,13 +385,13 @@ class TopologySnapshot:
                 for name, value in usage.items():
                     if name in self._rows:
                         free[self._rows[name], leaf_index] -= value
-        fits_by_resource: dict[str, np.ndarray] = {}
-        pods = vectorized.pods_that_fit(free, self._rows, requests, None, fits_by_resource)
+        names, fits = vectorized.resource_fits(free, self._rows, requests)
+        pods = vectorized.pods_that_fit(fits)
         if allowed is not None:
             pods[~allowed] = 0
         full = pods == 0 if allowed is None else (pods == 0) & allowed
         params.stats.count_resource_exclusions = lambda: vectorized.limiting_resources(
-            fits_by_resource, full
+            names, fits, full
         )
         if leader_requests is None:
             counts = vectorized.roll_up(tree, pods, params)
@@ -400,10 +400,15 @@ class TopologySnapshot:
             )
             placed = vectorized.descend(counts, fit_level, fit, params)
             return [(tree.leaves[leaf], count) for leaf, count in placed]
-        hosts_leader = vectorized.pods_that_fit(free, self._rows, leader_requests) > 0
+        hosts_leader = (
+            vectorized.pods_that_fit(vectorized.resource_fits(free, self._rows, leader_requests)[1])
+            > 0
+        )
         if allowed is not None:
             hosts_leader &= allowed
-        after_leader = vectorized.pods_that_fit(free, self._rows, requests, leader_requests)
+        after_leader = vectorized.pods_that_fit(
+            vectorized.resource_fits(free, self._rows, requests, leader_requests)[1]
+        )
         pods_with_leader = np.where(hosts_leader, after_leader, pods)
         counts = vectorized.roll_up(
             tree, pods, params, pods_with_leader, hosts_leader.astype(np.int64)

@@ -37,50 +37,41 @@ Array = np.ndarray
 # Leaf counts
 
 
-def pods_that_fit(
+def resource_fits(
     free: Array,
     rows: Mapping[str, int],
     requests: Mapping[str, int],
     taken: Mapping[str, int] | None = None,
-    fits_by_resource: dict[str, Array] | None = None,
-) -> Array:
-    """Pods of this shape that fit on every leaf: the minimum over the requested resources of
-    free // request, never below 0; `taken` (a leader's requests) is taken off every leaf first.
-    A resource no leaf has fits nowhere. `fits_by_resource` receives each resource's own
-    counts, from which `limiting_resources` names the one that limits each leaf."""
-    counts = None
-    for name, request in requests.items():
-        if request <= 0:
-            continue
-        row = rows.get(name)
-        if row is None:
-            fits = np.zeros(free.shape[1], dtype=np.int64)
-        else:
-            available = free[row] if not taken or name not in taken else free[row] - taken[name]
-            fits = available // request
-        if fits_by_resource is not None:
-            fits_by_resource[name] = fits
-        counts = fits if counts is None else np.minimum(counts, fits)
-    if counts is None:
-        return np.zeros(free.shape[1], dtype=np.int64)
-    return np.maximum(counts, 0)
+) -> tuple[list[str], Array]:
+    """Every requested resource's own count of pods of this shape on every leaf: free //
+    request, one row per resource (by name), after taking `taken` (a leader's requests) off.
+    A resource no leaf has allows none."""
+    names = sorted(name for name, request in requests.items() if request > 0)
+    if all(name in rows for name in names):
+        fits = free[[rows[name] for name in names]]
+    else:
+        none = np.zeros(free.shape[1], dtype=np.int64)
+        fits = np.stack([free[rows[name]] if name in rows else none for name in names])
+    if taken:
+        fits -= np.array([[taken.get(name, 0)] for name in names], dtype=np.int64)
+    fits //= np.array([[requests[name]] for name in names], dtype=np.int64)
+    return names, fits
 
 
-def limiting_resources(fits_by_resource: Mapping[str, Array], leaves: Array) -> dict[str, int]:
+def pods_that_fit(fits: Array) -> Array:
+    """Pods that fit on every leaf: the fewest any resource allows, never below 0."""
+    if len(fits) == 0:
+        return np.zeros(fits.shape[1], dtype=np.int64)
+    return np.maximum(fits.min(axis=0), 0)
+
+
+def limiting_resources(names: list[str], fits: Array, leaves: Array) -> dict[str, int]:
     """For the leaves in the boolean mask `leaves`: how many are limited by each resource (the
-    one giving the fewest pods, ties to the first name), for "excluded: resource ..."."""
-    if not fits_by_resource or not leaves.any():
+    one allowing the fewest pods, ties to the first name), for "excluded: resource ..."."""
+    if not names or not leaves.any():
         return {}
-    names = sorted(fits_by_resource)
-    fewest = limiting = None
-    for position, name in enumerate(names):
-        fits = np.maximum(fits_by_resource[name], 0)
-        if fewest is None:
-            fewest, limiting = fits, np.zeros(len(fits), dtype=np.intp)
-        else:
-            limiting[fits < fewest] = position
-            np.minimum(fewest, fits, out=fewest)
-    per_name = np.bincount(limiting[leaves], minlength=len(names))
+    limiting = np.maximum(fits[:, leaves], 0).argmin(axis=0)
+    per_name = np.bincount(limiting, minlength=len(names))
     return {name: int(n) for name, n in zip(names, per_name.tolist(), strict=True) if n}
 
 
