@@ -389,9 +389,8 @@ class TopologySnapshot:
         pods = vectorized.pods_that_fit(fits)
         if allowed is not None:
             pods[~allowed] = 0
-        full = pods == 0 if allowed is None else (pods == 0) & allowed
         params.stats.count_resource_exclusions = lambda: vectorized.limiting_resources(
-            names, fits, full
+            names, fits, pods == 0 if allowed is None else (pods == 0) & allowed
         )
         if leader_requests is None:
             counts = vectorized.roll_up(tree, pods, params)
@@ -771,8 +770,9 @@ class TopologySnapshot:
         return tuple(values)
 
     def _assignment(self, leaves_with_counts: list[tuple[Domain, int]]) -> TopologyAssignment:
-        # Kueue sorts by the full level values even when only the hostname is reported.
-        ordered = sorted(leaves_with_counts, key=lambda item: item[0].values)
+        # Kueue sorts by the full level values even when only the hostname is reported: the
+        # leaves' order in the tree.
+        ordered = sorted(leaves_with_counts, key=lambda item: item[0].order)
         if self.hostname_lowest:
             levels: tuple[str, ...] = (HOSTNAME_LEVEL,)
             domains = tuple(

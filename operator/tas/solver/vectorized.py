@@ -405,6 +405,8 @@ def _children(tree: DomainTree, level: int, parents: Array) -> Array:
 def _take(ordered: Array, capacity: Array, remaining: int, best_fit: bool) -> tuple[Array, Array]:
     """algorithm.update_counts_to_minimum without a leader: `_cover`, less the domains that
     take nothing (nothing at all when they cannot cover it, unreachable after phase 2a)."""
+    if len(ordered) == 1 and capacity[0] >= remaining > 0:
+        return ordered, np.array([remaining])  # one domain takes it all: the usual descent
     covering = _cover(ordered, capacity, remaining, best_fit)
     if covering is None:
         return ordered[:0], capacity[:0]
