@@ -1,10 +1,13 @@
-"""Solver benchmark: placement latency per pod set, snapshot build time, growth with N, and a
-long admission sequence with departures. See bench/README.md.
+"""Solver benchmark: placement latency per pod set, snapshot build time, growth with N, a long
+admission sequence with departures, random scenarios through `tas solve --stats` (warm and cold
+pod shapes, rejection-heavy) against Kueue's own times, and scenario parsing. See
+bench/README.md.
 
     .venv/bin/python bench/solver_bench.py            # 640 / 5,120 / 20,480 nodes, 10,000 workloads
     .venv/bin/python bench/solver_bench.py --quick    # 64 / 256 nodes, 500 workloads (smoke check)
 
-Prints markdown tables and writes bench/results/solver.json (or --output).
+Prints markdown tables; a full run writes bench/results/solver.json (or --output), --quick
+writes only to --output.
 """
 
 from __future__ import annotations
@@ -18,12 +21,15 @@ import os
 import platform
 import random
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import scenarios  # bench/scenarios.py
 from tas.solver import (
     HOSTNAME_LEVEL,
     DomainAssignment,
@@ -72,6 +78,21 @@ FULL_SIZES = (Size(1, 10, 64, 200), Size(8, 16, 40, 100), Size(16, 32, 40, 50))
 QUICK_SIZES = (Size(1, 4, 16, 30), Size(2, 8, 16, 30))
 FULL_SEQUENCE = (Size(8, 16, 40, 0), 10_000)
 QUICK_SEQUENCE = (Size(2, 8, 16, 0), 500)
+
+# Kueue's Go TAS code (HEAD of Aug 2026), placement loop only, ms per workload, on the same kind
+# of random scenarios (issue 13). A rejected workload cost Kueue 0.25-0.36 ms at 640 nodes.
+KUEUE_MS = {
+    (640, "warm"): 0.39,
+    (5120, "warm"): 3.04,
+    (20480, "warm"): 14.9,
+    (640, "cold"): 0.36,
+    (5120, "cold"): 3.38,
+    (20480, "cold"): 13.9,
+}
+KUEUE_REJECTED_640_MS = 0.25
+FULL_SCENARIOS = ((640, 5120, 20480), 200, 5)  # sizes, workloads per scenario, runs of each
+QUICK_SCENARIOS = ((64, 256), 100, 1)
+PARSE_NODES = {False: 20480, True: 256}  # by --quick
 
 
 @dataclass(frozen=True)
@@ -254,6 +275,93 @@ def run_sequence(size: Size, workloads: int, seed: int) -> dict:
     }
 
 
+def solve_stats(path: Path) -> dict:
+    """`tas solve --stats FILE` in its own process: the stats line it prints on stderr."""
+    command = [sys.executable, "-m", "tas.cli", "solve", "--stats", str(path)]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    return json.loads(done.stderr.splitlines()[-1])["stats"]
+
+
+def mean_ms(summary: dict, clock: str = "total_ms") -> float:
+    """Per workload on average, by wall clock (`total_ms`) or CPU time (`cpu_total_ms`)."""
+    return summary[clock] / summary["count"] if summary["count"] else 0.0
+
+
+def run_scenarios(sizes: Sequence[int], workloads: int, runs: int, directory: Path) -> list[dict]:
+    """Every size with warm and cold pod shapes, on the mixed and the busy (rejection-heavy)
+    cluster: `runs` processes each; per run the mean placement time per workload (all,
+    admitted, rejected; by wall clock and by CPU time) and p50/p99; reported as medians over
+    the runs, and against Kueue's time per workload."""
+    rows = []
+    for nodes, cold, busy in itertools.product(sizes, (False, True), (False, True)):
+        path = directory / f"scenario-{nodes}-{'cold' if cold else 'warm'}-{busy}.json"
+        path.write_text(json.dumps(scenarios.scenario(nodes, workloads, cold, 1, busy)))
+        samples = [solve_stats(path) for _ in range(runs)]
+        shapes = "cold" if cold else "warm"
+        row = {
+            "nodes": nodes,
+            "shapes": shapes,
+            "cluster": "busy" if busy else "mixed",
+            "runs": runs,
+            "workloads": workloads,
+            "admitted": samples[0]["admitted"]["count"],
+            "rejected": samples[0]["rejected"]["count"],
+            "p50_ms": statistics.median(sample["placement"]["p50_ms"] for sample in samples),
+            "p99_ms": statistics.median(sample["placement"]["p99_ms"] for sample in samples),
+            "snapshot_ms": statistics.median(sample["snapshot_ms"] for sample in samples),
+            "all_runs_mean_ms": [round(mean_ms(sample["placement"]), 4) for sample in samples],
+        }
+        kueue = KUEUE_MS.get((nodes, shapes))
+        # Kueue's rejections: measured at 640 nodes only; elsewhere its per-workload time
+        kueue_rejected = KUEUE_REJECTED_640_MS if nodes == 640 else kueue
+        # median of the runs by wall clock and by CPU time; the least disturbed run by CPU time
+        for clock, pick, suffix in (
+            ("total_ms", statistics.median, ""),
+            ("cpu_total_ms", statistics.median, "_cpu"),
+            ("cpu_total_ms", min, "_cpu_best"),
+        ):
+            for part, kueue_part in (
+                ("placement", kueue),
+                ("admitted", kueue),
+                ("rejected", kueue_rejected),
+            ):
+                name = "" if part == "placement" else f"{part}_"
+                mean = pick(mean_ms(sample[part], clock) for sample in samples)
+                row[f"{name}mean{suffix}_ms"] = mean
+                if kueue is not None:
+                    row[f"{name}ratio{suffix}"] = mean / kueue_part
+        if kueue is not None:
+            row["kueue_ms"] = kueue
+        rows.append(row)
+        print(f"scenario {nodes:,} nodes, {shapes}, {row['cluster']}", file=sys.stderr)
+    return rows
+
+
+def measure_parsing(nodes: int, runs: int, directory: Path) -> list[dict]:
+    """`tas solve --stats` parse time (read, load, check every field) of one scenario with
+    `nodes` nodes, as YAML and as JSON; median of `runs` processes."""
+    import yaml
+
+    document = scenarios.scenario(nodes, 200, False)
+    rows = []
+    for form in ("yaml", "json"):
+        path = directory / f"parse-{nodes}.{form}"
+        text = yaml.safe_dump(document, sort_keys=False) if form == "yaml" else json.dumps(document)
+        path.write_text(text)
+        samples = [solve_stats(path) for _ in range(runs)]
+        rows.append(
+            {
+                "nodes": nodes,
+                "format": form,
+                "bytes": len(text.encode()),
+                "parse_ms": statistics.median(sample["parse_ms"] for sample in samples),
+                "parse_cpu_ms": statistics.median(sample["parse_cpu_ms"] for sample in samples),
+                "all_runs_ms": [sample["parse_ms"] for sample in samples],
+            }
+        )
+    return rows
+
+
 def markdown(result: dict) -> str:
     lines = [
         "## Snapshot build",
@@ -298,7 +406,42 @@ def markdown(result: dict) -> str:
         "|---:|---:|---:|---:|---:|---:|---:|---:|",
         f"| {seq['admitted']:,} | {seq['not_fitting']:,} | {seq['wall_s']:.1f} | {seq['workloads_per_s']:.0f}"
         f" | {seq['find_p50_ms']:.2f} | {seq['find_p99_ms']:.2f} | {seq['add_usage_p50_ms']:.3f} | {seq['departure_p50_ms']:.3f} |",
+        "",
+        "## Random scenarios through `tas solve --stats` (ms per workload; median of runs)",
+        "",
+        "Means per workload, all / admitted / rejected: by wall clock and by CPU time (median of",
+        "the runs), and by CPU time in the least disturbed run. Ratios: ours / Kueue, same order.",
+        "",
+        "| nodes | shapes | cluster | admitted / rejected | wall | CPU | CPU, best run | p50 | p99 | Kueue | ratio, wall | ratio, CPU | ratio, CPU best run |",
+        "|---:|---|---|---|---|---|---|---:|---:|---:|---|---|---|",
     ]
+
+    def three(row: dict, key: str, suffix: str, digits: int) -> str:
+        return " / ".join(
+            f"{row[f'{part}{key}{suffix}']:.{digits}f}" for part in ("", "admitted_", "rejected_")
+        )
+
+    for row in result["scenarios"]:
+        means = [three(row, "mean", suffix, 3) for suffix in ("_ms", "_cpu_ms", "_cpu_best_ms")]
+        kueue, ratios = "-", ["-", "-", "-"]
+        if "kueue_ms" in row:
+            kueue = f"{row['kueue_ms']:.2f}"
+            ratios = [three(row, "ratio", suffix, 2) for suffix in ("", "_cpu", "_cpu_best")]
+        lines.append(
+            f"| {row['nodes']:,} | {row['shapes']} | {row['cluster']} | {row['admitted']} / {row['rejected']}"
+            f" | {' | '.join(means)} | {row['p50_ms']:.3f} | {row['p99_ms']:.2f} | {kueue} | {' | '.join(ratios)} |"
+        )
+    lines += [
+        "",
+        "## Parsing a scenario (`tas solve --stats` parse_ms; median of runs)",
+        "",
+        "| nodes | format | MB | parse ms | parse CPU ms |",
+        "|---:|---|---:|---:|---:|",
+    ]
+    for row in result["parsing"]:
+        lines.append(
+            f"| {row['nodes']:,} | {row['format']} | {row['bytes'] / 1e6:.1f} | {row['parse_ms']:.0f} | {row['parse_cpu_ms']:.0f} |"
+        )
     return "\n".join(lines)
 
 
@@ -307,12 +450,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes only, for a smoke check")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
-        "--output", type=Path, default=Path(__file__).parent / "results" / "solver.json"
+        "--output",
+        type=Path,
+        default=None,
+        help="default: bench/results/solver.json on a full run, nothing with --quick",
     )
     args = parser.parse_args(argv)
+    output = args.output
+    if output is None and not args.quick:
+        output = Path(__file__).parent / "results" / "solver.json"
 
     sizes = QUICK_SIZES if args.quick else FULL_SIZES
     sequence_size, sequence_workloads = QUICK_SEQUENCE if args.quick else FULL_SEQUENCE
+    scenario_sizes, scenario_workloads, scenario_runs = (
+        QUICK_SCENARIOS if args.quick else FULL_SCENARIOS
+    )
     result: dict = {
         "quick": args.quick,
         "seed": args.seed,
@@ -337,11 +489,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"measured {size.nodes:,} nodes", file=sys.stderr)
     result["growth"] = growth(result["placements"], sizes)
     result["sequence"] = run_sequence(sequence_size, sequence_workloads, args.seed)
+    with tempfile.TemporaryDirectory(prefix="solver-bench-") as directory:
+        result["scenarios"] = run_scenarios(
+            scenario_sizes, scenario_workloads, scenario_runs, Path(directory)
+        )
+        result["parsing"] = measure_parsing(PARSE_NODES[args.quick], scenario_runs, Path(directory))
+    result["load_average_at_end"] = os.getloadavg()
 
     print(markdown(result))
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"\nwrote {args.output}", file=sys.stderr)
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(result, indent=2) + "\n")
+        print(f"\nwrote {output}", file=sys.stderr)
     return 0
 
 

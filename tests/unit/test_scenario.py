@@ -60,7 +60,9 @@ def base_scenario() -> dict[str, Any]:
     }
 
 
-def run(tmp_path: Path, document: Any, suffix: str = ".yaml") -> subprocess.CompletedProcess[str]:
+def run(
+    tmp_path: Path, document: Any, suffix: str = ".yaml", *flags: str
+) -> subprocess.CompletedProcess[str]:
     path = tmp_path / f"scenario{suffix}"
     if isinstance(document, str):
         path.write_text(document)
@@ -69,7 +71,11 @@ def run(tmp_path: Path, document: Any, suffix: str = ".yaml") -> subprocess.Comp
     else:
         path.write_text(yaml.safe_dump(document))
     return subprocess.run(
-        [str(TAS), "solve", str(path)], capture_output=True, text=True, timeout=120, check=False
+        [str(TAS), "solve", *flags, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
 
@@ -353,3 +359,32 @@ def test_unknown_top_level_keys_are_ignored(tmp_path: Path) -> None:
     document["comment"] = "anything"
     [workload] = solved(tmp_path, document)
     assert workload["admitted"] is True
+
+
+# --- --stats: timings on stderr, the answer unchanged ----------------------------------------
+
+
+@needs_solver
+def test_stats_go_to_stderr_as_one_json_line_and_leave_the_answer_alone(tmp_path: Path) -> None:
+    scenario = base_scenario()
+    too_big = copy.deepcopy(scenario["workloads"][0])
+    too_big.update(name="w2")
+    too_big["podSets"][0]["count"] = 9
+    scenario["workloads"].append(too_big)
+    plain, timed = run(tmp_path, scenario), run(tmp_path, scenario, ".yaml", "--stats")
+    assert timed.returncode == plain.returncode == 0
+    assert timed.stdout == plain.stdout
+    [line] = timed.stderr.splitlines()
+    stats = json.loads(line)["stats"]
+    assert min(stats["parse_ms"], stats["parse_cpu_ms"], stats["snapshot_ms"]) >= 0
+    assert stats["placement"]["count"] == 2
+    assert (stats["admitted"]["count"], stats["rejected"]["count"]) == (1, 1)
+    for part in ("placement", "admitted", "rejected"):
+        summary = stats[part]
+        assert 0 <= summary["p50_ms"] <= summary["p99_ms"] <= summary["total_ms"]
+        assert summary["cpu_total_ms"] >= 0
+
+
+def test_stats_on_a_malformed_scenario_still_print_one_line(tmp_path: Path) -> None:
+    result = run(tmp_path, edited("nodes.1.name", DELETE), ".yaml", "--stats")
+    assert_malformed(result, "nodes[1].name")

@@ -397,11 +397,7 @@ def _consume_with_leaders(
 # Phase 2a: the level and the domains that can take the whole request.
 
 
-def not_fit_message(
-    params: PlacementParams, tree: DomainTree, level: int, fit: int, total: int
-) -> str:
-    if params.multi_layer:
-        return multi_layer_not_fit_message(params, tree, level)
+def not_fit_message(params: PlacementParams, level: int, fit: int, total: int) -> str:
     unit = "pod" if params.slice_size == 1 else "slice"
     name = params.topology_name or params.level_keys[level]
     if fit == 0:
@@ -411,9 +407,28 @@ def not_fit_message(
     return text + params.stats.suffix()
 
 
-def multi_layer_not_fit_message(params: PlacementParams, tree: DomainTree, level: int) -> str:
+def multi_layer_not_fit_message(
+    params: PlacementParams, level: int, layer_fits: list[int] | None
+) -> str:
+    """`layer_fits`: the slices of every layer that fit under the level's domain with the most
+    slices (None when the level has no domain)."""
     name = params.topology_name or params.level_keys[level]
     text = f'topology "{name}" doesn\'t allow to fit'
+    if layer_fits is None:
+        return text
+    for (layer_level, size), fit in zip(params.multi_layer, layer_fits, strict=True):
+        needed = params.count // size
+        text += f"; {fit}/{needed} slice(s) fit on level {params.level_keys[layer_level]}"
+    return text + params.stats.suffix()
+
+
+def _not_fit(params: PlacementParams, tree: DomainTree, level: int, fit: int, total: int) -> str:
+    if params.multi_layer:
+        return multi_layer_not_fit_message(params, level, _layer_fits(params, tree, level))
+    return not_fit_message(params, level, fit, total)
+
+
+def _layer_fits(params: PlacementParams, tree: DomainTree, level: int) -> list[int] | None:
     best = None
     for domain in tree.levels[level]:
         if (
@@ -423,12 +438,11 @@ def multi_layer_not_fit_message(params: PlacementParams, tree: DomainTree, level
         ):
             best = domain
     if best is None:
-        return text
-    for layer_level, size in params.multi_layer:
-        needed = params.count // size
-        fit = _count_slices_in_subtree(best, level, layer_level, size)
-        text += f"; {fit}/{needed} slice(s) fit on level {params.level_keys[layer_level]}"
-    return text + params.stats.suffix()
+        return None
+    return [
+        _count_slices_in_subtree(best, level, layer_level, size)
+        for layer_level, size in params.multi_layer
+    ]
 
 
 def _count_slices_in_subtree(domain: Domain, level: int, target_level: int, size: int) -> int:
@@ -467,15 +481,13 @@ def find_level_with_fit_domains(
             if capacity >= needed:
                 return level, [candidate]
         if params.required:
-            raise PlacementFailure(
-                not_fit_message(params, tree, level, ordered[-1].pod_count, needed)
-            )
+            raise PlacementFailure(_not_fit(params, tree, level, ordered[-1].pod_count, needed))
 
     if top.slice_count_with_leader >= needed and top.leader_count >= leaders:
         return level, [top]
 
     if params.required:
-        raise PlacementFailure(not_fit_message(params, tree, level, top.slice_count, needed))
+        raise PlacementFailure(_not_fit(params, tree, level, top.slice_count, needed))
     if level > 0 and not params.unconstrained:
         # preferred: climb one level and try to fit in a single, bigger domain
         return find_level_with_fit_domains(tree, level - 1, params)
@@ -495,9 +507,7 @@ def find_level_with_fit_domains(
         remaining -= domain.slice_count_with_leader
         position += 1
     if remaining_leaders > 0:
-        raise PlacementFailure(
-            not_fit_message(params, tree, level, leaders - remaining_leaders, needed)
-        )
+        raise PlacementFailure(_not_fit(params, tree, level, leaders - remaining_leaders, needed))
     # Without a leader the with-leader counts equal the plain ones: already in this order.
     rest = ordered if leaders == 0 else sorted_domains(ordered[position:], least_free)
     position = 0
@@ -509,7 +519,7 @@ def find_level_with_fit_domains(
         remaining -= domain.slice_count
         position += 1
     if remaining > 0:
-        raise PlacementFailure(not_fit_message(params, tree, level, needed - remaining, needed))
+        raise PlacementFailure(_not_fit(params, tree, level, needed - remaining, needed))
     return level, results
 
 
@@ -523,8 +533,13 @@ def descend(
     fit_domains: list[Domain],
     params: PlacementParams,
     balanced: bool = False,
+    fill: Callable[[list[Domain]], None] | None = None,
 ) -> list[Domain]:
-    """From the chosen domains down to the leaves; returns the leaves with their counts."""
+    """From the chosen domains down to the leaves; returns the leaves with their counts.
+
+    `fill` writes phase 1's counts onto domains before they are first read, when phase 1 left
+    them in arrays (vectorized.LevelCounts.fill_domains); None when every domain has them.
+    """
     best_fit = params.best_fit
     least_free = params.least_free_capacity
     current = update_counts_to_minimum(
@@ -537,6 +552,8 @@ def descend(
         # globally; the per-parent split from the level above is not kept (as in Kueue).
         while level < min(lowest, params.slice_level):
             pooled = [child for domain in current for child in domain.children]
+            if fill is not None:
+                fill(pooled)
             current = update_counts_to_minimum(
                 sorted_domains(pooled, least_free),
                 params.count,
@@ -551,6 +568,8 @@ def descend(
         if level >= params.slice_level:
             size_on_level = params.slice_size_at_level.get(level + 1, 1)
         next_level: list[Domain] = []
+        if fill is not None:
+            fill([child for domain in current for child in domain.children])
         for domain in current:
             # Children below the slice level still carry slice_count 0 when sorted, so they
             # are ordered by pod count alone: a Kueue quirk kept for identical choices.

@@ -3,6 +3,10 @@
 It holds the nodes of one TAS flavor, the domain tree built from them and every leaf's remaining
 capacity (allocatable - non-TAS usage - admitted TAS usage), kept up to date incrementally by
 `add_usage` and `upsert_node`. `find_assignments` places one workload without changing it.
+
+A pod set is placed on the vectorized path (vectorized.py: numpy arrays over whole levels)
+unless balanced placement applies or a quantity is too large for int64; then, and with
+`reference=True`, on the plain path (Python over every Domain), which gives the same answers.
 """
 
 from __future__ import annotations
@@ -10,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from tas.solver import balanced
+import numpy as np
+
+from tas.solver import balanced, vectorized
 from tas.solver.algorithm import (
     PlacementFailure,
     PlacementParams,
@@ -37,12 +43,15 @@ from tas.solver.types import (
     ReplacementPlacement,
     Resources,
     SolverOptions,
+    Toleration,
     TopologyAssignment,
     WorkloadPlacement,
 )
 
-FIT_CACHE_SIZE = 64  # distinct pod shapes whose per-leaf fits are kept
-CHANGE_LOG_LIMIT = 100_000
+# The vectorized path's int64 arrays hold free capacities and requests up to this size; a
+# difference of two such values cannot overflow. Larger quantities (an exbibyte of memory, in
+# milli-units) switch the snapshot to exact Python integers and the plain path.
+EXACT_LIMIT = 2**62
 DEFAULT_PODS_ALLOCATABLE = 110_000  # Kubernetes' default max pods per node, in milli-pods
 ONE_POD = 1000
 
@@ -53,7 +62,7 @@ LeafKey = tuple[str, ...]  # the values of a leaf in assignments: (hostname,) or
 class _Eligibility:
     """Which leaves a pod set's taints/selector/affinity allow, and why the others are out."""
 
-    allowed: list[bool] | None  # None: every leaf
+    allowed: np.ndarray | None  # bool per leaf; None: every leaf
     node_selector: int = 0
     affinity: int = 0
     taints: dict[str, int] | None = None
@@ -70,12 +79,17 @@ class TopologySnapshot:
         nodes: Iterable[Node],
         flavor: FlavorSpec = FlavorSpec(),  # noqa: B008 - frozen dataclass, never mutated
         options: SolverOptions = SolverOptions(),  # noqa: B008
+        *,
+        reference: bool = False,
     ) -> None:
+        """`reference`: place with the plain path only (Python over every domain), which the
+        vectorized path must match exactly; for tests, slower at scale."""
         if not levels:
             raise ValueError("a topology needs at least one level")
         self.levels = tuple(levels)
         self.flavor = flavor
         self.options = options
+        self.reference = reference
         self.hostname_lowest = self.levels[-1] == HOSTNAME_LEVEL
         self._nodes: dict[str, Node] = {node.name: node for node in nodes}
         self._tas_usage: dict[LeafKey, dict[str, int]] = {}
@@ -83,11 +97,14 @@ class TopologySnapshot:
         self._leaf_keys: list[LeafKey] = []
         self._leaf_nodes: list[list[Node]] = []
         self._leaf_by_key: dict[LeafKey, int] = {}
-        self._columns: dict[str, list[int]] = {}  # resource -> remaining per leaf index
+        # Remaining capacity: one row per resource (`_rows`: name -> row), one column per leaf
+        # index; int64, or Python ints (dtype object) once a quantity passes EXACT_LIMIT.
+        self._rows: dict[str, int] = {}
+        self._free: np.ndarray = np.zeros((0, 0), dtype=np.int64)
         self._eligibility_cache: dict[tuple, _Eligibility] = {}
-        # leaf indices whose remaining capacity changed, oldest first (see _counts_per_leaf)
-        self._change_log: list[int] = []
-        self._fit_cache: dict[tuple, tuple[int, list[int]]] = {}
+        # per label key: every leaf's value as a code, and value -> code (for node selectors)
+        self._label_columns: dict[str, tuple[np.ndarray, dict[str, int]]] = {}
+        self._tainted_leaves: list[int] = []  # leaves whose node has taints
 
     # -- cache maintenance ---------------------------------------------------------------------
 
@@ -121,26 +138,59 @@ class TopologySnapshot:
             self._tree = None
 
     def add_usage(self, assignment: TopologyAssignment, per_pod: Resources, sign: int = 1) -> None:
+        per_pod = {**per_pod, PODS: per_pod.get(PODS, 0) + ONE_POD}
+        leaf_by_key = self._leaf_by_key if self._tree is not None else {}
+        pods_on_leaf: dict[int, int] = {}  # leaf index -> pods added (negative: removed)
         for domain in assignment.domains:
             key = self._key_of_assigned(domain.values)
+            pods = domain.count * sign
             usage = self._tas_usage.setdefault(key, {})
-            delta = {name: value * domain.count * sign for name, value in per_pod.items()}
-            delta[PODS] = delta.get(PODS, 0) + ONE_POD * domain.count * sign
-            for name, value in delta.items():
-                usage[name] = usage.get(name, 0) + value
-            leaf = self._leaf_by_key.get(key) if self._tree is not None else None
+            for name, value in per_pod.items():
+                usage[name] = usage.get(name, 0) + value * pods
+            leaf = leaf_by_key.get(key)
             if leaf is not None:
-                for name, value in delta.items():
-                    self._column(name)[leaf] -= value
-                self._note_change(leaf)
+                pods_on_leaf[leaf] = pods_on_leaf.get(leaf, 0) + pods
+        if pods_on_leaf:
+            self._take_free(pods_on_leaf, per_pod)
+
+    def _take_free(self, pods_on_leaf: dict[int, int], per_pod: Mapping[str, int]) -> None:
+        """Remaining capacity minus `per_pod` times the pods on each leaf, in one array
+        operation while every value stays within EXACT_LIMIT, else in Python integers."""
+        leaves = np.fromiter(pods_on_leaf, dtype=np.intp, count=len(pods_on_leaf))
+        pods = list(pods_on_leaf.values())
+        rows = np.array([self._row(name) for name in per_pod], dtype=np.intp)
+        values = list(per_pod.values())
+        cells = np.ix_(rows, leaves)
+        if (
+            self._free.dtype != object
+            and max(map(abs, values)) * max(map(abs, pods)) <= EXACT_LIMIT
+        ):
+            # each term within 2**62: the int64 difference cannot overflow
+            remaining = self._free[cells] - np.outer(values, pods)
+            if np.abs(remaining).max() <= EXACT_LIMIT:
+                self._free[cells] = remaining
+                return
+        exact = [
+            [free - value * count for free, count in zip(row, pods, strict=True)]
+            for row, value in zip(self._free[cells].tolist(), values, strict=True)
+        ]
+        if self._free.dtype != object:
+            self._free = self._free.astype(object)
+        self._free[cells] = np.array(exact, dtype=object)
 
     # -- placement -------------------------------------------------------------------------------
+
+    def build(self) -> None:
+        """Build the domain tree and the capacity arrays now rather than at the first
+        placement (which otherwise pays for it; a shape change rebuilds them)."""
+        self._ensure_tree()
 
     def find_assignments(self, podsets: Sequence[PodSetRequest]) -> WorkloadPlacement:
         tree = self._ensure_tree()
         assumed: dict[int, dict[str, int]] = {}  # leaf index -> usage of earlier pod sets
         placed: dict[str, TopologyAssignment] = {}
-        for group in _groups(podsets):
+        groups = _groups(podsets)
+        for position, group in enumerate(groups, start=1):
             try:
                 leader, workers = _leader_and_workers(group)
                 result = self._place_group(tree, workers, leader, assumed)
@@ -149,7 +199,8 @@ class TopologySnapshot:
             for podset in group:
                 assignment = result[podset.name]
                 placed[podset.name] = assignment
-                self._assume(assumed, assignment, podset.requests)
+                if position < len(groups):  # only later groups see it
+                    self._assume(assumed, assignment, podset.requests)
         return WorkloadPlacement(
             podsets=tuple(
                 PodSetPlacement(name=ps.name, count=ps.count, assignment=placed[ps.name])
@@ -281,11 +332,110 @@ class TopologySnapshot:
         params = self._params(workers, leader)
         requests = _with_one_pod(workers.requests)
         leader_requests = _with_one_pod(leader.requests) if leader is not None else None
+        allowed = self._allowed_leaves(tree, workers, params, within)
+        balanced_placement = (
+            self.options.balanced_placement and not params.required and not params.unconstrained
+        )
+        if balanced_placement or not self._vectorizable(tree, requests, leader_requests, assumed):
+            leaves = self._place_plain(
+                tree, requests, leader_requests, assumed, params, allowed, balanced_placement
+            )
+            placed = [(leaf, leaf.pod_count) for leaf in leaves]
+        else:
+            placed = self._place_vectorized(
+                tree, requests, leader_requests, assumed, params, allowed
+            )
+
+        result: dict[str, TopologyAssignment] = {}
+        if leader is not None:
+            # the leader's leaf is the one whose count field says so (both paths fill it)
+            leader_counts = [(d, d.leader_count) for d, _ in placed if d.leader_count > 0]
+            result[leader.name] = self._assignment(leader_counts)
+        result[workers.name] = self._assignment(placed)
+        return result
+
+    def _vectorizable(
+        self,
+        tree: DomainTree,
+        requests: Resources,
+        leader_requests: Resources | None,
+        assumed: dict[int, dict[str, int]],
+    ) -> bool:
+        """Whether the int64 arrays of the vectorized path hold every quantity exactly."""
+        if self.reference or not tree.leaves or self._free.dtype == object:
+            return False
+        quantities = [*requests.values(), *(leader_requests or {}).values()]
+        for usage in assumed.values():
+            quantities.extend(usage.values())
+        return all(-EXACT_LIMIT <= value <= EXACT_LIMIT for value in quantities)
+
+    def _place_vectorized(
+        self,
+        tree: DomainTree,
+        requests: Resources,
+        leader_requests: Resources | None,
+        assumed: dict[int, dict[str, int]],
+        params: PlacementParams,
+        allowed: np.ndarray | None,
+    ) -> list[tuple[Domain, int]]:
+        free = self._free
+        if assumed:
+            free = free.copy()
+            for leaf_index, usage in assumed.items():
+                for name, value in usage.items():
+                    if name in self._rows:
+                        free[self._rows[name], leaf_index] -= value
+        names, fits = vectorized.resource_fits(free, self._rows, requests)
+        pods = vectorized.pods_that_fit(fits)
+        if allowed is not None:
+            pods[~allowed] = 0
+        params.stats.count_resource_exclusions = lambda: vectorized.limiting_resources(
+            names, fits, pods == 0 if allowed is None else (pods == 0) & allowed
+        )
+        if leader_requests is None:
+            counts = vectorized.roll_up(tree, pods, params)
+            fit_level, fit = vectorized.find_level_with_fit_domains(
+                counts, params.requested_level, params
+            )
+            placed = vectorized.descend(counts, fit_level, fit, params)
+            return [(tree.leaves[leaf], count) for leaf, count in placed]
+        hosts_leader = (
+            vectorized.pods_that_fit(vectorized.resource_fits(free, self._rows, leader_requests)[1])
+            > 0
+        )
+        if allowed is not None:
+            hosts_leader &= allowed
+        after_leader = vectorized.pods_that_fit(
+            vectorized.resource_fits(free, self._rows, requests, leader_requests)[1]
+        )
+        pods_with_leader = np.where(hosts_leader, after_leader, pods)
+        counts = vectorized.roll_up(
+            tree, pods, params, pods_with_leader, hosts_leader.astype(np.int64)
+        )
+        fit_level, fit = vectorized.find_level_with_fit_domains(
+            counts, params.requested_level, params
+        )
+        leaves = descend(
+            tree, fit_level, counts.fill(fit_level, fit), params, fill=counts.fill_domains
+        )
+        return [(leaf, leaf.pod_count) for leaf in leaves]
+
+    def _place_plain(
+        self,
+        tree: DomainTree,
+        requests: Resources,
+        leader_requests: Resources | None,
+        assumed: dict[int, dict[str, int]],
+        params: PlacementParams,
+        allowed: np.ndarray | None,
+        balanced_placement: bool,
+    ) -> list[Domain]:
+        """Counts on every Domain object, levels sorted in Python: the reference the
+        vectorized path is tested against, and the path of balanced placement."""
+        allowed_list = allowed.tolist() if allowed is not None else None
 
         def fill_counts() -> None:
-            self._fill_leaf_counts(
-                tree, workers, requests, leader_requests, assumed, params, within
-            )
+            self._fill_leaf_counts(tree, requests, leader_requests, assumed, params, allowed_list)
             if leader_requests is None and not params.slice_size_at_level:
                 roll_up_simple(tree, params.slice_size, params.slice_level)
             else:
@@ -300,23 +450,13 @@ class TopologySnapshot:
                     )
 
         fill_counts()
-        leaves = None
-        if self.options.balanced_placement and not params.required and not params.unconstrained:
+        if balanced_placement:
             leaves = self._try_balanced(tree, params)
-            if leaves is None:
-                fill_counts()  # balanced placement pruned counts in place; start over
-        if leaves is None:
-            fit_level, fit_domains = find_level_with_fit_domains(
-                tree, params.requested_level, params
-            )
-            leaves = descend(tree, fit_level, fit_domains, params)
-
-        result: dict[str, TopologyAssignment] = {}
-        if leader is not None:
-            leader_counts = [(d, d.leader_count) for d in leaves if d.leader_count > 0]
-            result[leader.name] = self._assignment(leader_counts)
-        result[workers.name] = self._assignment([(d, d.pod_count) for d in leaves])
-        return result
+            if leaves is not None:
+                return leaves
+            fill_counts()  # balanced placement pruned counts in place; start over
+        fit_level, fit_domains = find_level_with_fit_domains(tree, params.requested_level, params)
+        return descend(tree, fit_level, fit_domains, params)
 
     def _try_balanced(self, tree: DomainTree, params: PlacementParams) -> list[Domain] | None:
         fit_domains, threshold = balanced.find_best_domains(tree, params)
@@ -405,19 +545,17 @@ class TopologySnapshot:
 
     # -- phase 1 at the leaves -------------------------------------------------------------------
 
-    def _fill_leaf_counts(
+    def _allowed_leaves(
         self,
         tree: DomainTree,
         podset: PodSetRequest,
-        requests: dict[str, int],
-        leader_requests: dict[str, int] | None,
-        assumed: dict[int, dict[str, int]],
         params: PlacementParams,
-        within: tuple[str, ...] = (),
-    ) -> None:
+        within: tuple[str, ...],
+    ) -> np.ndarray | None:
+        """Which leaves the pod set may use (None: all), with why the others may not in
+        `params.stats`."""
         stats = params.stats
-        leaf_total = len(tree.leaves)
-        stats.total_nodes = leaf_total
+        stats.total_nodes = len(tree.leaves)
         eligibility = self._eligibility(podset)
         allowed = eligibility.allowed
         stats.node_selector = eligibility.node_selector
@@ -428,15 +566,23 @@ class TopologySnapshot:
             # Replacement: leaves outside the required domain count as excluded (after the
             # node filters, as in Kueue).
             depth = len(within)
-            inside = [leaf.values[:depth] == within for leaf in tree.leaves]
+            inside = np.array([leaf.values[:depth] == within for leaf in tree.leaves], dtype=bool)
             if allowed is None:
-                allowed = [True] * leaf_total
-            stats.topology_domain = sum(
-                1 for ok, ins in zip(allowed, inside, strict=True) if ok and not ins
-            )
-            allowed = [ok and ins for ok, ins in zip(allowed, inside, strict=True)]
+                allowed = np.ones(len(tree.leaves), dtype=bool)
+            stats.topology_domain = int((allowed & ~inside).sum())
+            allowed = allowed & inside
+        return allowed
 
-        counts = list(self._counts_per_leaf(requests))
+    def _fill_leaf_counts(
+        self,
+        tree: DomainTree,
+        requests: dict[str, int],
+        leader_requests: dict[str, int] | None,
+        assumed: dict[int, dict[str, int]],
+        params: PlacementParams,
+        allowed: list[bool] | None,
+    ) -> None:
+        counts = self._counts_per_leaf(requests)
         for leaf_index, usage in assumed.items():
             counts[leaf_index] = _count_in(requests, self._remaining(leaf_index, usage))
         if allowed is not None:
@@ -450,7 +596,7 @@ class TopologySnapshot:
                     excluded[limiting] = excluded.get(limiting, 0) + 1
             return excluded
 
-        stats.count_resource_exclusions = count_resource_exclusions
+        params.stats.count_resource_exclusions = count_resource_exclusions
 
         slice_size = params.slice_size
         at_slice_level = params.slice_level == tree.level_count - 1
@@ -475,53 +621,23 @@ class TopologySnapshot:
                 leaf.pod_count_with_leader = _count_in(requests, remaining)
 
     def _counts_per_leaf(self, requests: Mapping[str, int]) -> list[int]:
-        """How many pods of this shape fit on every leaf (do not mutate the result).
-
-        Admission places many pod sets of the same shape while only a few leaves change in
-        between, so results are cached per shape and patched from the change log.
-        """
-        shape = tuple(sorted((name, value) for name, value in requests.items() if value > 0))
-        cached = self._fit_cache.get(shape)
-        log = self._change_log
-        if cached is not None:
-            seen, counts = cached
-            changed = set(log[seen:])
-            if len(changed) < len(counts) // 8:
-                for leaf_index in changed:
-                    counts[leaf_index] = self._leaf_count(shape, leaf_index)
-                self._fit_cache[shape] = (len(log), counts)
-                return counts
-        counts = self._all_leaf_counts(shape)
-        if len(self._fit_cache) >= FIT_CACHE_SIZE:
-            self._fit_cache.clear()
-        self._fit_cache[shape] = (len(log), counts)
-        return counts
-
-    def _all_leaf_counts(self, shape: tuple[tuple[str, int], ...]) -> list[int]:
-        """One column (resource) at a time: list comprehensions beat a per-leaf loop."""
+        """How many pods of this shape fit on every leaf, one resource at a time."""
         leaf_total = len(self._leaf_keys)
         counts: list[int] | None = None
-        for name, request in shape:
-            column = self._columns.get(name)
-            if column is None:
+        for name, request in requests.items():
+            if request <= 0:
+                continue
+            row = self._rows.get(name)
+            if row is None:
                 return [0] * leaf_total
-            fits = [free // request for free in column]
+            fits = [free // request for free in self._free[row].tolist()]
             counts = fits if counts is None else list(map(min, counts, fits))
         if counts is None:
             return [0] * leaf_total
         return [c if c > 0 else 0 for c in counts]
 
-    def _leaf_count(self, shape: tuple[tuple[str, int], ...], leaf_index: int) -> int:
-        count = None
-        for name, request in shape:
-            column = self._columns.get(name)
-            fits = column[leaf_index] // request if column is not None else 0
-            if count is None or fits < count:
-                count = fits
-        return count if count is not None and count > 0 else 0
-
     def _remaining(self, leaf_index: int, usage: Mapping[str, int] | None) -> dict[str, int]:
-        remaining = {name: column[leaf_index] for name, column in self._columns.items()}
+        remaining = dict(zip(self._rows, self._free[:, leaf_index].tolist(), strict=True))
         if usage:
             for name, value in usage.items():
                 remaining[name] = remaining.get(name, 0) - value
@@ -543,7 +659,8 @@ class TopologySnapshot:
         return best_name
 
     def _eligibility(self, podset: PodSetRequest) -> _Eligibility:
-        """Taints, nodeSelector and required affinity, checked only for hostname leaves."""
+        """Taints, nodeSelector and required affinity, checked only for hostname leaves; a
+        leaf is counted under the first check it fails, in that order."""
         if not self.hostname_lowest:
             return _Eligibility(allowed=None)
         tolerations = tuple(podset.tolerations) + tuple(self.flavor.tolerations)
@@ -555,8 +672,64 @@ class TopologySnapshot:
         cached = self._eligibility_cache.get(cache_key)
         if cached is not None:
             return cached
-        result = _Eligibility(allowed=[True] * len(self._leaf_nodes), taints={})
-        any_excluded = False
+        if self.reference:
+            result = self._eligibility_per_leaf(podset, tolerations)
+        else:
+            result = self._eligibility_by_columns(podset, tolerations)
+        self._eligibility_cache[cache_key] = result
+        return result
+
+    def _eligibility_by_columns(
+        self, podset: PodSetRequest, tolerations: tuple[Toleration, ...]
+    ) -> _Eligibility:
+        """Only tainted leaves are looked at one by one, and the leaves left for required
+        affinity; a node selector compares label columns."""
+        result = _Eligibility(allowed=None, taints={})
+        excluded = np.zeros(len(self._leaf_nodes), dtype=bool)
+        for index in self._tainted_leaves:
+            taint = first_untolerated_taint(self._leaf_nodes[index][0].taints, tolerations)
+            if taint is not None:
+                text = taint_string(taint)
+                result.taints[text] = result.taints.get(text, 0) + 1
+                excluded[index] = True
+        if podset.node_selector:
+            selected = np.ones(len(excluded), dtype=bool)
+            for key, value in podset.node_selector.items():
+                codes, code_of = self._label_column(key)
+                selected &= codes == code_of.get(value, -2)  # -1: no such label
+            unselected = ~selected & ~excluded
+            result.node_selector = int(unselected.sum())
+            excluded |= unselected
+        if podset.required_affinity:
+            for index in (~excluded).nonzero()[0].tolist():
+                labels = self._leaf_nodes[index][0].labels
+                if not matches_required_affinity(labels, podset.required_affinity):
+                    result.affinity += 1
+                    excluded[index] = True
+        if excluded.any():
+            result.allowed = ~excluded
+        return result
+
+    def _label_column(self, key: str) -> tuple[np.ndarray, dict[str, int]]:
+        """Every leaf's value of a label as a code (-1 where it has none), and the codes."""
+        column = self._label_columns.get(key)
+        if column is None:
+            code_of: dict[str, int] = {}
+            codes = [
+                code_of.setdefault(nodes[0].labels[key], len(code_of))
+                if key in nodes[0].labels
+                else -1
+                for nodes in self._leaf_nodes
+            ]
+            column = self._label_columns[key] = (np.array(codes, dtype=np.int64), code_of)
+        return column
+
+    def _eligibility_per_leaf(
+        self, podset: PodSetRequest, tolerations: tuple[Toleration, ...]
+    ) -> _Eligibility:
+        """The plain path's: every leaf checked in Python."""
+        allowed = [True] * len(self._leaf_nodes)
+        result = _Eligibility(allowed=None, taints={})
         for index, nodes in enumerate(self._leaf_nodes):
             node = nodes[0]
             taint = first_untolerated_taint(node.taints, tolerations) if node.taints else None
@@ -569,11 +742,9 @@ class TopologySnapshot:
                 result.affinity += 1
             else:
                 continue
-            result.allowed[index] = False
-            any_excluded = True
-        if not any_excluded:
-            result.allowed = None
-        self._eligibility_cache[cache_key] = result
+            allowed[index] = False
+        if not all(allowed):
+            result.allowed = np.array(allowed, dtype=bool)
         return result
 
     # -- usage bookkeeping -----------------------------------------------------------------------
@@ -599,8 +770,9 @@ class TopologySnapshot:
         return tuple(values)
 
     def _assignment(self, leaves_with_counts: list[tuple[Domain, int]]) -> TopologyAssignment:
-        # Kueue sorts by the full level values even when only the hostname is reported.
-        ordered = sorted(leaves_with_counts, key=lambda item: item[0].values)
+        # Kueue sorts by the full level values even when only the hostname is reported: the
+        # leaves' order in the tree.
+        ordered = sorted(leaves_with_counts, key=lambda item: item[0].order)
         if self.hostname_lowest:
             levels: tuple[str, ...] = (HOSTNAME_LEVEL,)
             domains = tuple(
@@ -645,23 +817,38 @@ class TopologySnapshot:
         self._leaf_keys = keys
         self._leaf_nodes = [nodes_by_key[k] for k in keys]
         self._leaf_by_key = {key: index for index, key in enumerate(keys)}
-        self._columns = {PODS: [0] * len(keys)}
         self._eligibility_cache = {}
-        self._change_log = []
-        self._fit_cache = {}
+        self._label_columns = {}
+        self._tainted_leaves = [i for i, nodes in enumerate(self._leaf_nodes) if nodes[0].taints]
         self._tree = tree
-        for index in range(len(keys)):
-            self._refresh_leaf(index)
+        remaining = [self._leaf_remaining(index) for index in range(len(keys))]
+        names = {PODS: None}
+        for leaf in remaining:
+            names.update(dict.fromkeys(leaf))
+        self._rows = {name: row for row, name in enumerate(names)}
+        values = [[leaf.get(name, 0) for leaf in remaining] for name in self._rows]
+        exact = all(-EXACT_LIMIT <= v <= EXACT_LIMIT for row in values for v in row)
+        self._free = np.array(values, dtype=np.int64 if exact else object).reshape(
+            len(self._rows), len(keys)
+        )
         return tree
 
-    def _column(self, name: str) -> list[int]:
-        column = self._columns.get(name)
-        if column is None:
-            column = self._columns[name] = [0] * len(self._leaf_keys)
-        return column
+    def _row(self, name: str) -> int:
+        """The row of a resource, added (zero on every leaf) when new."""
+        row = self._rows.get(name)
+        if row is None:
+            row = self._rows[name] = len(self._rows)
+            new = np.zeros((1, self._free.shape[1]), dtype=self._free.dtype)
+            self._free = np.vstack([self._free, new])
+        return row
 
-    def _refresh_leaf(self, index: int) -> None:
-        """Recompute a leaf's remaining capacity from its nodes and admitted usage."""
+    def _set_free(self, row: int, leaf_index: int, value: int) -> None:
+        if not -EXACT_LIMIT <= value <= EXACT_LIMIT and self._free.dtype != object:
+            self._free = self._free.astype(object)
+        self._free[row, leaf_index] = value
+
+    def _leaf_remaining(self, index: int) -> dict[str, int]:
+        """A leaf's remaining capacity from its nodes and admitted usage."""
         remaining: dict[str, int] = {}
         for node in self._leaf_nodes[index]:
             allocatable = dict(node.allocatable)
@@ -672,17 +859,14 @@ class TopologySnapshot:
                 remaining[name] = remaining.get(name, 0) - value
         for name, value in self._tas_usage.get(self._leaf_keys[index], {}).items():
             remaining[name] = remaining.get(name, 0) - value
-        for name in remaining:
-            self._column(name)
-        for name, column in self._columns.items():
-            column[index] = remaining.get(name, 0)
-        self._note_change(index)
+        return remaining
 
-    def _note_change(self, leaf_index: int) -> None:
-        if len(self._change_log) >= CHANGE_LOG_LIMIT:
-            self._change_log.clear()
-            self._fit_cache.clear()
-        self._change_log.append(leaf_index)
+    def _refresh_leaf(self, index: int) -> None:
+        remaining = self._leaf_remaining(index)
+        for name in remaining:
+            self._row(name)
+        for name, row in self._rows.items():
+            self._set_free(row, index, remaining.get(name, 0))
 
 
 def _with_one_pod(requests: Mapping[str, int]) -> dict[str, int]:

@@ -6,7 +6,10 @@ scratch state that each placement overwrites, as Kueue's per-snapshot domainStat
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
+
+import numpy as np
 
 
 class Domain:
@@ -82,7 +85,13 @@ class Domain:
 
 
 class DomainTree:
-    """Domains per level, each level sorted by values; children of a domain are contiguous."""
+    """Domains per level, each level sorted by values; children of a domain are contiguous.
+
+    `child_bounds[level]` (for every level but the lowest) holds, for the domains of `level` in
+    order, where their children start in the next level, plus the next level's length: the
+    children of domain i are `levels[level + 1][bounds[i]:bounds[i + 1]]`. `child_starts`
+    is the same without the length.
+    """
 
     def __init__(self, level_count: int, leaf_paths: Sequence[tuple[str, ...]]) -> None:
         """`leaf_paths` are the full level values of every leaf, sorted and unique."""
@@ -113,6 +122,15 @@ class DomainTree:
         for domains in self.levels:
             for position, domain in enumerate(domains):
                 domain.order = position
+        self.child_bounds = [
+            [d.children[0].order for d in domains] + [len(below)]
+            for domains, below in itertools.pairwise(self.levels)
+        ]
+        self.child_starts = [np.array(bounds[:-1], dtype=np.intp) for bounds in self.child_bounds]
+        # A zero count per domain of each level; read-only, so that sharing them is safe.
+        self.zeros = [np.zeros(len(domains), dtype=np.int64) for domains in self.levels]
+        for zeros in self.zeros:
+            zeros.flags.writeable = False
 
     @property
     def roots(self) -> list[Domain]:
