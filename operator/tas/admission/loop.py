@@ -257,6 +257,19 @@ class AdmissionLoop:
     async def _admit(self, workload: WorkloadInfo, decision: Decision) -> bool:
         assert decision.charge is not None and decision.admission is not None
         self.state.assume(workload, decision.charge)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "assumed %s/%s on %s: %s",
+                workload.namespace,
+                workload.name,
+                workload.resource_version,
+                sorted(
+                    (d.values[-1], d.count)
+                    for ps in decision.charge.pod_sets
+                    if ps.assignment
+                    for d in ps.assignment.domains
+                ),
+            )
         # The capacity is ours from here on (assumed); the write runs beside the loop, which
         # goes on deciding, as Kueue's scheduler does. A failed write gives the capacity back.
         status = transitions.admitted(workload, decision.admission, decision.message)

@@ -23,6 +23,7 @@ Capacity bookkeeping:
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -48,6 +49,8 @@ from tas.solver.types import (
 )
 
 ONE_POD = 1000  # milli-units of the "pods" resource
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -366,6 +369,12 @@ class ClusterState:
         self._check_thread()
         held = self.workloads.get(workload.key)
         if held is not None and held.uid == workload.uid and _older(workload, held):
+            log.debug(
+                "workload %s/%s: version %s is older than %s held; not taken",
+                *workload.key,
+                workload.resource_version,
+                held.resource_version,
+            )
             return False
         self.workloads[workload.key] = workload
         _index(self.pending, workload.key, workload.pending)
@@ -381,6 +390,13 @@ class ClusterState:
             # version) has landed, or it cannot land any more (409) and is forgotten. Either
             # way the watched status charges what it holds from here on. Not only the exact
             # charge we wrote: a relist after an outage may show a later version.
+            log.debug(
+                "workload %s/%s: assumption on %s ends at %s (quota %s)",
+                *workload.key,
+                assumed_on,
+                workload.resource_version,
+                workload.has_quota,
+            )
             self._drop_assumption(workload.key)
         self._recharge(workload.key)
         return True

@@ -45,6 +45,13 @@ class WorkloadWriter:
                 raise
             self.conflicts += 1
             fresh = await self.kube.get(path)
+            log.debug(
+                "workload %s/%s: write on %s refused (409); read %s",
+                workload.namespace,
+                workload.name,
+                workload.resource_version,
+                (fresh or {}).get("metadata", {}).get("resourceVersion"),
+            )
             if fresh is not None and self.refresh is not None:
                 await self.refresh(fresh, workload.resource_version)
             return False
