@@ -8,6 +8,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=versions.env
 source "$here/versions.env"
+KUEUE_VERSION=${TAS_KUEUE_VERSION:-$KUEUE_VERSION}  # another release, to check a finding against it
 
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/tas-operator
 OUT=${TAS_KUEUE_DIR:-$CACHE/kueue-v$KUEUE_VERSION}
