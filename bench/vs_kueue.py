@@ -867,6 +867,7 @@ def rows(results: dict) -> list[tuple]:
         "first_create_to_last_admitted_s",
     )
     row("live: admitted per second", "/s", "live", "admitted_per_s")
+    row("live: controller CPU per admitted Job", "ms", "live", "cpu_ms_per_admitted_workload")
     row(
         f"drain: {drain:,} queued Jobs, process start -> last admitted",
         "s",
@@ -874,6 +875,7 @@ def rows(results: dict) -> list[tuple]:
         "start_to_last_admitted_s",
     )
     row("drain: process start -> first admitted", "s", "drain", "start_to_first_admitted_s")
+    row("drain: controller CPU per admitted Job", "ms", "drain", "cpu_ms_per_admitted_workload")
     for i, size in enumerate(o.get("restart") or k.get("restart") or []):
         if not isinstance(size, dict):
             continue
@@ -885,6 +887,7 @@ def rows(results: dict) -> list[tuple]:
             i,
             "first_admission_s",
         )
+        row(f"restart, {label}: CPU seconds until then", "s", "restart", i, "cpu_s_at_admission")
         row(
             f"resident memory, {label}: at first admission",
             "MiB",
