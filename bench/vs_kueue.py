@@ -856,46 +856,32 @@ def rows(results: dict) -> list[tuple]:
 
     live = get(o, "live", "jobs") or get(k, "live", "jobs") or 0
     drain = get(o, "drain", "jobs") or get(k, "drain", "jobs") or 0
-    row("Kueue's TAS sample (40 pods): create -> admitted", "s", "sample", "admitted_s")
-    row("Kueue's TAS sample: create -> all 40 pods Running", "s", "sample", "all_running_s")
-    row("64-pod Job: create -> all pods Running (median)", "s", "job64", "median_all_running_s")
-    row("64-pod Job: create -> admitted (median)", "s", "job64", "median_admitted_s")
-    row(
-        f"live: {live:,} two-pod Jobs, first create -> last admitted",
-        "s",
-        "live",
-        "first_create_to_last_admitted_s",
-    )
-    row("live: admitted per second", "/s", "live", "admitted_per_s")
-    row("live: controller CPU per admitted Job", "ms", "live", "cpu_ms_per_admitted_workload")
-    row(
-        f"drain: {drain:,} queued Jobs, process start -> last admitted",
-        "s",
-        "drain",
-        "start_to_last_admitted_s",
-    )
-    row("drain: process start -> first admitted", "s", "drain", "start_to_first_admitted_s")
-    row("drain: controller CPU per admitted Job", "ms", "drain", "cpu_ms_per_admitted_workload")
+    for label, unit, *path in (
+        ("Kueue's TAS sample (40 pods): create -> admitted", "s", "sample", "admitted_s"),
+        ("Kueue's TAS sample: create -> all 40 pods Running", "s", "sample", "all_running_s"),
+        ("64-pod Job: create -> all pods Running (median)", "s", "job64", "median_all_running_s"),
+        ("64-pod Job: create -> admitted (median)", "s", "job64", "median_admitted_s"),
+        (f"live: {live:,} two-pod Jobs, first create -> last admitted", "s", "live",
+         "first_create_to_last_admitted_s"),
+        ("live: admitted per second", "/s", "live", "admitted_per_s"),
+        ("live: controller CPU per admitted Job", "ms", "live", "cpu_ms_per_admitted_workload"),
+        (f"drain: {drain:,} queued Jobs, process start -> last admitted", "s", "drain",
+         "start_to_last_admitted_s"),
+        ("drain: process start -> first admitted", "s", "drain", "start_to_first_admitted_s"),
+        ("drain: controller CPU per admitted Job", "ms", "drain", "cpu_ms_per_admitted_workload"),
+    ):  # fmt: skip
+        row(label, unit, *path)
     for i, size in enumerate(o.get("restart") or k.get("restart") or []):
         if not isinstance(size, dict):
             continue
         label = f"{size['nodes']:,} nodes + {size['pods']:,} pods"
-        row(
-            f"restart, {label}: process start -> first admission",
-            "s",
-            "restart",
-            i,
-            "first_admission_s",
-        )
-        row(f"restart, {label}: CPU seconds until then", "s", "restart", i, "cpu_s_at_admission")
-        row(
-            f"resident memory, {label}: at first admission",
-            "MiB",
-            "restart",
-            i,
-            "rss_mib_at_admission",
-        )
-        row(f"resident memory, {label}: 20 s after start", "MiB", "restart", i, "rss_mib_20s")
+        for what, unit, field in (
+            ("restart, {}: process start -> first admission", "s", "first_admission_s"),
+            ("restart, {}: CPU seconds until then", "s", "cpu_s_at_admission"),
+            ("resident memory, {}: at first admission", "MiB", "rss_mib_at_admission"),
+            ("resident memory, {}: 20 s after start", "MiB", "rss_mib_20s"),
+        ):
+            row(what.format(label), unit, "restart", i, field)
     for key, what in (
         ("delete", "deleted (Indexed Job)"),
         ("notready", "NotReady (Indexed Job)"),

@@ -91,7 +91,10 @@ def kueue_cached() -> bool:
         ["bash", str(ROOT / "e2e" / "build-kueue.sh"), "--dir"], capture_output=True, text=True
     )
     directory = out.stdout.strip()
-    return bool(directory) and (Path(directory) / "config" / "components").is_dir()
+    cache = Path(directory) if directory else None
+    return (
+        bool(cache) and (cache / "kueue").is_file() and (cache / "config" / "components").is_dir()
+    )
 
 
 @pytest.mark.skipif(not kueue_cached(), reason="Kueue's module is not cached (e2e/build-kueue.sh)")
