@@ -209,6 +209,7 @@ class Sampler:
         self.bound_over: list[dict] = []
         self.outside: Counter = Counter()  # pod uid -> consecutive samples outside its assignment
         self.outside_confirmed: set[str] = set()
+        self.outside_pods: dict[str, dict] = {}  # pod uid -> what it was seen as, to report
         self.over_domain: list[dict] = []
         self.duplicates: set[str] = set()
         self.admitted_at: dict[str, float] = {}  # workload name -> QuotaReserved time
@@ -293,6 +294,7 @@ class Sampler:
                 )
         bound: Counter = Counter()
         ungated_on: dict[str, Counter] = defaultdict(Counter)
+        pods_on: dict[tuple, list] = defaultdict(list)  # (workload, node) -> its pods, to report
         outside_now = set()
         for pod in pods:
             node = pod["spec"].get("nodeName")
@@ -309,8 +311,22 @@ class Sampler:
                 continue
             if workload in assigned:
                 ungated_on[workload][selector] += 1
+                pods_on[(workload, selector)].append(
+                    {
+                        "pod": pod["metadata"]["name"],
+                        "created": pod["metadata"].get("creationTimestamp"),
+                        "phase": phase,
+                        "node": node,
+                    }
+                )
                 if selector not in assigned[workload] and selector not in unhealthy[workload]:
                     outside_now.add(pod["metadata"]["uid"])
+                    self.outside_pods[pod["metadata"]["uid"]] = {
+                        "pod": pod["metadata"]["name"],
+                        "node": selector,
+                        "phase": phase,
+                        "assigned": dict(assigned[workload]),
+                    }
         for node, used in bound.items():
             if used > self.node_cpu + 1e-9:
                 self.bound_over.append({"at": now, "node": node, "cpu": used})
@@ -325,7 +341,14 @@ class Sampler:
             for node, n in on.items():
                 if n > assigned[workload].get(node, 0) and node not in unhealthy[workload]:
                     self.over_domain.append(
-                        {"at": now, "workload": workload, "node": node, "pods": n}
+                        {
+                            "at": now,
+                            "workload": workload,
+                            "node": node,
+                            "pods": n,
+                            "assigned": dict(assigned[workload]),
+                            "its_pods": pods_on[(workload, node)],
+                        }
                     )
 
 
@@ -462,6 +485,30 @@ def report(cluster, op, supervisor, stream, sampler, events, chaos_s, started) -
         )
     ]
     log_text = op.log()
+    if os.environ.get("CHAOS_LOG"):
+        Path(os.environ["CHAOS_LOG"]).write_text(log_text)
+    pods = cluster.get_json("pods", "-n", NS)["items"]
+    pod_states: dict[str, Counter] = defaultdict(Counter)
+    for pod in pods:
+        owner = (pod["metadata"].get("annotations") or {}).get("kueue.x-k8s.io/workload", "")
+        gated = bool(pod["spec"].get("schedulingGates"))
+        state = "gated" if gated else pod["status"].get("phase", "?")
+        if pod["metadata"].get("deletionTimestamp"):
+            state += "-deleting"
+        pod_states[owner][state] += 1
+    unfinished_detail = [
+        {
+            "workload": w["metadata"]["name"],
+            "conditions": {
+                c["type"]: c.get("reason")
+                for c in w.get("status", {}).get("conditions", [])
+                if c["status"] == "True"
+            },
+            "pods": dict(pod_states.get(w["metadata"]["name"], {})),
+        }
+        for w in workloads
+        if w["metadata"]["name"] in set(not_finished[:20])
+    ]
     ungated = Counter(re.findall(rf"ungated {NS}/(\S+) onto", log_text))
     leading = sorted(
         datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
@@ -542,9 +589,10 @@ def report(cluster, op, supervisor, stream, sampler, events, chaos_s, started) -
         "details": {
             "booked_over": sampler.booked_over[:20],
             "bound_over": sampler.bound_over[:20],
+            "outside": [sampler.outside_pods[u] for u in sorted(sampler.outside_confirmed)][:20],
             "over_domain": sampler.over_domain[:20],
             "never_admitted": never_admitted[:20],
-            "not_finished": not_finished[:20],
+            "not_finished": unfinished_detail,
             "events": events,
             "kills": per_kill,
         },

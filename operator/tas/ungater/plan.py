@@ -95,8 +95,9 @@ def stranded(
     expected: Mapping[str, tuple[str, ...]] | None = None,
 ) -> list[PodInfo]:
     """Pods ungated onto a domain the assignment no longer has (a node was replaced while they
-    were on their way) and not bound yet: they would wait there for good, or run outside the
-    assignment if that node came back. Their owner makes new ones when they are failed."""
+    were on their way) and not running yet: they would wait there for good, or run outside the
+    assignment once that node came back (bound there while it flapped: still Pending). Their
+    owner makes new ones when they are failed. Running pods are left alone."""
     expected = expected or {}
     selectors = [sel for _, sel, _ in domain_selectors(assignment)]
     return [
@@ -104,7 +105,6 @@ def stranded(
         for pod in pods
         if pod.phase == "Pending"
         and not pod.gated
-        and not pod.node_name
         and not pod.deleting
         and pod.uid not in expected
         and not any(_matches(pod.node_selector, sel) for sel in selectors)

@@ -71,9 +71,13 @@ def test_pods_ungated_onto_a_domain_the_assignment_lost_are_stranded():
     from tas.ungater.plan import stranded
 
     moved = pod("moved", gated=False, node="x9")  # x9 was replaced by x2
-    bound = replace(pod("bound", gated=False, node="x9"), node_name="x9")  # running: left alone
+    # Bound while x9 flapped (the chaos run): not running yet, it would run outside.
+    bound = replace(pod("bound", gated=False, node="x9"), node_name="x9")
+    running = replace(pod("running", gated=False, node="x9", phase="Running"), node_name="x9")
     fine = pod("fine", gated=False, node="x1")
     waiting = pod("waiting")  # still gated
     on_its_way = pod("ours", gated=False, node="x9")
-    result = stranded(ASSIGNMENT, [moved, bound, fine, waiting, on_its_way], {"ours": ("x9",)})
-    assert [p.name for p in result] == ["moved"]
+    result = stranded(
+        ASSIGNMENT, [moved, bound, running, fine, waiting, on_its_way], {"ours": ("x9",)}
+    )
+    assert [p.name for p in result] == ["moved", "bound"]
