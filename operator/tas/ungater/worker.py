@@ -10,6 +10,7 @@ from tas.cache.projections import Key
 from tas.cache.state import ClusterState
 from tas.kube import STRATEGIC, Kube, KubeError, gather_bounded, pod_path
 from tas.ungater.plan import Ungate, plan
+from tas.ungater.ranks import group_offsets, rule_for
 
 log = logging.getLogger(__name__)
 PATCHES_IN_FLIGHT = 16  # pod patches of one workload at once
@@ -36,12 +37,22 @@ class Ungater:
             self.unconfirmed.pop(uid, None)
         # Patches that got no answer may have landed: send the same domain again, never another.
         ungates = [u for uid, u in self.unconfirmed.items() if uid in seen and seen[uid].gated]
+        requests = {ps.name: ps.topology for ps in workload.pod_sets}
+        offsets = group_offsets(workload.pod_sets, {a.name: a.count for a in workload.admissions})
         for admission in workload.admissions:
             if admission.assignment is None:
                 continue
             pod_set_pods = [p for p in pods if p.pod_set == admission.name]
+            offset, max_index = offsets.get(admission.name, (0, None))
+            rule = rule_for(requests.get(admission.name), admission.count, offset, max_index)
             ungates.extend(
-                plan(admission.assignment, pod_set_pods, self.expected, workload.unhealthy_nodes)
+                plan(
+                    admission.assignment,
+                    pod_set_pods,
+                    self.expected,
+                    workload.unhealthy_nodes,
+                    rule,
+                )
             )
         # Each pod's domain is recorded before its patch is sent, so no pod gets two domains.
         for ungate in ungates:
