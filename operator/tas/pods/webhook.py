@@ -89,7 +89,7 @@ def validate(
                 p.annotations(pod), count, multi_layer_enabled=multi_layer_enabled
             )
         except TopologyRequestError as exc:
-            errors.append(f"{ANNOTATIONS}[{exc.annotation}]: {exc}")
+            errors.append(f"{ANNOTATIONS}: {exc}")
     if old is not None and p.group_name(old) and p.group_name(pod) != p.group_name(old):
         errors.append(f"{LABELS}[{POD_GROUP_NAME_LABEL}]: field is immutable")
     return errors
