@@ -36,6 +36,15 @@ def toleration_to_api(t: Toleration) -> dict:
     return out
 
 
+def with_flavor_tolerations(current: list, flavor: FlavorInfo | None) -> list:
+    """`current` (as written) and then the flavor's tolerations it does not have yet."""
+    have = [toleration_to_api(toleration_from_object(t)) for t in current]
+    extra = [
+        t for t in map(toleration_to_api, flavor.tolerations if flavor else ()) if t not in have
+    ]
+    return [*current, *extra]
+
+
 def start_template(
     template: Mapping,
     pod_set_name: str,
@@ -48,11 +57,9 @@ def start_template(
     spec = template.get("spec") or {}
     node_selector = dict(pod_set.node_selector if pod_set else {})
     tolerations = [toleration_to_api(t) for t in (pod_set.tolerations if pod_set else ())]
+    tolerations = with_flavor_tolerations(tolerations, flavor)
     if flavor is not None:
         node_selector.update(flavor.node_labels)
-        tolerations += [
-            t for t in map(toleration_to_api, flavor.tolerations) if t not in tolerations
-        ]
     # A merge patch merges maps: keys to drop must be set to null.
     selector_patch: dict = {
         k: None for k in spec.get("nodeSelector") or {} if k not in node_selector

@@ -26,9 +26,9 @@ from tas.api.constants import (
     TOPOLOGY_SCHEDULING_GATE,
     WORKLOAD_ANNOTATION,
 )
-from tas.cache.projections import FlavorInfo, PodSetAdmission, WorkloadInfo, toleration_from_object
+from tas.cache.projections import FlavorInfo, PodSetAdmission, WorkloadInfo
 from tas.cache.state import ClusterState
-from tas.jobframework.podset import toleration_to_api
+from tas.jobframework.podset import with_flavor_tolerations
 from tas.jobframework.workload import pods_hold_capacity
 from tas.kube import JSON_PATCH, KUEUE, Kube, KubeError, Ref, pod_path, workload_path
 from tas.pods import group as g
@@ -75,12 +75,10 @@ def start_patch(
         added = {k: v for k, v in flavor.node_labels.items() if selector.get(k) != v}
         if added:
             out_spec["nodeSelector"] = added
-        current = [
-            toleration_to_api(toleration_from_object(t)) for t in spec.get("tolerations") or []
-        ]
-        extra = [t for t in map(toleration_to_api, flavor.tolerations) if t not in current]
-        if extra:
-            out_spec["tolerations"] = list(spec.get("tolerations") or []) + extra
+        current = list(spec.get("tolerations") or [])
+        tolerations = with_flavor_tolerations(current, flavor)
+        if tolerations != current:  # a pod's tolerations may only grow
+            out_spec["tolerations"] = tolerations
     dropped = {ADMISSION_SCHEDULING_GATE} | (set() if topology else {TOPOLOGY_SCHEDULING_GATE})
     out_spec["schedulingGates"] = [
         gate for gate in spec.get("schedulingGates") or [] if gate.get("name") not in dropped
