@@ -22,10 +22,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from e2e import chart, jobs, topology  # noqa: E402
+from e2e import chart, jobs  # noqa: E402
 from e2e.harness import cluster_from_env, wait_for  # noqa: E402
 from e2e.operator_process import OperatorProcess  # noqa: E402
-from e2e.test_hotswap import GROUP, NOT_READY, REQUIRED_RACK, install_hotswap_queue  # noqa: E402
+from e2e.test_hotswap import NOT_READY, REQUIRED_RACK, install_hotswap_queue, make_rack  # noqa: E402
 
 
 def setup(cluster) -> None:
@@ -34,16 +34,7 @@ def setup(cluster) -> None:
 
 
 def one_run(cluster, op: OperatorProcess, run: int) -> dict:
-    block = f"hsb{run}"
-    rack = f"{block}-r1"
-    hosts = [f"{rack}-h{h}" for h in range(1, 4)]
-    for host in hosts:
-        node = topology.node_manifest(
-            host, block, rack, {"cpu": "4", "memory": "16Gi", "pods": "110"}
-        )
-        node["metadata"]["labels"][topology.NODE_GROUP_LABEL] = GROUP
-        cluster.apply(node)
-    cluster.kubectl("wait", "--for=condition=Ready", "node", *hosts, "--timeout=60s")
+    hosts = make_rack(cluster, f"hsb{run}")
     ns = cluster.create_namespace(f"hsbench{run}")
     cluster.apply(
         jobs.local_queue("q", "hs"),

@@ -65,25 +65,28 @@ def setup(cluster: Cluster, shape: topology.Shape) -> str:
     return ns
 
 
-def add_nodes(cluster: Cluster, shape: topology.Shape) -> None:
-    items = topology.nodes(shape)
+def add_nodes(cluster: Cluster, shape: topology.Shape | list[dict]) -> None:
+    """Apply the nodes of a shape (or these node manifests) and wait until they are Ready and
+    schedulable."""
+    items = topology.nodes(shape) if isinstance(shape, topology.Shape) else shape
     for i in range(0, len(items), 200):  # keep each request small
         cluster.apply({"apiVersion": "v1", "kind": "List", "items": items[i : i + 200]})
-    want = len(items)
+    want = {n["metadata"]["name"] for n in items}  # these nodes, whatever else the cluster has
     wait_for(
         lambda: (
             sum(
                 1
                 for n in cluster.get_json("nodes", "-l", "type=kwok")["items"]
-                if not any(
+                if n["metadata"]["name"] in want
+                and not any(
                     t["key"] == "node.kubernetes.io/not-ready" for t in n["spec"].get("taints", [])
                 )
             )
-            >= want
+            >= len(want)
         ),
         timeout=300,
         interval=1,
-        what=f"{want} nodes ready",
+        what=f"{len(want)} nodes ready",
     )
 
 

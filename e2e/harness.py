@@ -96,10 +96,25 @@ class Cluster:
         return "\n".join(parts)
 
 
-def local_cluster() -> Cluster:
-    """Start the local cluster (or reuse the running one) and describe it."""
+def cluster_env(directory: str | Path, api_port: int, etcd_port: int) -> dict[str, str]:
+    """The environment that makes cluster.sh start (or stop) a cluster of its own: its
+    directory and ports, so that several run side by side."""
+    return {
+        "TAS_CLUSTER_DIR": str(directory),
+        "TAS_API_PORT": str(api_port),
+        "TAS_ETCD_PORT": str(etcd_port),
+    }
+
+
+def local_cluster(env: dict[str, str] | None = None) -> Cluster:
+    """Start the local cluster (or reuse the running one) and describe it. `env` (see
+    cluster_env) overrides the process environment's TAS_* settings."""
     out = subprocess.run(
-        ["bash", str(CLUSTER_SH), "up"], capture_output=True, text=True, timeout=3600
+        ["bash", str(CLUSTER_SH), "up"],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        env={**os.environ, **(env or {})},
     )
     if out.returncode != 0:
         raise RuntimeError(f"cluster.sh up failed:\n{out.stderr[-4000:]}")
@@ -107,6 +122,17 @@ def local_cluster() -> Cluster:
     local_dir = str(Path(kubeconfig).parent)
     bin_dir = (Path(local_dir) / "bin-dir").read_text().strip()
     return Cluster(kubeconfig=kubeconfig, bin_dir=bin_dir, local_dir=local_dir)
+
+
+def stop_local_cluster(env: dict[str, str] | None = None) -> None:
+    """`cluster.sh down` for the cluster `env` names: stops its processes, removes its data."""
+    subprocess.run(
+        ["bash", str(CLUSTER_SH), "down"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def external_cluster(kubeconfig: str) -> Cluster:

@@ -26,7 +26,28 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class OperatorProcess:
+class HostProcess:
+    """A controller run as a host process (no container runs here), stopped by its own pid."""
+
+    proc: subprocess.Popen | None = None
+
+    def kill(self) -> None:
+        """SIGKILL: nothing gets to clean up, as when a node dies under the operator."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(timeout=30)
+
+    def terminate(self) -> None:
+        """SIGTERM, as a rolling update does, and SIGKILL after 30 s."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+class OperatorProcess(HostProcess):
     def __init__(
         self,
         cluster: Cluster,
@@ -131,21 +152,10 @@ class OperatorProcess:
                 return False
         return base64.b64decode(ca) != b""
 
-    def kill(self) -> None:
-        """SIGKILL: nothing gets to clean up, as when a node dies under the operator."""
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(timeout=30)
-
     def stop(self) -> None:
-        """SIGTERM, as a rolling update does. The webhook configurations stay: they belong to
-        the chart, and queued Jobs are refused while no operator serves them (as with Kueue)."""
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        """SIGTERM. The webhook configurations stay: they belong to the chart, and queued Jobs
+        are refused while no operator serves them (as with Kueue)."""
+        self.terminate()
 
     def metric(self, name: str, labels: str = "") -> float:
         """One sample from the operator's Prometheus endpoint (0 when absent)."""

@@ -53,6 +53,20 @@ def install_hotswap_queue(cluster: Cluster, name: str = "hotswap") -> str:
     return name
 
 
+def make_rack(cluster: Cluster, block: str, hosts: int = 3) -> list[str]:
+    """A rack of `hosts` nodes of 4 cpu in block `block` (node-group `hotswap`), made Ready."""
+    rack = f"{block}-r1"
+    names = [f"{rack}-h{h}" for h in range(1, hosts + 1)]
+    for name in names:
+        node = topology.node_manifest(
+            name, block, rack, {"cpu": "4", "memory": "16Gi", "pods": "110"}
+        )
+        node["metadata"]["labels"][topology.NODE_GROUP_LABEL] = GROUP
+        cluster.apply(node)
+    wait_for(lambda: all(ready(cluster, n) for n in names), timeout=120, what="rack nodes Ready")
+    return names
+
+
 @pytest.fixture(scope="module")
 def hotswap_queue(cluster: Cluster, operator) -> str:
     return install_hotswap_queue(cluster)

@@ -53,6 +53,11 @@ EXCLUDED = (
 KEPT = re.compile(r"^/usr/share/doc/[^/]+/copyright$")
 # What the venv needs no longer once built: activation scripts (they need a shell), headers.
 VENV_LEFT_OUT = {"bin/activate", "bin/activate.csh", "bin/activate.fish", "bin/Activate.ps1"}
+# Parts of numpy the operator never imports (its test suites, the Fortran and build tools,
+# the C headers): about a third of its size.
+NUMPY = "lib/python3.11/site-packages/numpy"
+VENV_LEFT_OUT |= {f"{NUMPY}/{d}" for d in ("f2py", "distutils", "_core/include", "_pyinstaller")}
+LEFT_OUT_DIRS_UNDER = {NUMPY: {"tests"}}  # under this path, no directory of these names
 
 
 def image_env() -> dict[str, str]:
@@ -292,6 +297,9 @@ def copy_venv(rootfs: Path) -> None:
     def ignore(directory: str, names: list[str]) -> set[str]:
         rel = os.path.relpath(directory, VENV)
         left_out = {n for n in names if os.path.normpath(f"{rel}/{n}") in VENV_LEFT_OUT}
+        for root, dirs in LEFT_OUT_DIRS_UNDER.items():
+            if rel == root or rel.startswith(root + "/"):
+                left_out |= dirs & set(names)
         return left_out | ({"include"} if rel == "." else set()) | {"__pycache__"} & set(names)
 
     shutil.copytree(VENV, rootfs / VENV.relative_to("/"), symlinks=True, ignore=ignore)

@@ -237,7 +237,7 @@ class AdmissionLoop:
                 workload, transitions.replaced(workload, result.assignments)
             )
         except asyncio.CancelledError:
-            self.state.forget(workload.key)
+            self.state.forget(workload)
             raise
         except Exception as exc:
             self._failed(workload.key, exc, workload, "replacement not written")
@@ -245,7 +245,7 @@ class AdmissionLoop:
             self._spawn(self._release_unless_stored(workload, exc))
             return
         if not written:
-            self.state.forget(workload.key)
+            self.state.forget(workload)
             self.wake()
             return
         self._backoff.succeeded(workload.key)
@@ -283,14 +283,14 @@ class AdmissionLoop:
             async with self._write_slots:
                 written = await self.writer.write_status(workload, status)
         except asyncio.CancelledError:  # the lease is lost: this process decides nothing more
-            self.state.forget(workload.key)
+            self.state.forget(workload)
             raise
         except Exception as exc:  # connection errors too: the capacity must come back
             self._failed(workload.key, exc, workload, "admission not written")
             await self._release_unless_stored(workload, exc)
             return
         if not written:
-            self.state.forget(workload.key)
+            self.state.forget(workload)
             self.wake()
             return
         self._backoff.succeeded(workload.key)
@@ -316,8 +316,7 @@ class AdmissionLoop:
             except KubeError as again:  # the API server is away: the capacity stays held
                 failures += 1
                 await asyncio.sleep(SETTLE_BACKOFF.delay(failures, again.retry_after))
-        if self.state.assumed_on(workload.key) == workload.resource_version:
-            self.state.forget(workload.key)
+        self.state.forget(workload)
         self.wake()
 
     def cancel_writes(self) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 
+from tas.api.constants import POD_COND_TERMINATED_BY_KUEUE
+
 
 def now_rfc3339() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -40,3 +42,22 @@ def set_condition(
 
 def find(conditions: Iterable[Mapping], type_: str) -> Mapping | None:
     return next((c for c in conditions if c.get("type") == type_), None)
+
+
+def pod_terminated_by_kueue(reason: str, message: str) -> dict:
+    """A Pending pod's status patch that fails it so its owner makes a new one, as Kueue fails
+    pods it will never let run where they are pinned."""
+    return {
+        "status": {
+            "phase": "Failed",
+            "conditions": [
+                {
+                    "type": POD_COND_TERMINATED_BY_KUEUE,
+                    "status": "True",
+                    "reason": reason,
+                    "message": message,
+                    "lastTransitionTime": now_rfc3339(),
+                }
+            ],
+        }
+    }

@@ -448,11 +448,15 @@ class ClusterState:
         self._assumed_on[workload.key] = workload.resource_version
         self._recharge(workload.key)
 
-    def forget(self, key: Key) -> None:
-        """Roll back an assumption whose status write failed."""
+    def forget(self, workload: WorkloadInfo) -> None:
+        """Roll back the assumption made on this version of the workload, whose status write
+        failed. An assumption made since, on a newer version, is another decision whose write
+        is still on its way: a late answer to the old write must never end it."""
         self._check_thread()
-        if self._drop_assumption(key):
-            self._recharge(key)
+        if self._assumed_on.get(
+            workload.key
+        ) == workload.resource_version and self._drop_assumption(workload.key):
+            self._recharge(workload.key)
 
     def _drop_assumption(self, key: Key) -> bool:
         self._assumed_on.pop(key, None)

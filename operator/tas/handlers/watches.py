@@ -42,6 +42,8 @@ async def on_node(rt: Runtime, kind: str, obj: Obj) -> None:
         rt.check_node(name)
         for key in rt.state.workloads_on_node(name):
             workload = rt.state.workloads.get(key)
+            if workload and workload.admitted:
+                rt.ungate_worker.submit(key)  # pods held back from a node not ready may go now
             if workload and workload.evicted:
                 # its pods terminating here may stop holding the quota (node gone or not ready)
                 rt.owner_changed(workload)

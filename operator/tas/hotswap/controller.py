@@ -12,12 +12,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from tas.api.conditions import now_rfc3339
-from tas.api.constants import (
-    HOSTNAME_LABEL,
-    POD_COND_TERMINATED_BY_KUEUE,
-    REASON_UNSCHEDULABLE_ON_ASSIGNED_NODE,
-)
+from tas.api.conditions import pod_terminated_by_kueue
+from tas.api.constants import HOSTNAME_LABEL, REASON_UNSCHEDULABLE_ON_ASSIGNED_NODE
 from tas.cache.projections import PodInfo, WorkloadInfo
 from tas.cache.state import ClusterState
 from tas.hotswap.health import Health, node_health
@@ -121,26 +117,13 @@ class NodeHealthController:
         for pod in pods:
             if pod.phase != "Pending" or pod.gated or pod.deleting:
                 continue
-            now = now_rfc3339()
-            status = {
-                "status": {
-                    "phase": "Failed",
-                    "conditions": [
-                        {
-                            "type": POD_COND_TERMINATED_BY_KUEUE,
-                            "status": "True",
-                            "reason": REASON_UNSCHEDULABLE_ON_ASSIGNED_NODE,
-                            "message": f"Pod was pinned to node {node}, which failed under workload {workload.name}",
-                            "lastTransitionTime": now,
-                        }
-                    ],
-                }
-            }
+            status = pod_terminated_by_kueue(
+                REASON_UNSCHEDULABLE_ON_ASSIGNED_NODE,
+                f"Pod was pinned to node {node}, which failed under workload {workload.name}",
+            )
             try:
                 await self.kube.patch(
-                    pod_path(pod.namespace, pod.name) + "/status",
-                    status,
-                    STRATEGIC,
+                    pod_path(pod.namespace, pod.name) + "/status", status, STRATEGIC
                 )
             except KubeError as exc:
                 if exc.status != 404:

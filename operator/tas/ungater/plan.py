@@ -92,3 +92,25 @@ def plan(
             break  # more pods than assigned: they wait (e.g. for a replacement)
         take(pod, values)
     return out
+
+
+def stranded(
+    assignment: TopologyAssignment,
+    pods: Iterable[PodInfo],
+    expected: Mapping[str, tuple[str, ...]] | None = None,
+) -> list[PodInfo]:
+    """Pods ungated onto a domain the assignment no longer has (a node was replaced while they
+    were on their way) and not bound yet: they would wait there for good, or run outside the
+    assignment if that node came back. Their owner makes new ones when they are failed."""
+    expected = expected or {}
+    selectors = [sel for _, sel, _ in domain_selectors(assignment)]
+    return [
+        pod
+        for pod in pods
+        if pod.phase == "Pending"
+        and not pod.gated
+        and not pod.node_name
+        and not pod.deleting
+        and pod.uid not in expected
+        and not any(_matches(pod.node_selector, sel) for sel in selectors)
+    ]

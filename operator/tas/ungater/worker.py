@@ -5,11 +5,12 @@ from __future__ import annotations
 import logging
 
 from tas import metrics
-from tas.api.constants import TOPOLOGY_SCHEDULING_GATE
+from tas.api.conditions import pod_terminated_by_kueue
+from tas.api.constants import REASON_UNSCHEDULABLE_ON_ASSIGNED_NODE, TOPOLOGY_SCHEDULING_GATE
 from tas.cache.projections import Key
 from tas.cache.state import ClusterState
 from tas.kube import STRATEGIC, Kube, KubeError, gather_bounded, pod_path
-from tas.ungater.plan import Ungate, plan
+from tas.ungater.plan import Ungate, plan, stranded
 from tas.ungater.ranks import group_offsets, rule_for
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,14 @@ class Ungater:
         ungates = [u for uid, u in self.unconfirmed.items() if uid in seen and seen[uid].gated]
         requests = {ps.name: ps.topology for ps in workload.pod_sets}
         offsets = group_offsets(workload.pod_sets, {a.name: a.count for a in workload.admissions})
+        # Nodes listed unhealthy, and nodes this cache already sees gone or not ready: hot swap's
+        # write of unhealthyNodes may not have come back through the watch yet.
+        unhealthy = set(workload.unhealthy_nodes) | {
+            host
+            for host in workload.assigned_hosts
+            if (node := self.state.nodes.get(host)) is None or not node.ready
+        }
+        strays: list = []
         for admission in workload.admissions:
             if admission.assignment is None:
                 continue
@@ -50,10 +59,13 @@ class Ungater:
                     admission.assignment,
                     pod_set_pods,
                     self.expected,
-                    workload.unhealthy_nodes,
+                    unhealthy,
                     rule,
                 )
             )
+            strays.extend(stranded(admission.assignment, pod_set_pods, self.expected))
+        for pod in strays:
+            await self._fail_stray(pod, workload.name)
         # Each pod's domain is recorded before its patch is sent, so no pod gets two domains.
         for ungate in ungates:
             self.expected[ungate.pod.uid] = ungate.domain
@@ -72,6 +84,19 @@ class Ungater:
                 self.unconfirmed[uid] = ungate
         if failure is not None:
             raise failure  # the worker retries this workload after its backoff
+
+    async def _fail_stray(self, pod, workload: str) -> None:
+        status = pod_terminated_by_kueue(
+            REASON_UNSCHEDULABLE_ON_ASSIGNED_NODE,
+            f"Pod was pinned to {dict(pod.node_selector)}, which is no longer in the topology "
+            f"assignment of workload {workload}",
+        )
+        try:
+            await self.kube.patch(pod_path(pod.namespace, pod.name) + "/status", status, STRATEGIC)
+        except KubeError as exc:
+            if not exc.not_found:
+                raise
+        log.info("failed %s/%s: pinned outside its workload's assignment", pod.namespace, pod.name)
 
     async def _ungate(self, ungate: Ungate) -> None:
         patch = {

@@ -63,7 +63,7 @@ def test_assumed_usage_is_seen_by_the_next_decision_and_forgetting_frees_it():
     state.assume(second, d2.charge)
     third = proj.workload_from_object(workload("c", pods=1))
     assert not decide(state, third, cq_of(state)).admitted  # 16 cpu all taken
-    state.forget(second.key)
+    state.forget(second)
     assert decide(state, third, cq_of(state)).admitted
 
 

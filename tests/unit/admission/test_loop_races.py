@@ -53,6 +53,7 @@ class FakeApi:
         self.watch: list[dict] = []  # stored versions not yet handed to the cache
         self.lose_next_answer = 0  # store the next writes, then fail as if the answer was lost
         self.down = False
+        self.inflight: list[tuple[str, dict, asyncio.Future]] = []
         self.pods: dict[str, dict] = {}
         self.pod_watch: list[tuple[str, dict]] = []  # (event, pod) not yet handed on
 
@@ -71,22 +72,33 @@ class FakeApi:
         return copy.deepcopy(self.objects.get(path.rsplit("/", 1)[-1]))
 
     async def patch(self, path: str, body: dict, content_type: str = "") -> dict:
-        await asyncio.sleep(0)  # other tasks run while the request is on its way
+        """Waits until the test serves it: requests are answered in any order, late or never."""
         if self.down:
             raise KubeError(0, "connection refused", sent=False)
+        answer = asyncio.get_running_loop().create_future()
+        self.inflight.append((path, body, answer))
+        return await answer
+
+    def serve(self, pick: int) -> None:
+        """Answer one request in flight: store it (or refuse it, 409), maybe losing the answer."""
+        if not self.inflight:
+            return
+        path, body, answer = self.inflight.pop(pick % len(self.inflight))
         name = path.removesuffix("/status").rsplit("/", 1)[-1]
         held = self.objects.get(name)
         if held is None:
-            raise KubeError(404, "not found")
+            answer.set_exception(KubeError(404, "not found"))
+            return
         wanted = body.get("metadata", {}).get("resourceVersion")
         if wanted is not None and wanted != held["metadata"]["resourceVersion"]:
-            raise KubeError(409, "conflict")
+            answer.set_exception(KubeError(409, "conflict"))
+            return
         stored = self.store(name, merge(held, {"status": body.get("status", {})}))
-        await asyncio.sleep(0)
         if self.lose_next_answer:
             self.lose_next_answer -= 1
-            raise KubeError(0, "ServerDisconnectedError")
-        return stored
+            answer.set_exception(KubeError(0, "ServerDisconnectedError"))
+        else:
+            answer.set_result(stored)
 
     async def event(self, *args, **kwargs) -> None:
         return None
@@ -160,6 +172,8 @@ STEP = st.one_of(
     st.tuples(st.just("deliver-pods"), st.integers(1, 8)),
     st.tuples(st.just("cycle")),
     st.tuples(st.just("run"), st.integers(1, 6)),
+    st.tuples(st.just("serve"), st.integers(0, 20)),
+    st.tuples(st.just("serve"), st.integers(0, 20)),
     st.tuples(st.just("finish"), st.integers(0, 50)),
     st.tuples(st.just("lose-answer")),
     st.tuples(st.just("outage"), st.booleans()),
@@ -228,6 +242,10 @@ async def play(steps) -> None:
         elif kind == "run":
             for _ in range(step[1]):
                 await asyncio.sleep(0)
+        elif kind == "serve":
+            api.serve(step[1])
+            for _ in range(3):
+                await asyncio.sleep(0)
         elif kind == "finish":
             admitted = sorted(
                 n for n, o in api.objects.items() if proj.workload_from_object(o).has_quota
@@ -245,6 +263,78 @@ async def play(steps) -> None:
         over = {n: c for n, c in booked(api).items() if c > CPU[n] * 1000}
         assert not over, f"after {step}: {over}"
     api.down = False
-    await asyncio.wait_for(loop.drain(), 5)
+    while api.inflight or loop._writes:  # answer everything still in flight, in order
+        api.serve(0)
+        await asyncio.sleep(0)
+    over = {n: c for n, c in booked(api).items() if c > CPU[n] * 1000}
+    assert not over, over
+
+
+def test_a_late_conflict_never_ends_the_next_decisions_assumption():
+    """The chaos run's double booking, step by step. `w` waits (its pending status is on its
+    way), then fits and is admitted on the same version. The pending write lands first; the
+    watch shows it, the admission can no longer land, and `w` is admitted again on the new
+    version. Only then does the first admission's 409 come back: it must not end the second
+    admission's assumption, or `u` is admitted onto the capacity the second one is taking."""
+
+    def serve(api: FakeApi, name: str, admission: bool) -> None:
+        for i, (path, body, _) in enumerate(api.inflight):
+            if f"/{name}/" in path and ("admission" in body["status"]) == admission:
+                api.serve(i)
+                return
+        raise AssertionError(f"no {'admission' if admission else 'pending'} write of {name}")
+
+    async def go() -> FakeApi:
+        api = FakeApi()
+        state = make_state(NODES[:4])  # 16 cpu
+
+        async def refresh(obj, refused_version):
+            cached = state.workloads.get(proj.key_of(obj))
+            if cached is not None and cached.resource_version == refused_version:
+                state.upsert_workload(proj.workload_from_object(obj))
+
+        loop = AdmissionLoop(state, Writer(api, refresh=refresh))
+
+        async def settle():
+            for _ in range(10):
+                await asyncio.sleep(0)
+
+        def deliver():
+            for obj in api.watch:
+                state.upsert_workload(proj.workload_from_object(obj))
+            api.watch.clear()
+
+        for name, pods in (("f", 16), ("w", 8), ("v", 8)):
+            api.store(name, workload(name, pods=pods))
+        deliver()
+        await loop.cycle()  # f admitted; w and v wait (their pending writes on the way)
+        await settle()
+        serve(api, "f", admission=True)
+        await settle()
+        deliver()
+        finish(api, "f")
+        deliver()
+        loop._retry_at.clear()
+        await loop.cycle()  # w and v fit now: admitted on the versions their pending writes hold
+        await settle()
+        serve(api, "w", admission=False)  # w's pending write lands first
+        await settle()
+        deliver()  # w's admission can no longer land; w waits again, and fits
+        loop._retry_at.clear()
+        await loop.cycle()  # w admitted again, on the new version
+        await settle()
+        serve(api, "w", admission=True)  # the first admission's 409, late
+        await settle()
+        api.store("u", workload("u", pods=8))
+        deliver()
+        loop._retry_at.clear()
+        await loop.cycle()  # u must not fit: w's second admission holds the capacity
+        await settle()
+        while api.inflight:
+            api.serve(0)
+            await settle()
+        return api
+
+    api = asyncio.run(go())
     over = {n: c for n, c in booked(api).items() if c > CPU[n] * 1000}
     assert not over, over

@@ -71,3 +71,19 @@ def test_pods_without_index_fill_domains_in_assignment_order():
 def test_nobody_is_sent_to_an_unhealthy_node_awaiting_replacement():
     pods = [pod("p0", index=0), pod("p2", index=2)]
     assert hosts(plan(ASSIGNMENT, pods, unhealthy={"x1"})) == {"p2": "x2"}
+
+
+def test_pods_ungated_onto_a_domain_the_assignment_lost_are_stranded():
+    """A replacement moved the domain away while the pod was on its way there: unbound, it
+    would wait for good (or run outside the assignment if the node came back)."""
+    from dataclasses import replace
+
+    from tas.ungater.plan import stranded
+
+    moved = pod("moved", gated=False, node="x9")  # x9 was replaced by x2
+    bound = replace(pod("bound", gated=False, node="x9"), node_name="x9")  # running: left alone
+    fine = pod("fine", gated=False, node="x1")
+    waiting = pod("waiting")  # still gated
+    on_its_way = pod("ours", gated=False, node="x9")
+    result = stranded(ASSIGNMENT, [moved, bound, fine, waiting, on_its_way], {"ours": ("x9",)})
+    assert [p.name for p in result] == ["moved"]

@@ -1,0 +1,123 @@
+"""The side-by-side bench's pure parts: its fixed Job sequence, the comparison, the table, and
+how Kueue's shipped manifests are pointed at 127.0.0.1 (only where e2e/build-kueue.sh has
+cached Kueue's module: the bench builds it, unit tests never do)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from bench import vs_kueue
+from e2e import jobs, topology
+from e2e.harness import ROOT, Cluster
+
+
+def test_the_placement_sequence_is_the_same_every_time():
+    a, b = vs_kueue.placement_sequence(200), vs_kueue.placement_sequence(200)
+    assert a == b
+    created: list[str] = []
+    finished: list[str] = []
+    for step, arg in a:
+        if step == "job":
+            created.append(arg[0])
+        else:  # a Job finishes only after it was created, and only once
+            assert arg in created and arg not in finished
+            finished.append(arg)
+    assert len(created) == 200 == len(set(created)) and len(finished) > 40
+
+
+def test_the_sequence_mixes_every_kind_and_slices_divide_their_counts():
+    kinds = {}
+    for step, arg in vs_kueue.placement_sequence(200):
+        if step == "job":
+            name, kind, body = arg
+            kinds[kind] = kinds.get(kind, 0) + 1
+            notes = body["spec"]["template"]["metadata"]["annotations"]
+            size = notes.get(jobs.PREFIX + "podset-slice-size")
+            if size:
+                assert body["spec"]["parallelism"] % int(size) == 0, name
+    assert len(kinds) == 10 and min(kinds.values()) >= 10
+
+
+def test_placement_nodes_and_usage_are_seeded_and_fit_their_nodes():
+    shape = topology.Shape(blocks=4, racks=8, hosts=8)
+    nodes = vs_kueue.placement_nodes(shape)
+    assert nodes == vs_kueue.placement_nodes(shape) and len(nodes) == 256
+    cpu = {n["metadata"]["name"]: int(n["status"]["allocatable"]["cpu"]) for n in nodes}
+    assert set(cpu.values()) == {4, 8, 16}
+    for pod in vs_kueue.placement_usage(nodes):
+        requested = int(pod["spec"]["containers"][0]["resources"]["requests"]["cpu"])
+        assert requested < cpu[pod["spec"]["nodeName"]]
+
+
+def test_a_known_kueue_bug_is_named_and_anything_else_is_not_explained():
+    diff = {
+        "job": "j1",
+        "kind": "unconstrained",
+        vs_kueue.OURS: {"admitted": True, "assignment": []},
+        vs_kueue.KUEUE: {
+            "admitted": False,
+            "message": 'couldn\'t assign flavors to pod set main: topology "placement" '
+            "doesn't allow to fit any of 27 pod(s)",
+        },
+    }
+    assert "kueue#8157" in vs_kueue.explain(diff)
+    assert vs_kueue.explain({**diff, "kind": "required-rack"}) == "unexplained"
+    ta = {"levels": ["kubernetes.io/hostname"], "domains": [{"values": ["a"], "count": 2}]}
+    assert vs_kueue.same_outcome(
+        {"admitted": True, "assignment": [ta]},
+        {"admitted": True, "assignment": [ta], "finished_later": True},
+    )
+    assert not vs_kueue.same_outcome(
+        {"admitted": True, "assignment": [ta]}, {"admitted": False, "message": "x"}
+    )
+
+
+def test_the_table_has_both_columns_and_the_ratio():
+    results = {
+        vs_kueue.OURS: {"version": "0.1.0", "stages": {"job64": {"median_all_running_s": 1.0}}},
+        vs_kueue.KUEUE: {"version": "v0.15.0", "stages": {"job64": {"median_all_running_s": 2.0}}},
+        "placement": {"jobs": 200, "nodes": 256, "identical": 200},
+    }
+    text = vs_kueue.table(results)
+    assert "| measure | tas-operator 0.1.0 | Kueue v0.15.0 | ours / Kueue |" in text
+    assert "| 64-pod Job: create -> all pods Running (median) | 1.00 s | 2.00 s | 0.50 |" in text
+    assert "200 of 200 identical" in text
+
+
+def kueue_cached() -> bool:
+    out = subprocess.run(
+        ["bash", str(ROOT / "e2e" / "build-kueue.sh"), "--dir"], capture_output=True, text=True
+    )
+    directory = out.stdout.strip()
+    cache = Path(directory) if directory else None
+    return (
+        bool(cache) and (cache / "kueue").is_file() and (cache / "config" / "components").is_dir()
+    )
+
+
+@pytest.mark.skipif(not kueue_cached(), reason="Kueue's module is not cached (e2e/build-kueue.sh)")
+def test_kueue_manifests_point_at_127_0_0_1():
+    from e2e.kueue_process import KueueProcess
+
+    kueue = KueueProcess(Cluster("/nonexistent", None, None))
+    try:
+        url = f"https://127.0.0.1:{kueue.port}/"
+        converted = [c for c in kueue.crds() if c["spec"].get("conversion")]
+        assert {c["metadata"]["name"] for c in converted} >= {"workloads.kueue.x-k8s.io"}
+        for crd in converted:
+            client = crd["spec"]["conversion"]["webhook"]["clientConfig"]
+            assert client["url"] == url + "convert" and client["caBundle"]
+        for conf in kueue.webhook_configurations():
+            for hook in conf["webhooks"]:
+                assert hook["clientConfig"]["url"].startswith(url)
+                assert "service" not in hook["clientConfig"]
+        cfg = kueue.configuration()
+        assert cfg["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
+        assert cfg["internalCertManagement"] == {"enable": False}
+        assert cfg["featureGates"]["VisibilityOnDemand"] is False
+        assert cfg["integrations"] == {"frameworks": ["batch/job"]}
+        assert cfg["webhook"]["port"] == kueue.port
+    finally:
+        kueue.cleanup()

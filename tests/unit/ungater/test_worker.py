@@ -1,0 +1,106 @@
+"""The ungater against the cache: pods are never sent to a node the cache sees not ready, even
+before hot swap's unhealthyNodes comes back through the watch; pods pinned to a domain the
+assignment lost are failed so that their owner makes new ones."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+
+from tas.cache import projections as proj
+from tests.unit.admission.fixtures import make_state, node, workload
+
+HOST = "kubernetes.io/hostname"
+
+
+class FakeKube:
+    def __init__(self) -> None:
+        self.patches: list[tuple[str, dict]] = []
+
+    async def patch(self, path, body, content_type=None):
+        self.patches.append((path, body))
+        return {}
+
+
+def admitted(name: str, hosts: dict[str, int]) -> dict:
+    obj = workload(name, pods=sum(hosts.values()))
+    obj["metadata"]["resourceVersion"] = "10"
+    obj["status"] = {
+        "conditions": [
+            {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": ""},
+            {"type": "Admitted", "status": "True", "reason": "Admitted", "message": ""},
+        ],
+        "admission": {
+            "clusterQueue": "cq",
+            "podSetAssignments": [
+                {
+                    "name": "main",
+                    "flavors": {"cpu": "tas"},
+                    "count": sum(hosts.values()),
+                    "topologyAssignment": {
+                        "levels": [HOST],
+                        "domains": [{"values": [h], "count": c} for h, c in hosts.items()],
+                    },
+                }
+            ],
+        },
+    }
+    return obj
+
+
+def job_pod(name: str, index: int, *, gated=True, selector=None, phase="Pending") -> dict:
+    spec = {
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+        "nodeSelector": {HOST: selector} if selector else {},
+    }
+    if gated:
+        spec["schedulingGates"] = [{"name": "kueue.x-k8s.io/topology"}]
+    return {
+        "metadata": {
+            "name": f"{name}-{index}",
+            "namespace": "ns",
+            "uid": f"{name}-{index}",
+            "annotations": {"kueue.x-k8s.io/workload": name},
+            "labels": {
+                "kueue.x-k8s.io/podset": "main",
+                "batch.kubernetes.io/job-completion-index": str(index),
+            },
+        },
+        "spec": spec,
+        "status": {"phase": phase},
+    }
+
+
+def run(state, key):
+    from tas.ungater.worker import Ungater
+
+    kube = FakeKube()
+    asyncio.run(Ungater(state, kube).sync(key))
+    return kube.patches
+
+
+def test_no_pod_goes_to_a_node_the_cache_sees_not_ready():
+    nodes = [node("x1", "b1", "r1"), node("x2", "b1", "r1")]
+    state = make_state(nodes)
+    state.upsert_workload(proj.workload_from_object(admitted("w", {"x1": 1, "x2": 1})))
+    for i in range(2):
+        state.upsert_pod(proj.pod_from_object(job_pod("w", i)))
+    down = copy.deepcopy(nodes[1])
+    down["status"]["conditions"][0]["status"] = "False"  # not ready; unhealthyNodes not seen yet
+    state.upsert_node(proj.node_from_object(down))
+    patches = run(state, ("ns", "w"))
+    assert [(p, b["spec"]["nodeSelector"]) for p, b in patches] == [
+        ("/api/v1/namespaces/ns/pods/w-0", {HOST: "x1"})
+    ]
+
+
+def test_a_pod_pinned_to_a_replaced_node_is_failed_for_a_new_one():
+    state = make_state([node("x1", "b1", "r1"), node("x2", "b1", "r1")])
+    state.upsert_workload(proj.workload_from_object(admitted("w", {"x1": 1, "x2": 1})))
+    state.upsert_pod(proj.pod_from_object(job_pod("w", 0, gated=False, selector="x1")))
+    state.upsert_pod(proj.pod_from_object(job_pod("w", 1, gated=False, selector="x9")))
+    patches = run(state, ("ns", "w"))
+    assert [p for p, _ in patches] == ["/api/v1/namespaces/ns/pods/w-1/status"]
+    [(_, body)] = patches
+    assert body["status"]["phase"] == "Failed"
+    assert body["status"]["conditions"][0]["type"] == "TerminatedByKueue"
