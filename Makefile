@@ -11,9 +11,13 @@ DEV_CLUSTER := TAS_CLUSTER_DIR=$(CURDIR)/.cluster/dev
 IMAGE_API_PORT ?= 18443
 IMAGE_ETCD_PORT ?= 14379
 IMAGE_CLUSTER := TAS_CLUSTER_DIR=$(CURDIR)/.cluster/image TAS_API_PORT=$(IMAGE_API_PORT) TAS_ETCD_PORT=$(IMAGE_ETCD_PORT)
+# `make e2e-integrations` runs one more, with the real JobSet and LeaderWorkerSet controllers.
+INTEGRATIONS_API_PORT ?= 19443
+INTEGRATIONS_ETCD_PORT ?= 15379
+INTEGRATIONS_CLUSTER := TAS_CLUSTER_DIR=$(CURDIR)/.cluster/integrations TAS_API_PORT=$(INTEGRATIONS_API_PORT) TAS_ETCD_PORT=$(INTEGRATIONS_ETCD_PORT)
 
 .PHONY: help venv lint fmt unit integration e2e test bins cluster-up cluster-down crds demo demo-down bench clean \
-	image image-lock image-test
+	image image-lock image-test e2e-integrations
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -38,8 +42,8 @@ fmt: venv  ## format and fix what ruff can
 unit: venv  ## unit tests (no cluster)
 	$(BIN)/pytest tests/unit -q
 
-bins:  ## build the control-plane binaries into the cache (only what is missing)
-	bash e2e/build-bins.sh
+bins:  ## build the control-plane binaries into the cache (only what is missing), copy the JobSet/LWS CRDs
+	bash e2e/build-bins.sh manifests
 
 # Integration and e2e tests share one test cluster; it is stopped afterwards unless KEEP_CLUSTER=1.
 integration: venv bins  ## tests against a real kube-apiserver (local cluster, or KUBECONFIG)
@@ -79,6 +83,12 @@ image-lock:  ## re-pin the image's Debian and Python packages (image/*.lock) to 
 image-test: venv bins  ## run `tas operator` from the image's root filesystem against a local cluster
 	rc=0; $(IMAGE_CLUSTER) $(BIN)/pytest e2e/test_image.py -q -m image || rc=$$?; \
 	  [[ -n "$${KEEP_CLUSTER:-}$${KUBECONFIG:-}" ]] || $(IMAGE_CLUSTER) bash e2e/cluster.sh down; exit $$rc
+
+# Not part of `make test`: building the two controllers takes about 20 min cold (see README).
+e2e-integrations: venv  ## e2e with the real JobSet and LeaderWorkerSet controllers (built from the Go proxy)
+	bash e2e/build-bins.sh integrations
+	rc=0; $(INTEGRATIONS_CLUSTER) $(BIN)/pytest e2e -q -m integrations || rc=$$?; \
+	  [[ -n "$${KEEP_CLUSTER:-}$${KUBECONFIG:-}" ]] || $(INTEGRATIONS_CLUSTER) bash e2e/cluster.sh down; exit $$rc
 
 bench: venv  ## solver benchmark (reported, not asserted)
 	$(BIN)/python bench/solver_bench.py

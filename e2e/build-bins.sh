@@ -1,6 +1,13 @@
 #!/usr/bin/env bash
 # Build the local control plane from the Go module proxy into a cache named after the versions.
 # Only missing binaries are built. Prints the cache directory as its last line.
+#
+#   build-bins.sh                 the control plane (etcd, kube-*, kubectl, kwok, helm)
+#   build-bins.sh --dir           print the cache directory, build nothing
+#   build-bins.sh manifests       also the JobSet and LeaderWorkerSet CRDs and webhook manifests,
+#                                 copied from their modules (a download, no build: seconds)
+#   build-bins.sh integrations    also build the JobSet and LeaderWorkerSet controllers (cold:
+#                                 about 10 min each on 2 busy cores; only make e2e-integrations)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=versions.env
@@ -69,6 +76,38 @@ if missing helm; then
   go build -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=v$HELM_VERSION" \
     -o "$BIN_DIR/helm" helm.sh/helm/v3/cmd/helm
   say "helm done"
+fi
+
+# ---- the integrations' controllers, out of the control plane's way ------------------------------
+# integrations/<name>-v<version>/: crds/ and webhook/ from the module (kustomize's inputs, applied
+# by e2e/integrations.py), and manager, the controller's binary.
+integration() {  # integration NAME MODULE VERSION MAIN_PACKAGE CRD_DIR WEBHOOK_DIR
+  local name=$1 module=$2 version=$3 main=$4 crds=$5 webhooks=$6
+  local out="$BIN_DIR/integrations/$name-v$version"
+  if [[ ! -d "$out/crds" ]]; then
+    say "copying the $name v$version CRDs and webhook manifests"
+    local src; src=$(cd "$WORK" && GOFLAGS= go mod download -json "$module@v$version" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+    mkdir -p "$out.tmp/crds" "$out.tmp/webhook"
+    cp "$src/$crds"/*.yaml "$out.tmp/crds/"
+    cp "$src/$webhooks"/*.yaml "$out.tmp/webhook/"
+    [[ -d "$src/$webhooks/patches" ]] && cp "$src/$webhooks"/patches/*.yaml "$out.tmp/webhook/"
+    chmod -R u+w "$out.tmp"
+    rm -rf "$out" && mv "$out.tmp" "$out"
+  fi
+  if [[ "$MODE" == integrations && ! -x "$out/manager" ]]; then
+    say "building the $name v$version controller"
+    wrapper "$name"
+    go mod edit -require="$module@v$version"
+    go build -trimpath -ldflags "-s -w" -o "$out/manager" "$main"
+    say "$name done"
+  fi
+}
+MODE=${1:-}
+if [[ "$MODE" == manifests || "$MODE" == integrations ]]; then
+  integration jobset sigs.k8s.io/jobset "$JOBSET_VERSION" sigs.k8s.io/jobset \
+    config/components/crd/bases config/components/webhook
+  integration lws sigs.k8s.io/lws "$LWS_VERSION" sigs.k8s.io/lws/cmd \
+    config/crd/bases config/webhook
 fi
 
 say "all binaries present"

@@ -98,11 +98,22 @@ def service_account_kubeconfig(cluster: Cluster, directory: Path | None = None) 
     return str(path)
 
 
-def deployment_gates(cluster: Cluster) -> str:
-    """The --feature-gates the installed Deployment passes: what a restarted pod would get."""
-    deployment = cluster.get_json("deployment", "-n", NAMESPACE, RELEASE)
+def deployment_flag(cluster: Cluster, name: str) -> str | None:
+    """The value of --<name> the installed Deployment passes (None when it passes none): what a
+    restarted pod would get; None too when the chart is not installed."""
+    found = cluster.kubectl(
+        "get", "deployment", "-n", NAMESPACE, RELEASE, "-o", "json", check=False
+    )
+    if found.returncode != 0:
+        return None
+    deployment = json.loads(found.stdout)
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
-    return next((a.split("=", 1)[1] for a in args if a.startswith("--feature-gates=")), "")
+    return next((a.split("=", 1)[1] for a in args if a.startswith(f"--{name}=")), None)
+
+
+def deployment_gates(cluster: Cluster) -> str:
+    """The --feature-gates the installed Deployment passes."""
+    return deployment_flag(cluster, "feature-gates") or ""
 
 
 @contextlib.contextmanager

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 from e2e.harness import Cluster, wait_for
@@ -59,6 +60,35 @@ def bound_pod(name: str, node: str, cpu: str = "10m") -> dict:
             "tolerations": [{"operator": "Exists"}],
         },
     }
+
+
+def cluster_queue(name: str, quota: dict[str, object], flavor: str = "tas-flavor") -> dict:
+    """A ClusterQueue for every namespace with one flavor's nominal quota, resource -> amount."""
+    resources = [{"name": r, "nominalQuota": q} for r, q in quota.items()]
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": {
+            "namespaceSelector": {},
+            "resourceGroups": [
+                {
+                    "coveredResources": list(quota),
+                    "flavors": [{"name": flavor, "resources": resources}],
+                }
+            ],
+        },
+    }
+
+
+def scale(
+    cluster: Cluster, kind: str, namespace: str, name: str, replicas: int, check: bool = True
+):
+    """Set spec.replicas through the object (not its scale subresource: the webhooks see it)."""
+    patch = json.dumps({"spec": {"replicas": replicas}})
+    return cluster.kubectl(
+        "patch", kind, "-n", namespace, name, "--type=merge", "-p", patch, check=check
+    )
 
 
 def local_queue(name: str, cluster_queue: str) -> dict:

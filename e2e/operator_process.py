@@ -54,16 +54,19 @@ class OperatorProcess(HostProcess):
         *,
         kubeconfig: str | None = None,
         gates: str = "",
+        integrations: str | None = None,
         extra: tuple[str, ...] = (),
         env: dict[str, str] | None = None,
         command: Sequence[str] | None = None,
     ):
-        """`command` runs `tas` (default: this venv's); e.g. the image's, through image/run.sh."""
+        """`command` runs `tas` (default: this venv's); e.g. the image's, through image/run.sh.
+        `integrations` (--integrations): default, what the installed chart's Deployment passes."""
         self.cluster = cluster
         self.command = list(command or [str(Path(sys.executable).parent / "tas")])
         self.env = env or {}
         self.kubeconfig = kubeconfig or cluster.kubeconfig
         self.gates = gates
+        self.integrations = integrations
         self.extra = extra
         self.port = chart.webhook_port(cluster)  # shared by every operator of the cluster
         self.metrics_port = free_port()
@@ -110,6 +113,11 @@ class OperatorProcess(HostProcess):
         ]
         if self.gates:
             cmd.append(f"--feature-gates={self.gates}")
+        integrations = self.integrations
+        if integrations is None:
+            integrations = chart.deployment_flag(self.cluster, "integrations")
+        if integrations is not None:
+            cmd.append(f"--integrations={integrations}")
         with self.log_path.open("a") as log:  # the child keeps its own copy of the descriptor
             log.write(f"\n===== start {self.starts} =====\n")
             log.flush()

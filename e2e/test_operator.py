@@ -175,27 +175,7 @@ def test_a_job_that_does_not_fit_waits_and_is_admitted_when_another_finishes(
 
 def test_a_job_over_quota_waits_with_the_shortfall(cluster: Cluster, namespace: str, operator):
     cq = f"small-{namespace}"
-    cluster.apply(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta1",
-            "kind": "ClusterQueue",
-            "metadata": {"name": cq},
-            "spec": {
-                "namespaceSelector": {},
-                "resourceGroups": [
-                    {
-                        "coveredResources": ["cpu"],
-                        "flavors": [
-                            {
-                                "name": "tas-flavor",
-                                "resources": [{"name": "cpu", "nominalQuota": 4}],
-                            }
-                        ],
-                    }
-                ],
-            },
-        }
-    )
+    cluster.apply(jobs.cluster_queue(cq, {"cpu": 4}))
     try:
         cluster.apply(
             jobs.local_queue("small", cq),

@@ -19,7 +19,7 @@ def _solve(args: argparse.Namespace) -> int:
 def _operator(args: argparse.Namespace) -> int:
     import logging
 
-    from tas import features
+    from tas import features, integrations
     from tas.config import Settings
     from tas.leader import default_namespace
 
@@ -27,6 +27,11 @@ def _operator(args: argparse.Namespace) -> int:
         gates = features.from_env_and_flag(args.feature_gates)
     except features.FeatureGateError as exc:
         print(f"tas operator: --feature-gates: {exc}", file=sys.stderr)
+        return 2
+    try:
+        enabled = integrations.from_env_and_flag(args.integrations)
+    except integrations.IntegrationsError as exc:
+        print(f"tas operator: --integrations: {exc}", file=sys.stderr)
         return 2
     webhook_service = None
     if args.webhook_service:
@@ -54,6 +59,7 @@ def _operator(args: argparse.Namespace) -> int:
         kubeconfig=args.kubeconfig,
         namespaces=tuple(args.namespace or ()),
         gates=gates,
+        integrations=enabled,
         webhook_listen=args.webhook_listen,
         webhook_port=args.webhook_port,
         webhook_host=args.webhook_host,
@@ -140,6 +146,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     op.add_argument("--namespace", action="append", help="watch only this namespace (repeatable)")
     op.add_argument("--feature-gates", default=None, help="A=true,B=false (also TAS_FEATURE_GATES)")
+    op.add_argument(
+        "--integrations",
+        default=None,
+        help="kinds to admit, Kueue's integrations.frameworks names, comma-separated: "
+        "batch/job, jobset.x-k8s.io/jobset, leaderworkerset.x-k8s.io/leaderworkerset, pod, "
+        "statefulset (also TAS_INTEGRATIONS; default batch/job)",
+    )
     op.add_argument("--webhook-listen", default=env_default("WEBHOOK_LISTEN", "127.0.0.1"))
     op.add_argument("--webhook-port", type=int, default=int(env_default("WEBHOOK_PORT", "9443")))
     op.add_argument(

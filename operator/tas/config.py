@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tas import features
+from tas.integrations import Integrations
+from tas.integrations import defaults as default_integrations
 
 
 @dataclass(frozen=True)
@@ -12,6 +14,8 @@ class Settings:
     kubeconfig: str | None = None
     namespaces: tuple[str, ...] = ()  # empty: every namespace
     gates: features.FeatureGates = field(default_factory=features.defaults)
+    # Which kinds are admitted (Kueue's integrations.frameworks): tas/integrations.py.
+    integrations: Integrations = field(default_factory=default_integrations)
     # Admission webhooks: where the API server reaches this process.
     webhook_listen: str = "127.0.0.1"
     webhook_port: int = 9443

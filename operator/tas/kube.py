@@ -28,6 +28,7 @@ from tas.kubeconfig import Connection
 log = logging.getLogger(__name__)
 
 MERGE = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 KUEUE = "/apis/kueue.x-k8s.io/v1beta1"
 REQUEST_TIMEOUT = 30.0  # seconds for any single non-watch call

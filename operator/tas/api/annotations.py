@@ -51,13 +51,26 @@ class TopologyRequestError(ValueError):
     """
 
     def __init__(
-        self, annotation: str, value: str | None, problem: str, podset_index: int | None = None
+        self,
+        annotation: str,
+        value: str | None,
+        problem: str,
+        podset_index: int | None = None,
+        where: str | None = None,
     ) -> None:
         self.annotation = annotation
         self.value = value
         self.problem = problem
         self.podset_index = podset_index
-        super().__init__(f"annotation {_quote(annotation)}: {self.detail}")
+        self.where = where  # which template, for an owner with several (a JobSet's replicatedJob)
+        prefix = f"{where}: " if where else ""
+        super().__init__(f"{prefix}annotation {_quote(annotation)}: {self.detail}")
+
+    def at(self, where: str) -> TopologyRequestError:
+        """The same error, saying which template it is in."""
+        return TopologyRequestError(
+            self.annotation, self.value, self.problem, self.podset_index, where
+        )
 
     @property
     def detail(self) -> str:
@@ -126,12 +139,15 @@ def parse_topology_request(
     count: int,
     *,
     pod_index_label: str | None = None,
+    sub_group: tuple[str, int] | None = None,
     multi_layer_enabled: bool = True,
 ) -> TopologyRequest:
     """Parse one pod set's annotations, refusing what Kueue's webhook refuses.
 
     `count` is the pod set's count (slice sizes may not exceed it); `multi_layer_enabled` is the
     TASMultiLayerTopology gate. A pod set without annotations gives the implied request.
+    `pod_index_label` and `sub_group` (the label of a pod's Job index, and the number of Jobs)
+    are the integration's rank order, recorded for the ungater.
     """
     required = annotations.get(PODSET_REQUIRED_TOPOLOGY)
     preferred = annotations.get(PODSET_PREFERRED_TOPOLOGY)
@@ -178,6 +194,8 @@ def parse_topology_request(
         slice_layers=layers,
         group_name=group_name,
         pod_index_label=pod_index_label,
+        sub_group_index_label=sub_group[0] if sub_group else None,
+        sub_group_count=sub_group[1] if sub_group else None,
     )
 
 

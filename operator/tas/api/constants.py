@@ -25,6 +25,36 @@ PODSET_LABEL = PREFIX + "podset"
 
 # Pod index labels of the integrations (rank order for the ungater).
 JOB_COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+JOBSET_JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"  # the Job's index in its replicatedJob
+LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"  # 0: the leader
+STATEFULSET_POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
+POD_GROUP_POD_INDEX_LABEL = PREFIX + "pod-group-pod-index"
+# Names the label whose value a pod group's pod copies into POD_GROUP_POD_INDEX_LABEL.
+POD_GROUP_POD_INDEX_LABEL_ANNOTATION = PREFIX + "pod-group-pod-index-label"
+INDEX_LABELS = (
+    JOB_COMPLETION_INDEX_LABEL,
+    JOBSET_JOB_INDEX_LABEL,
+    LWS_WORKER_INDEX_LABEL,
+    STATEFULSET_POD_INDEX_LABEL,
+    POD_GROUP_POD_INDEX_LABEL,
+)
+
+# Plain pods and pod groups (Kueue's pod integration), verbatim.
+MANAGED_LABEL = PREFIX + "managed"  # "true" on every pod the pod integration manages
+MANAGED_VALUE = "true"
+POD_FINALIZER = MANAGED_LABEL  # Kueue's pod finalizer has the managed label's name
+ADMISSION_SCHEDULING_GATE = PREFIX + "admission"
+POD_GROUP_NAME_LABEL = PREFIX + "pod-group-name"
+POD_GROUP_TOTAL_COUNT_ANNOTATION = PREFIX + "pod-group-total-count"
+POD_GROUP_FAST_ADMISSION_ANNOTATION = PREFIX + "pod-group-fast-admission"
+POD_GROUP_SERVING_ANNOTATION = PREFIX + "pod-group-serving"
+POD_SUSPENDING_PARENT_ANNOTATION = PREFIX + "pod-suspending-parent"
+ROLE_HASH_ANNOTATION = PREFIX + "role-hash"
+RETRIABLE_IN_GROUP_ANNOTATION = PREFIX + "retriable-in-group"
+IS_GROUP_WORKLOAD_ANNOTATION = PREFIX + "is-group-workload"
+PREBUILT_WORKLOAD_LABEL = PREFIX + "prebuilt-workload-name"
+POD_COND_TERMINATION_TARGET = "TerminationTarget"
+COND_WAITING_FOR_REPLACEMENT_PODS = "WaitingForReplacementPods"
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 

@@ -23,6 +23,10 @@ def to_api(request: TopologyRequest) -> dict:
         out["unconstrained"] = True
     if request.pod_index_label:
         out["podIndexLabel"] = request.pod_index_label
+    if request.sub_group_index_label:
+        out["subGroupIndexLabel"] = request.sub_group_index_label
+    if request.sub_group_count is not None:
+        out["subGroupCount"] = request.sub_group_count
     if request.group_name:
         out["podSetGroupName"] = request.group_name
     if len(request.slice_layers) == 1:
@@ -56,4 +60,6 @@ def from_api(api: Mapping | None) -> TopologyRequest:
         slice_layers=layers,
         group_name=api.get("podSetGroupName") or None,
         pod_index_label=api.get("podIndexLabel") or None,
+        sub_group_index_label=api.get("subGroupIndexLabel") or None,
+        sub_group_count=int(api["subGroupCount"]) if api.get("subGroupCount") is not None else None,
     )

@@ -18,6 +18,8 @@ from tas.api.constants import (
     COND_FINISHED,
     COND_QUOTA_RESERVED,
     HOSTNAME_LABEL,
+    INDEX_LABELS,
+    IS_GROUP_WORKLOAD_ANNOTATION,
     JOB_COMPLETION_INDEX_LABEL,
     PODSET_LABEL,
     STRICT_FIFO,
@@ -81,9 +83,14 @@ class PodInfo:
     pod_set: str | None
     gated: bool  # still carries the topology scheduling gate
     node_selector: Mapping[str, str]
-    completion_index: int | None
     deleting: bool
     owner_uid: str | None = None  # the controlling owner (a Job's pods: the Job)
+    # The integrations' index labels the pod carries (INDEX_LABELS), as integers: rank order.
+    index_labels: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def completion_index(self) -> int | None:
+        return self.index_labels.get(JOB_COMPLETION_INDEX_LABEL)
 
     @property
     def terminal(self) -> bool:
@@ -100,7 +107,6 @@ def pod_from_object(obj: Mapping) -> PodInfo:
     spec = obj.get("spec") or {}
     annotations = meta.get("annotations") or {}
     labels = meta.get("labels") or {}
-    index = labels.get(JOB_COMPLETION_INDEX_LABEL)
     return PodInfo(
         namespace=meta.get("namespace", ""),
         name=meta["name"],
@@ -114,13 +120,31 @@ def pod_from_object(obj: Mapping) -> PodInfo:
             g.get("name") == TOPOLOGY_SCHEDULING_GATE for g in spec.get("schedulingGates") or []
         ),
         node_selector=dict(spec.get("nodeSelector") or {}),
-        completion_index=int(index) if index is not None and index.isdigit() else None,
         deleting=bool(meta.get("deletionTimestamp")),
         owner_uid=next(
             (o.get("uid") for o in meta.get("ownerReferences") or [] if o.get("controller")),
             None,
         ),
+        index_labels=index_labels(labels),
     )
+
+
+MAX_INDEX_DIGITS = 9  # an index beyond int32 is no rank (Kueue reads them as bounded integers)
+
+
+def index_labels(labels: Mapping[str, str]) -> dict[str, int]:
+    """The rank labels a pod carries, those whose value is a plain decimal number."""
+    out = {}
+    for key in INDEX_LABELS:
+        value = labels.get(key)
+        if (
+            value is not None
+            and value.isascii()
+            and value.isdigit()
+            and len(value) <= MAX_INDEX_DIGITS
+        ):
+            out[key] = int(value)
+    return out
 
 
 @dataclass(frozen=True)
@@ -194,6 +218,14 @@ class PodSetAdmission:
 
 
 @dataclass(frozen=True)
+class OwnerRef:
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+
+
+@dataclass(frozen=True)
 class WorkloadInfo:
     namespace: str
     name: str
@@ -211,9 +243,28 @@ class WorkloadInfo:
     admission_raw: Mapping | None = field(
         default=None, compare=False
     )  # status.admission as written
-    owner_job: str | None = None  # the controlling Job's name
-    owner_uid: str | None = None
+    owner: OwnerRef | None = None  # the controlling owner (a Job, a JobSet, a Pod ...)
+    # Every owner: the controller, and for pod groups each pod and the LeaderWorkerSet.
+    owners: tuple[OwnerRef, ...] = ()
+    is_group: bool = False  # a pod group's Workload (Kueue's is-group-workload annotation)
     spec_error: str | None = field(default=None, compare=False)  # why spec.podSets can't be read
+
+    @property
+    def owner_uid(self) -> str | None:
+        return self.owner.uid if self.owner else None
+
+    @cached_property
+    def owner_uids(self) -> frozenset[str]:
+        return frozenset(o.uid for o in self.owners)
+
+    def owned_by(self, kind: str) -> OwnerRef | None:
+        return next((o for o in self.owners if o.kind == kind), None)
+
+    @property
+    def owner_job(self) -> str | None:
+        """The controlling batch/v1 Job's name."""
+        o = self.owner
+        return o.name if o and o.kind == "Job" and o.api_version == "batch/v1" else None
 
     @property
     def key(self) -> Key:
@@ -317,14 +368,12 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
         )
         for a in assignments
     )
-    owner = next(
-        (
-            o
-            for o in meta.get("ownerReferences") or []
-            if o.get("controller") and o.get("kind") == "Job"
-        ),
-        None,
+    refs = [o for o in meta.get("ownerReferences") or [] if o.get("uid")]
+    owners = tuple(
+        OwnerRef(o.get("apiVersion") or "", o.get("kind") or "", o.get("name") or "", o["uid"])
+        for o in refs
     )
+    owner = next((o for o, ref in zip(owners, refs, strict=True) if ref.get("controller")), None)
     return WorkloadInfo(
         namespace=meta.get("namespace", ""),
         name=meta["name"],
@@ -340,8 +389,9 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
         conditions=tuple(status.get("conditions") or ()),
         unhealthy_nodes=tuple(n["name"] for n in status.get("unhealthyNodes") or []),
         admission_raw=status.get("admission"),
-        owner_job=owner["name"] if owner else None,
-        owner_uid=owner["uid"] if owner else None,
+        owner=owner,
+        owners=owners,
+        is_group=(meta.get("annotations") or {}).get(IS_GROUP_WORKLOAD_ANNOTATION) == "true",
         spec_error=error,
     )
 

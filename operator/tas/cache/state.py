@@ -13,10 +13,12 @@ Capacity bookkeeping:
   its topology usage per flavor. Charges come from the watched status, or from `assume()` for an
   admission whose status write is in flight; `forget()` rolls an assumption back.
 - Every pod bound to a node and not finished takes capacity on that node ("non-TAS usage"),
-  unless a charge already covers it. A charge covers a pod only by our own records: the pod's
-  controlling owner is the workload's owner, and the charge's topology assignment has a free
-  slot for the pod's pod set in the domain of the pod's node. Labels and annotations a user can
-  set never hide a pod; pods beyond the assigned count, or outside it, count.
+  unless a charge already covers it. A charge covers a pod only by our own records: the pod is
+  the workload's (the pod's controlling owner is one of the workload's owners, or so is the
+  owner of that owner as recorded by `link_owner` - a JobSet's Jobs -, or the pod itself is an
+  owner - plain pods and pod groups), and the charge's topology assignment has a free slot for
+  the pod's pod set in the domain of the pod's node. Labels and annotations a user can set
+  never hide a pod; pods beyond the assigned count, or outside it, count.
 - Topology snapshots are built per flavor on demand and kept: a charge is added to or removed
   from a cached snapshot incrementally; a capacity change of any other kind drops them.
 """
@@ -118,7 +120,9 @@ class ClusterState:
         self.local_queues: dict[Key, str] = {}  # (namespace, name) -> ClusterQueue
         self.namespaces: dict[str, Mapping[str, str]] = {}  # name -> labels
         self.workloads: dict[Key, WorkloadInfo] = {}
-        self.workload_by_owner: dict[str, Key] = {}  # owner uid -> workload
+        self.workload_by_owner: dict[str, Key] = {}  # controlling owner uid -> workload
+        # Owners of owners, from our own watches: a JobSet's Job uid -> the JobSet's uid.
+        self.parents: dict[str, str] = {}
         # Indexes kept on every change, so that an admission cycle or a node check costs what
         # changed, not every workload: waiting ones, ones with a node to replace, and the
         # workloads holding capacity on each node.
@@ -243,7 +247,7 @@ class ClusterState:
 
     def _slot_of(self, pod: PodInfo, cov: _Coverage) -> tuple | None:
         """The assignment slot this pod would fill, or None if the charge cannot cover it."""
-        if not pod.holds_node or pod.owner_uid is None or pod.owner_uid != cov.owner_uid:
+        if not pod.holds_node or not self._belongs(pod, cov.owner_uids):
             return None
         levels = cov.levels.get(pod.pod_set or "")
         node = self.nodes.get(pod.node_name or "")
@@ -253,6 +257,31 @@ class ClusterState:
             self._before_node[pod.node_name or ""].add((pod.namespace, pod.name))
             return None
         return (pod.pod_set, tuple(node.labels.get(level, "") for level in levels))
+
+    def _belongs(self, pod: PodInfo, owners: frozenset[str]) -> bool:
+        """The pod is the workload's by our records: its controller (or that controller's own
+        recorded owner) is an owner of the workload, or the workload is owned by the pod."""
+        if pod.uid in owners:
+            return True
+        if pod.owner_uid is None:
+            return False
+        return pod.owner_uid in owners or self.parents.get(pod.owner_uid) in owners
+
+    def link_owner(self, child: str, parent: str | None) -> None:
+        """Record (or with None forget) that `parent` controls `child` (a JobSet its Job), so
+        that the pods of `child` are the parent's workload's; its coverage is rebuilt."""
+        self._check_thread()
+        old = self.parents.get(child)
+        if old == parent:
+            return
+        if parent is None:
+            del self.parents[child]
+        else:
+            self.parents[child] = parent
+        for uid in {old, parent} - {None}:
+            key = self.workload_by_owner.get(uid)
+            if key is not None and key in self._charges:
+                self._cover(key)
 
     def _set_pod_usage(self, key: Key, pod: PodInfo | None) -> bool:
         """The usage this pod adds to its node: all it requests if bound, unfinished and
@@ -291,8 +320,8 @@ class ClusterState:
         old = self._coverage.pop(workload, None)
         charge = self._charges.get(workload)
         info = self.workloads.get(workload)
-        if charge is not None and info is not None and info.owner_uid:
-            cov = _Coverage.of(charge, info.owner_uid)
+        if charge is not None and info is not None and info.owner_uids:
+            cov = _Coverage.of(charge, info.owner_uids)
             if cov.slots:
                 self._coverage[workload] = cov
         if old is None and workload not in self._coverage:
@@ -382,7 +411,7 @@ class ClusterState:
         if workload.owner_uid:
             self.workload_by_owner[workload.owner_uid] = workload.key
         cov = self._coverage.get(workload.key)
-        if cov is not None and cov.owner_uid != workload.owner_uid:
+        if cov is not None and cov.owner_uids != workload.owner_uids:
             self._coverage.pop(workload.key)  # rebuilt by the recharge below
         assumed_on = self._assumed_on.get(workload.key)
         if assumed_on is not None and assumed_on != workload.resource_version:
@@ -583,14 +612,14 @@ def _hosts(charge: Charge) -> set[str]:
 class _Coverage:
     """The pods a workload's charge covers: one per slot of its topology assignment."""
 
-    owner_uid: str
+    owner_uids: frozenset[str]
     levels: dict[str, tuple[str, ...]]  # pod set -> the assignment's levels
     slots: dict[tuple, int]  # (pod set, domain values) -> free slots
     covered: dict[Key, tuple]  # pod -> the slot it holds
     waiting: set[Key]  # pods it could cover if a slot of theirs were free
 
     @classmethod
-    def of(cls, charge: Charge, owner_uid: str) -> _Coverage:
+    def of(cls, charge: Charge, owner_uids: frozenset[str]) -> _Coverage:
         levels: dict[str, tuple[str, ...]] = {}
         slots: dict[tuple, int] = defaultdict(int)
         for ps in charge.pod_sets:
@@ -599,7 +628,7 @@ class _Coverage:
             levels[ps.name] = ps.assignment.levels
             for domain in ps.assignment.domains:
                 slots[(ps.name, tuple(domain.values))] += domain.count
-        return cls(owner_uid, levels, dict(slots), {}, set())
+        return cls(owner_uids, levels, dict(slots), {}, set())
 
     def take(self, pod: Key, slot: tuple | None) -> bool:
         if slot is None:

@@ -27,8 +27,15 @@ from tas.api.constants import QUEUE_NAME_LABEL
 from tas.config import Settings
 from tas.features import Gate
 from tas.handlers.runtime import Runtime
-from tas.jobs.workload import build_workload
+from tas.handlers.watches import owned_by_jobset
+from tas.integrations import JOBSET, LEADERWORKERSET, Framework
+from tas.jobframework.workload import build_workload
+from tas.jobs.lifecycle import JOB
+from tas.jobset.jobset import JOB_SET
 from tas.kubeconfig import load_connection
+from tas.leaderworkerset import lws
+from tas.pods import webhook as pod_webhook
+from tas.statefulset import webhook as sts_webhook
 from tas.webhookcert import WebhookCertificates
 
 log = logging.getLogger("tas.operator")
@@ -39,6 +46,14 @@ CERT_FILE_CHECK_SECONDS = 30.0
 # The webhooks' handler ids, which are their URL paths in the chart's webhook configurations.
 SUSPEND_WEBHOOK = "suspend-queued-jobs"
 VALIDATE_WEBHOOK = "validate-topology-request"
+SUSPEND_JOBSET_WEBHOOK = "suspend-queued-jobsets"
+VALIDATE_JOBSET_WEBHOOK = "validate-jobsets"
+MUTATE_POD_WEBHOOK = "gate-queued-pods"
+VALIDATE_POD_WEBHOOK = "validate-pods"
+MUTATE_STATEFULSET_WEBHOOK = "mark-queued-statefulsets"
+VALIDATE_STATEFULSET_WEBHOOK = "validate-statefulsets"
+MUTATE_LWS_WEBHOOK = "mark-queued-leaderworkersets"
+VALIDATE_LWS_WEBHOOK = "validate-leaderworkersets"
 
 
 class ForgetfulMemories(ResourceMemories):
@@ -127,6 +142,34 @@ async def workers_alive(memo: kopf.Memo, **_: Any) -> dict:
 # ---- admission webhooks for Jobs ---------------------------------------------------------------
 
 
+def enabled(memo: Any, framework: Framework) -> bool:
+    """A webhook of a disabled integration passes everything (the chart does not call it)."""
+    return memo.settings.integrations.enabled(framework)
+
+
+def multi_layer(memo: Any) -> bool:
+    return memo.settings.gates.enabled(Gate.TAS_MULTI_LAYER_TOPOLOGY)
+
+
+def refuse(errors: list[str]) -> None:
+    if errors:
+        raise kopf.AdmissionError("; ".join(errors), code=422)
+
+
+def review_object(body: kopf.Body) -> dict:
+    """The reviewed object as a plain dict; a name and uid even at creation (generateName)."""
+    obj = {"metadata": dict(body.meta), "spec": dict(body.spec)}
+    obj["metadata"].setdefault("name", body.meta.get("generateName") or "new")
+    obj["metadata"].setdefault("uid", "")
+    obj["metadata"].setdefault("namespace", "")
+    if "status" in body:
+        obj["status"] = dict(body.get("status") or {})
+    return obj
+
+
+# ---- batch/v1 Jobs -----------------------------------------------------------------------------
+
+
 @kopf.on.mutate(
     "batch",
     "v1",
@@ -136,9 +179,12 @@ async def workers_alive(memo: kopf.Memo, **_: Any) -> dict:
     labels={QUEUE_NAME_LABEL: kopf.PRESENT},
     side_effects=False,
 )
-async def suspend_queued_job(spec: Any, patch: kopf.Patch, **_: Any) -> None:
-    """A queued Job starts suspended: its pods wait for admission."""
-    if not spec.get("suspend"):
+async def suspend_queued_job(
+    body: kopf.Body, spec: Any, patch: kopf.Patch, memo: kopf.Memo, **_: Any
+) -> None:
+    """A queued Job starts suspended: its pods wait for admission. A JobSet's Job is left to its
+    JobSet."""
+    if enabled(memo, Framework.JOB) and not owned_by_jobset(body) and not spec.get("suspend"):
         patch.spec["suspend"] = True
 
 
@@ -152,16 +198,166 @@ async def suspend_queued_job(spec: Any, patch: kopf.Patch, **_: Any) -> None:
     side_effects=False,
 )
 async def validate_topology_request(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    config: Settings = memo.settings
-    job = {
-        "metadata": {
-            "name": body.meta.get("name") or "new",
-            "namespace": body.meta.get("namespace") or "",
-            "uid": body.meta.get("uid") or "",
-        },
-        "spec": dict(body.spec),
-    }
+    if not enabled(memo, Framework.JOB) or owned_by_jobset(body):
+        return
     try:
-        build_workload(job, multi_layer_enabled=config.gates.enabled(Gate.TAS_MULTI_LAYER_TOPOLOGY))
+        build_workload(JOB, review_object(body), multi_layer_enabled=multi_layer(memo))
     except TopologyRequestError as exc:
         raise kopf.AdmissionError(str(exc), code=422) from None
+
+
+# ---- JobSets -----------------------------------------------------------------------------------
+
+
+@kopf.on.mutate(
+    JOBSET.group,
+    JOBSET.version,
+    JOBSET.plural,
+    id=SUSPEND_JOBSET_WEBHOOK,
+    operations=["CREATE"],
+    labels={QUEUE_NAME_LABEL: kopf.PRESENT},
+    side_effects=False,
+)
+async def suspend_queued_jobset(spec: Any, patch: kopf.Patch, memo: kopf.Memo, **_: Any) -> None:
+    """A queued JobSet starts suspended, and with it every Job it makes."""
+    if enabled(memo, Framework.JOBSET) and not spec.get("suspend"):
+        patch.spec["suspend"] = True
+
+
+@kopf.on.validate(
+    JOBSET.group,
+    JOBSET.version,
+    JOBSET.plural,
+    id=VALIDATE_JOBSET_WEBHOOK,
+    operations=["CREATE", "UPDATE"],
+    labels={QUEUE_NAME_LABEL: kopf.PRESENT},
+    side_effects=False,
+)
+async def validate_jobset(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    """Every replicatedJob's topology annotations, with Kueue's rules; the message names the
+    annotation and the replicatedJob."""
+    if not enabled(memo, Framework.JOBSET):
+        return
+    try:
+        JOB_SET.pod_sets(review_object(body), multi_layer_enabled=multi_layer(memo))
+    except TopologyRequestError as exc:
+        raise kopf.AdmissionError(str(exc), code=422) from None
+
+
+# ---- plain pods and pod groups -----------------------------------------------------------------
+
+
+@kopf.on.mutate(
+    "",
+    "v1",
+    "pods",
+    id=MUTATE_POD_WEBHOOK,
+    operations=["CREATE"],
+    side_effects=False,
+)
+async def gate_queued_pod(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any) -> None:
+    """A queued pod is gated at creation until its Workload (its own, or its group's) is
+    admitted; a pod of a Job or JobSet admitted as a whole is left alone."""
+    if not enabled(memo, Framework.POD):
+        return
+    pod = review_object(body)
+    controller = next(
+        (o.get("uid") for o in body.meta.get("ownerReferences") or [] if o.get("controller")), None
+    )
+    if rt(memo).managed_owner(controller):
+        return
+    patch.update(
+        pod_webhook.mutate(pod, tas=memo.settings.gates.enabled(Gate.TOPOLOGY_AWARE_SCHEDULING))
+    )
+
+
+@kopf.on.validate(
+    "",
+    "v1",
+    "pods",
+    id=VALIDATE_POD_WEBHOOK,
+    operations=["CREATE", "UPDATE"],
+    side_effects=False,
+)
+async def validate_pod(body: kopf.Body, old: Any, memo: kopf.Memo, **_: Any) -> None:
+    if enabled(memo, Framework.POD):
+        previous = {"metadata": dict(old.get("metadata") or {})} if old else None
+        refuse(
+            pod_webhook.validate(
+                review_object(body), previous, multi_layer_enabled=multi_layer(memo)
+            )
+        )
+
+
+# ---- StatefulSets ------------------------------------------------------------------------------
+
+
+@kopf.on.mutate(
+    "apps",
+    "v1",
+    "statefulsets",
+    id=MUTATE_STATEFULSET_WEBHOOK,
+    operations=["CREATE", "UPDATE"],
+    labels={QUEUE_NAME_LABEL: kopf.PRESENT},
+    side_effects=False,
+)
+async def mark_queued_statefulset(
+    body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any
+) -> None:
+    """Its pods become one pod group of `replicas`, admitted at the first pod."""
+    if enabled(memo, Framework.STATEFULSET):
+        patch.update(sts_webhook.mutate(review_object(body)))
+
+
+@kopf.on.validate(
+    "apps",
+    "v1",
+    "statefulsets",
+    id=VALIDATE_STATEFULSET_WEBHOOK,
+    operations=["UPDATE"],
+    labels={QUEUE_NAME_LABEL: kopf.PRESENT},
+    side_effects=False,
+)
+async def validate_statefulset(body: kopf.Body, old: Any, memo: kopf.Memo, **_: Any) -> None:
+    if not enabled(memo, Framework.STATEFULSET) or not old:
+        return
+    new = review_object(body)
+    previous = {k: dict(old.get(k) or {}) for k in ("metadata", "spec", "status")}
+    group = sts_webhook.group_name(new["metadata"]["name"])
+    exists = (new["metadata"]["namespace"], group) in rt(memo).state.workloads
+    refuse(sts_webhook.validate_update(previous, new, previous_workload=exists))
+
+
+# ---- LeaderWorkerSets --------------------------------------------------------------------------
+
+
+@kopf.on.mutate(
+    LEADERWORKERSET.group,
+    LEADERWORKERSET.version,
+    LEADERWORKERSET.plural,
+    id=MUTATE_LWS_WEBHOOK,
+    operations=["CREATE", "UPDATE"],
+    labels={QUEUE_NAME_LABEL: kopf.PRESENT},
+    side_effects=False,
+)
+async def mark_queued_leaderworkerset(
+    body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any
+) -> None:
+    """Its pods are gated at creation and join their group's Workload."""
+    if enabled(memo, Framework.LEADERWORKERSET):
+        patch.update(lws.mutate(review_object(body)))
+
+
+@kopf.on.validate(
+    LEADERWORKERSET.group,
+    LEADERWORKERSET.version,
+    LEADERWORKERSET.plural,
+    id=VALIDATE_LWS_WEBHOOK,
+    operations=["CREATE", "UPDATE"],
+    labels={QUEUE_NAME_LABEL: kopf.PRESENT},
+    side_effects=False,
+)
+async def validate_leaderworkerset(body: kopf.Body, old: Any, memo: kopf.Memo, **_: Any) -> None:
+    if enabled(memo, Framework.LEADERWORKERSET):
+        previous = {"metadata": dict(old.get("metadata") or {})} if old else None
+        refuse(lws.validate(review_object(body), previous, multi_layer_enabled=multi_layer(memo)))

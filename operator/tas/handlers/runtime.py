@@ -20,12 +20,17 @@ from tas.cache.reflector import Reflector
 from tas.cache.state import ClusterState
 from tas.config import Settings
 from tas.features import Gate
-from tas.handlers.watches import WATCHES, on_workload
+from tas.handlers.watches import WATCHES, Watch, on_workload
 from tas.hotswap.controller import NodeHealthController
-from tas.jobs.controller import JobController
+from tas.integrations import Framework
+from tas.jobframework.reconciler import JobReconciler
+from tas.jobs.controller import job_controller
+from tas.jobset.jobset import JOB_SET
 from tas.kube import Kube
 from tas.kubeconfig import load_connection
 from tas.leader import LeaderElector, LeaseSettings
+from tas.leaderworkerset.controller import LeaderWorkerSetController
+from tas.pods.controller import PodController
 from tas.serial import SerialWorker
 from tas.solver.types import SolverOptions
 from tas.ungater.worker import Ungater
@@ -33,7 +38,20 @@ from tas.workload.writer import WorkloadWriter
 
 log = logging.getLogger("tas.operator")
 
-NAMESPACED = ("localqueues", "workloads", "jobs")
+# Listed in the --namespace namespaces only, when given (nodes and pods are always listed
+# everywhere: capacity is cluster-wide).
+NAMESPACED = (
+    "localqueues",
+    "workloads",
+    "jobs",
+    "jobset-jobs",
+    "jobsets",
+    "managed-pods",
+    "leaderworkersets",
+)
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+# The workers that write: cancelled at once when the lease is lost.
+WRITERS = ("admission", "jobs", "jobsets", "pods", "leaderworkersets", "ungater", "hotswap")
 
 
 class Runtime:
@@ -54,14 +72,27 @@ class Runtime:
             self.writer,
             replacement_fail_fast=gates.enabled(Gate.TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST),
         )
-        self.jobs = JobController(
-            self.state,
-            self.kube,
-            self.writer,
-            multi_layer_enabled=gates.enabled(Gate.TAS_MULTI_LAYER_TOPOLOGY),
+        multi_layer = gates.enabled(Gate.TAS_MULTI_LAYER_TOPOLOGY)
+        self.jobs = job_controller(
+            self.state, self.kube, self.writer, multi_layer_enabled=multi_layer
         )
+        self.jobsets = JobReconciler(
+            JOB_SET, self.state, self.kube, self.writer, multi_layer_enabled=multi_layer
+        )
+        self.pod_groups = PodController(
+            self.state, self.kube, self.writer, multi_layer_enabled=multi_layer
+        )
+        self.leaderworkersets = LeaderWorkerSetController(
+            self.state, self.kube, self.pod_groups.pods, multi_layer_enabled=multi_layer
+        )
+        self.child_jobs: dict[tuple[str, str], str] = {}  # a JobSet's Jobs: key -> uid
         self.ungater = Ungater(self.state, self.kube)
         self.job_worker = SerialWorker("jobs", self.jobs.sync, concurrency=8)
+        self.jobset_worker = SerialWorker("jobsets", self.jobsets.sync, concurrency=4)
+        self.pod_worker = SerialWorker("pods", self.pod_groups.sync, concurrency=8)
+        self.lws_worker = SerialWorker(
+            "leaderworkersets", self.leaderworkersets.sync, concurrency=4
+        )
         self.ungate_worker = SerialWorker("ungater", self.ungater.sync, concurrency=4)
         self.hotswap_enabled = gates.enabled(Gate.TAS_FAILED_NODE_REPLACEMENT)
         self.node_health = NodeHealthController(
@@ -73,6 +104,11 @@ class Runtime:
             multiple_nodes=gates.enabled(Gate.TAS_MULTIPLE_NODE_REPLACEMENT),
         )
         self.hotswap_worker = SerialWorker("hotswap", self.node_health.sync, concurrency=2)
+        # CRD name -> the kind it serves, for the enabled integrations served by a CRD.
+        self.crd_kinds = {
+            w.crd: kind for kind, w in WATCHES.items() if w.crd and self.enabled(w.framework)
+        }
+        self.dynamic: dict[str, list[tuple[Reflector, asyncio.Task]]] = {}
         self.reflectors = self._reflectors()
         self.elector = (
             LeaderElector(
@@ -86,17 +122,81 @@ class Runtime:
         self.tasks: list[asyncio.Task] = []
         self.active = False
 
+    def enabled(self, framework: Framework | None) -> bool:
+        return framework is None or self.settings.integrations.enabled(framework)
+
+    def _reflector(self, kind: str, watch: Watch) -> list[Reflector]:
+        paths = [watch.path]
+        if kind in NAMESPACED and self.settings.namespaces:
+            prefix, resource = watch.path.rsplit("/", 1)
+            paths = [f"{prefix}/namespaces/{ns}/{resource}" for ns in self.settings.namespaces]
+        handle = functools.partial(watch.handler, self)
+        return [Reflector(self.kube, p, handle, name=kind, params=watch.params) for p in paths]
+
     def _reflectors(self) -> list[Reflector]:
+        """The kinds listed before admission starts. A kind served by a CRD is listed once its
+        CRD is established (see `_on_crd`): its reflector is made then."""
         out = []
-        for kind, (path, params, handler) in WATCHES.items():
-            paths = [path]
-            if kind in NAMESPACED and self.settings.namespaces:
-                prefix, resource = path.rsplit("/", 1)
-                paths = [f"{prefix}/namespaces/{ns}/{resource}" for ns in self.settings.namespaces]
-            for p in paths:
-                handle = functools.partial(handler, self)
-                out.append(Reflector(self.kube, p, handle, name=kind, params=params))
+        for kind, watch in WATCHES.items():
+            if self.enabled(watch.framework) and watch.crd is None:
+                out += self._reflector(kind, watch)
+        if self.crd_kinds:
+            out.append(Reflector(self.kube, CRDS, self._on_crd, name="crds"))
         return out
+
+    async def _on_crd(self, kind: str, obj) -> None:
+        """Start listing a kind when its CRD is established, stop when it goes away."""
+        name = obj["metadata"]["name"]
+        watched = self.crd_kinds.get(name)
+        if watched is None:
+            return
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        established = kind != "DELETED" and any(
+            c.get("type") == "Established" and c.get("status") == "True" for c in conditions
+        )
+        running = self.dynamic.get(watched)
+        if established and running is None:
+            log.info("%s: CRD %s established; handling them", watched, name)
+            reflectors = self._reflector(watched, WATCHES[watched])
+            self.dynamic[watched] = [
+                (r, asyncio.create_task(r.run(), name=f"watch-{watched}")) for r in reflectors
+            ]
+        elif not established and running is not None:
+            log.info("%s: CRD %s is gone; no longer handling them", watched, name)
+            for reflector, task in self.dynamic.pop(watched):
+                task.cancel()
+                for namespace, obj_name in list(reflector.known):
+                    await reflector.handle(
+                        "DELETED", {"metadata": {"namespace": namespace, "name": obj_name}}
+                    )
+
+    def _report_missing_crds(self) -> None:
+        for crd, kind in self.crd_kinds.items():
+            if kind not in self.dynamic:
+                log.info(
+                    "%s integration: CRD %s is not installed; skipped until it appears",
+                    WATCHES[kind].framework,
+                    crd,
+                )
+
+    def owner_changed(self, workload) -> None:
+        """A Workload changed: its owner's integration looks again."""
+        namespace = workload.namespace
+        if workload.owner_job:
+            self.job_worker.submit((namespace, workload.owner_job))
+        owner = workload.owner
+        if owner is not None and owner.kind == "JobSet":
+            self.jobset_worker.submit((namespace, owner.name))
+        for key in self.pod_groups.keys_of_workload(workload):
+            self.pod_worker.submit(key)
+        lws = workload.owned_by("LeaderWorkerSet")
+        if lws is not None:
+            self.lws_worker.submit(("lws", namespace, lws.name))
+
+    def managed_owner(self, uid: str | None) -> bool:
+        """A pod's controller is admitted through another integration (a queued Job, a
+        JobSet's Job): the pod is not managed on its own."""
+        return bool(uid) and (uid in self.state.workload_by_owner or uid in self.state.parents)
 
     async def _refresh_workload(self, obj, refused_version: str) -> None:
         """A Workload read again after a 409. Taken only if the cache still holds the version
@@ -121,10 +221,19 @@ class Runtime:
         if self.elector is not None:
             task(self.elector.run(), "lease")
         task(self.admission.run(), "admission")
-        task(self.job_worker.run(), "jobs")
-        task(self.ungate_worker.run(), "ungater")
-        task(self.hotswap_worker.run(), "hotswap")
+        for worker in self.workers():
+            task(worker.run(), worker.name)
         task(self._activate(), "activate")
+
+    def workers(self) -> list[SerialWorker]:
+        return [
+            self.job_worker,
+            self.jobset_worker,
+            self.pod_worker,
+            self.lws_worker,
+            self.ungate_worker,
+            self.hotswap_worker,
+        ]
 
     def background(self, coro, name: str) -> None:
         """A task that runs as long as the process, watched by the liveness probe."""
@@ -141,6 +250,7 @@ class Runtime:
             len(self.state.pods),
             len(self.state.workloads),
         )
+        self._report_missing_crds()
         if self.elector is not None:
             try:
                 await asyncio.wait_for(self.elector.leading.wait(), 3)
@@ -150,12 +260,20 @@ class Runtime:
         log.info("admitting (leader)")
         self.active = True
         self.admission.synced.set()
-        for worker in (self.job_worker, self.ungate_worker, self.hotswap_worker):
+        for worker in self.workers():
             worker.started.set()
         for name in list(self.state.nodes):  # a node may have failed while we were away
             self.check_node(name)
-        for key in list(self.jobs.jobs):  # Jobs whose Workload changed while we were away
+        # Owners whose Workload changed while we were away.
+        for key in list(self.jobs.objects):
             self.job_worker.submit(key)
+        for key in list(self.jobsets.objects):
+            self.jobset_worker.submit(key)
+        for pod in list(self.pod_groups.pods.values()):
+            for key in self.pod_groups.upsert(pod):
+                self.pod_worker.submit(key)
+        for key in list(self.leaderworkersets.objects):
+            self.lws_worker.submit(("lws", *key))
         for key, workload in list(self.state.workloads.items()):
             if workload.admitted:
                 self.ungate_worker.submit(key)
@@ -165,7 +283,7 @@ class Runtime:
         """Another replica may be admitting now: stop writing at once, then exit so the
         process restarts as a standby (controller-runtime does the same)."""
         for t in self.tasks:
-            if t.get_name() in ("admission", "jobs", "ungater", "hotswap"):
+            if t.get_name() in WRITERS:
                 t.cancel()
         self.admission.cancel_writes()
         os.kill(os.getpid(), signal.SIGTERM)
@@ -173,7 +291,8 @@ class Runtime:
     def problems(self) -> list[str]:
         """Why the process is not healthy: tasks that ended although they run forever."""
         out = []
-        for t in self.tasks:
+        dynamic = [task for pairs in self.dynamic.values() for _, task in pairs]
+        for t in [*self.tasks, *dynamic]:
             if t.get_name() == "activate" or not t.done() or t.cancelled():
                 continue
             exc = t.exception()
@@ -181,9 +300,10 @@ class Runtime:
         return out
 
     async def stop(self) -> None:
-        for t in self.tasks:
+        dynamic = [task for pairs in self.dynamic.values() for _, task in pairs]
+        for t in [*self.tasks, *dynamic]:
             t.cancel()
-        await asyncio.gather(*self.tasks, return_exceptions=True)
+        await asyncio.gather(*self.tasks, *dynamic, return_exceptions=True)
         if self.elector is not None:
             try:
                 await asyncio.wait_for(self.elector.release(), 5)

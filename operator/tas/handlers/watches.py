@@ -9,10 +9,13 @@ deletions read what they need from the cache's own projections.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tas.api.constants import HOSTNAME_LABEL
+from tas.api.constants import HOSTNAME_LABEL, MANAGED_LABEL, QUEUE_NAME_LABEL
 from tas.cache import projections as proj
+from tas.integrations import JOBSET, LEADERWORKERSET, Framework
+from tas.leaderworkerset.controller import waiting_pod
 
 if TYPE_CHECKING:
     from tas.handlers.runtime import Runtime
@@ -41,9 +44,9 @@ async def on_node(rt: Runtime, kind: str, obj: Obj) -> None:
             workload = rt.state.workloads.get(key)
             if workload and workload.admitted:
                 rt.ungate_worker.submit(key)  # pods held back from a node not ready may go now
-            if workload and workload.evicted and workload.owner_job:
+            if workload and workload.evicted:
                 # its pods terminating here may stop holding the quota (node gone or not ready)
-                rt.job_worker.submit((workload.namespace, workload.owner_job))
+                rt.owner_changed(workload)
         rt.admission.wake()
 
 
@@ -63,8 +66,8 @@ async def on_pod(rt: Runtime, kind: str, obj: Obj) -> None:
     if pod.workload:
         rt.ungate_worker.submit((pod.namespace, pod.workload))
         workload = rt.state.workloads.get((pod.namespace, pod.workload))
-        if workload and workload.evicted and workload.owner_job:
-            rt.job_worker.submit((pod.namespace, workload.owner_job))  # waiting for pods to go
+        if workload and workload.evicted:
+            rt.owner_changed(workload)  # waiting for its pods to go
         rt.check_node(pod.node_name or pod.node_selector.get(HOSTNAME_LABEL))
     rt.admission.wake()
 
@@ -116,8 +119,8 @@ async def on_workload(rt: Runtime, kind: str, obj: Obj) -> None:
         rt.state.upsert_workload(workload)
         if workload.admitted:
             rt.ungate_worker.submit(workload.key)
-    if workload and workload.owner_job:
-        rt.job_worker.submit((workload.namespace, workload.owner_job))
+    if workload:
+        rt.owner_changed(workload)
     rt.admission.wake()
 
 
@@ -125,26 +128,119 @@ async def on_job(rt: Runtime, kind: str, obj: Obj) -> None:
     if kind == "DELETED":
         rt.jobs.forget(*proj.key_of(obj))
         return
-    rt.job_worker.submit(rt.jobs.upsert(obj))
+    if not owned_by_jobset(obj):  # a JobSet's Job is admitted with its JobSet
+        rt.job_worker.submit(rt.jobs.upsert(obj))
+
+
+def owned_by_jobset(obj: Obj) -> str | None:
+    """The uid of the JobSet controlling this Job, if one does."""
+    return next(
+        (
+            o.get("uid")
+            for o in obj["metadata"].get("ownerReferences") or []
+            if o.get("controller")
+            and o.get("kind") == JOBSET.kind
+            and (o.get("apiVersion") or "").startswith(JOBSET.group + "/")
+        ),
+        None,
+    )
+
+
+async def on_jobset(rt: Runtime, kind: str, obj: Obj) -> None:
+    if kind == "DELETED":
+        rt.jobsets.forget(*proj.key_of(obj))
+        return
+    rt.jobset_worker.submit(rt.jobsets.upsert(obj))
+
+
+async def on_jobset_job(rt: Runtime, kind: str, obj: Obj) -> None:
+    """A JobSet's Job: its pods are the JobSet's workload's (capacity accounting)."""
+    uid = obj["metadata"].get("uid")
+    if kind == "DELETED":
+        uid = rt.child_jobs.pop(proj.key_of(obj), uid)
+        if uid:
+            rt.state.link_owner(uid, None)
+    elif uid:
+        rt.child_jobs[proj.key_of(obj)] = uid
+        rt.state.link_owner(uid, owned_by_jobset(obj))
+    rt.admission.wake()
+
+
+async def on_managed_pod(rt: Runtime, kind: str, obj: Obj) -> None:
+    """A pod of the pod integration (finished ones too: a group counts its succeeded pods)."""
+    if kind == "DELETED":
+        keys = rt.pod_groups.forget(*proj.key_of(obj))
+    else:
+        keys = rt.pod_groups.upsert(obj)
+        pod = rt.pod_groups.pods[proj.key_of(obj)]
+        if waiting_pod(pod):
+            rt.lws_worker.submit(("pod", *proj.key_of(obj)))
+    for key in keys:
+        rt.pod_worker.submit(key)
+
+
+async def on_leaderworkerset(rt: Runtime, kind: str, obj: Obj) -> None:
+    if kind == "DELETED":
+        rt.leaderworkersets.forget(*proj.key_of(obj))
+        return
+    for key in rt.leaderworkersets.upsert(obj):
+        rt.lws_worker.submit(key)
 
 
 WatchHandler = Callable[["Runtime", str, Obj], Awaitable[None]]
 
-# kind -> (API path of the collection, query parameters, handler). Server-side selectors cut
-# volume without losing usage: a Succeeded or Failed pod holds nothing on its node (and leaves
-# the watch as DELETED), and only Jobs with a queue-name label are ours.
-WATCHES: dict[str, tuple[str, dict[str, str], WatchHandler]] = {
-    "namespaces": ("/api/v1/namespaces", {}, on_namespace),
-    "nodes": ("/api/v1/nodes", {}, on_node),
-    "pods": (
+
+@dataclass(frozen=True)
+class Watch:
+    path: str  # the API path of the collection
+    params: Mapping[str, str]
+    handler: WatchHandler
+    framework: Framework | None = None  # only when this integration is enabled (None: always)
+    crd: str | None = None  # listed only while this CRD is established (see runtime.py)
+
+
+# kind -> what to list and watch. Server-side selectors cut volume without losing usage: a
+# Succeeded or Failed pod holds nothing on its node (and leaves the watch as DELETED), and only
+# Jobs with a queue-name label are ours.
+WATCHES: dict[str, Watch] = {
+    "namespaces": Watch("/api/v1/namespaces", {}, on_namespace),
+    "nodes": Watch("/api/v1/nodes", {}, on_node),
+    "pods": Watch(
         "/api/v1/pods",
         {"fieldSelector": "status.phase!=Succeeded,status.phase!=Failed"},
         on_pod,
     ),
-    "topologies": ("/apis/kueue.x-k8s.io/v1beta1/topologies", {}, on_topology),
-    "resourceflavors": ("/apis/kueue.x-k8s.io/v1beta1/resourceflavors", {}, on_flavor),
-    "clusterqueues": ("/apis/kueue.x-k8s.io/v1beta1/clusterqueues", {}, on_cluster_queue),
-    "localqueues": ("/apis/kueue.x-k8s.io/v1beta1/localqueues", {}, on_local_queue),
-    "workloads": ("/apis/kueue.x-k8s.io/v1beta1/workloads", {}, on_workload),
-    "jobs": ("/apis/batch/v1/jobs", {"labelSelector": "kueue.x-k8s.io/queue-name"}, on_job),
+    "topologies": Watch("/apis/kueue.x-k8s.io/v1beta1/topologies", {}, on_topology),
+    "resourceflavors": Watch("/apis/kueue.x-k8s.io/v1beta1/resourceflavors", {}, on_flavor),
+    "clusterqueues": Watch("/apis/kueue.x-k8s.io/v1beta1/clusterqueues", {}, on_cluster_queue),
+    "localqueues": Watch("/apis/kueue.x-k8s.io/v1beta1/localqueues", {}, on_local_queue),
+    "workloads": Watch("/apis/kueue.x-k8s.io/v1beta1/workloads", {}, on_workload),
+    "jobs": Watch(
+        "/apis/batch/v1/jobs", {"labelSelector": QUEUE_NAME_LABEL}, on_job, Framework.JOB
+    ),
+    # The Jobs a JobSet makes (they carry its name), for their pods' capacity.
+    "jobset-jobs": Watch(
+        "/apis/batch/v1/jobs",
+        {"labelSelector": "jobset.sigs.k8s.io/jobset-name"},
+        on_jobset_job,
+        Framework.JOBSET,
+    ),
+    "jobsets": Watch(
+        JOBSET.collection(),
+        {"labelSelector": QUEUE_NAME_LABEL},
+        on_jobset,
+        Framework.JOBSET,
+        crd=JOBSET.crd_name,
+    ),
+    # Managed pods, finished ones included (a pod group counts its succeeded pods).
+    "managed-pods": Watch(
+        "/api/v1/pods", {"labelSelector": f"{MANAGED_LABEL}=true"}, on_managed_pod, Framework.POD
+    ),
+    "leaderworkersets": Watch(
+        LEADERWORKERSET.collection(),
+        {"labelSelector": QUEUE_NAME_LABEL},
+        on_leaderworkerset,
+        Framework.LEADERWORKERSET,
+        crd=LEADERWORKERSET.crd_name,
+    ),
 }

@@ -76,7 +76,11 @@ class TopologyRequest:
     # outermost first; the single-layer annotation is one layer
     slice_layers: tuple[SliceLayer, ...] = ()
     group_name: str | None = None  # podset-group-name: leader + workers share one domain
+    # Rank order for the ungater (placement ignores them): the label holding a pod's index,
+    # and for JobSets the label holding its Job's index and the number of Jobs.
     pod_index_label: str | None = None
+    sub_group_index_label: str | None = None
+    sub_group_count: int | None = None
 
     @property
     def implied(self) -> bool:

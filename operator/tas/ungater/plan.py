@@ -2,9 +2,11 @@
 
 Pure: the assignment and the workload's pods in, (pod, nodeSelector) pairs out. A domain never
 gets more pods than assigned: pods already ungated onto it count, and so do pods we ungated
-whose update the watch has not shown yet (expectations). Indexed Job pods go by rank (their
-completion index) so that index i always lands in the i-th slot of the assignment, which keeps
-neighbours in rank also neighbours in the topology; other pods fill the domains in order.
+whose update the watch has not shown yet (expectations). Pods that can be ranked (ranks.py:
+an Indexed Job's completion index, a JobSet's Job and completion index, a LeaderWorkerSet's
+worker index) go by rank, so that rank i always lands in the i-th slot of the assignment, which
+keeps neighbours in rank also neighbours in the topology (and a slice's pods in its domain);
+other pods fill the domains in order.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 
 from tas.cache.projections import PodInfo
 from tas.solver.types import TopologyAssignment
+from tas.ungater.ranks import RankRule, ranks
 
 Selector = dict[str, str]
 
@@ -41,9 +44,11 @@ def plan(
     pods: Iterable[PodInfo],
     expected: Mapping[str, tuple[str, ...]] | None = None,
     unhealthy: Collection[str] = (),
+    rule: RankRule | None = None,
 ) -> list[Ungate]:
     """`expected` maps pod uid -> domain values for pods ungated but not yet seen ungated.
-    Domains on `unhealthy` nodes get nobody: their pods wait for the replacement."""
+    Domains on `unhealthy` nodes get nobody: their pods wait for the replacement. `rule` says
+    how the pod set's pods are ranked (None: they are not)."""
     expected = expected or {}
     domains = domain_selectors(assignment)
     free = {values: 0 if values[-1] in unhealthy else count for values, _, count in domains}
@@ -68,12 +73,12 @@ def plan(
         free[values] -= 1
         out.append(Ungate(pod, by_values[values], values))
 
-    ranked = all(p.completion_index is not None for p in gated)
-    if ranked:
+    by_rank = ranks(gated, rule)
+    if by_rank is not None:
         slots = [values for values, _, count in domains for _ in range(count)]
         leftovers = []
-        for pod in sorted(gated, key=lambda p: p.completion_index or 0):
-            rank = pod.completion_index or 0
+        for pod in sorted(gated, key=lambda p: by_rank[p.uid]):
+            rank = by_rank[pod.uid]
             if rank < len(slots) and free[slots[rank]] > 0:
                 take(pod, slots[rank])
             else:

@@ -11,6 +11,7 @@ from tas.cache.projections import Key
 from tas.cache.state import ClusterState
 from tas.kube import STRATEGIC, Kube, KubeError, gather_bounded, pod_path
 from tas.ungater.plan import Ungate, plan, stranded
+from tas.ungater.ranks import group_offsets, rule_for
 
 log = logging.getLogger(__name__)
 PATCHES_IN_FLIGHT = 16  # pod patches of one workload at once
@@ -37,6 +38,8 @@ class Ungater:
             self.unconfirmed.pop(uid, None)
         # Patches that got no answer may have landed: send the same domain again, never another.
         ungates = [u for uid, u in self.unconfirmed.items() if uid in seen and seen[uid].gated]
+        requests = {ps.name: ps.topology for ps in workload.pod_sets}
+        offsets = group_offsets(workload.pod_sets, {a.name: a.count for a in workload.admissions})
         # Nodes listed unhealthy, and nodes this cache already sees gone or not ready: hot swap's
         # write of unhealthyNodes may not have come back through the watch yet.
         unhealthy = set(workload.unhealthy_nodes) | {
@@ -49,7 +52,17 @@ class Ungater:
             if admission.assignment is None:
                 continue
             pod_set_pods = [p for p in pods if p.pod_set == admission.name]
-            ungates.extend(plan(admission.assignment, pod_set_pods, self.expected, unhealthy))
+            offset, max_index = offsets.get(admission.name, (0, None))
+            rule = rule_for(requests.get(admission.name), admission.count, offset, max_index)
+            ungates.extend(
+                plan(
+                    admission.assignment,
+                    pod_set_pods,
+                    self.expected,
+                    unhealthy,
+                    rule,
+                )
+            )
             strays.extend(stranded(admission.assignment, pod_set_pods, self.expected))
         for pod in strays:
             await self._fail_stray(pod, workload.name)

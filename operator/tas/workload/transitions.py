@@ -117,6 +117,14 @@ def finished(workload: WorkloadInfo, succeeded: bool, message: str) -> dict:
     return {"conditions": conditions}
 
 
+def condition(workload: WorkloadInfo, type_: str, status: bool, reason: str, message: str) -> dict:
+    """One more condition an integration keeps (a pod group's WaitingForReplacementPods)."""
+    conditions = cond.set_condition(
+        workload.conditions, type_, status, reason, message, generation=workload.generation
+    )
+    return {"conditions": conditions}
+
+
 def unhealthy_nodes(nodes: list[str]) -> dict:
     """status.unhealthyNodes as Kueue lists it; an empty list clears the field."""
     return {"unhealthyNodes": [{"name": n} for n in nodes] or None}

@@ -21,10 +21,12 @@ JOB_UID = "job-uid"
 _versions = itertools.count(100)
 
 
-def admit(state: ClusterState, name: str, pods: int, owner: str = JOB_UID) -> proj.WorkloadInfo:
+def admit(
+    state: ClusterState, name: str, pods: int, owner: str = JOB_UID, owners: list | None = None
+) -> proj.WorkloadInfo:
     """Decide, then watch the admitted version come back, as the loop and the watch do."""
     obj = workload(name, pods=pods)
-    obj["metadata"]["ownerReferences"] = [
+    obj["metadata"]["ownerReferences"] = owners or [
         {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": owner, "controller": True}
     ]
     info = proj.workload_from_object(obj)
@@ -284,3 +286,52 @@ def test_pods_is_listed_in_the_admission_when_the_cluster_queue_covers_it():
     psa = decide(state, info, state.cluster_queues["cq"]).admission["podSetAssignments"][0]
     assert psa["flavors"] == {"cpu": "tas", PODS: "tas"}
     assert psa["resourceUsage"] == {"cpu": "3", PODS: "3"}
+
+
+# ---- the other integrations keep the rule: covered only when the pod is the workload's -----------
+
+
+JOBSET_OWNER = {
+    "apiVersion": "jobset.x-k8s.io/v1alpha2",
+    "kind": "JobSet",
+    "name": "js",
+    "uid": "js-uid",
+    "controller": True,
+}
+
+
+def test_a_jobsets_pods_are_covered_through_its_jobs_as_our_watch_records_them():
+    state = make_state(two_racks())
+    info = admit(state, "a", 4, owners=[JOBSET_OWNER])
+    hosts = hosts_of(info)
+    for i, host in enumerate(hosts):  # pods of the JobSet's Job "child-0"
+        state.upsert_pod(pod(f"a-{i}", host, workload_name="a", owner="child-0"))
+    assert free_cpu(state) == 16_000 - 4_000 - 4_000  # not known yet: counted twice
+    state.link_owner("child-0", "js-uid")  # the watch of the JobSet's Jobs
+    assert free_cpu(state) == 12_000
+    state.link_owner("child-0", None)  # the Job is gone
+    assert free_cpu(state) == 8_000
+
+
+def test_a_job_of_another_jobset_covers_nothing():
+    state = make_state(two_racks())
+    info = admit(state, "a", 2, owners=[JOBSET_OWNER])
+    state.link_owner("child-x", "other-jobset")
+    state.upsert_pod(
+        pod("intruder", hosts_of(info)[0], cpu="3", workload_name="a", owner="child-x")
+    )
+    assert free_cpu(state) == 16_000 - 2_000 - 3_000
+
+
+def test_a_pod_owned_workload_covers_the_pod_itself_and_a_groups_members():
+    state = make_state(two_racks())
+    members = [
+        {"apiVersion": "v1", "kind": "Pod", "name": f"m{i}", "uid": f"uid-m{i}"} for i in range(2)
+    ]
+    info = admit(state, "grp", 2, owners=members)
+    hosts = hosts_of(info)
+    for i in range(2):  # a plain pod has no controller: it is covered as an owner itself
+        state.upsert_pod(pod(f"m{i}", hosts[i], workload_name="grp", owner=None))
+    assert free_cpu(state) == 14_000
+    state.upsert_pod(pod("not-a-member", hosts[0], cpu="2", workload_name="grp", owner=None))
+    assert free_cpu(state) == 12_000

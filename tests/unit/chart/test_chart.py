@@ -39,15 +39,13 @@ CRD_PLURALS = sorted(resource.crd.plural for resource in RESOURCES)
 
 # (apiGroup, resource, verb, resourceName or None). Change it together with rbac.yaml and the
 # README's "Permissions" table: an added or dropped verb must be a decision, not an accident.
-EXPECTED_RULES = {
+# What every configuration needs, then what each integration adds.
+BASE_RULES = {
     *{("", "nodes", v, None) for v in ("list", "watch")},
     *{("", "namespaces", v, None) for v in ("list", "watch")},
     *{("", "pods", v, None) for v in ("list", "watch", "patch")},
     ("", "pods/status", "patch", None),
     ("", "events", "create", None),
-    *{("batch", "jobs", v, None) for v in ("list", "watch", "patch")},
-    ("batch", "jobs/status", "patch", None),
-    ("batch", "jobs/finalizers", "update", None),
     *{
         ("kueue.x-k8s.io", r, v, None)
         for r in ("topologies", "resourceflavors", "clusterqueues", "localqueues")
@@ -71,6 +69,39 @@ EXPECTED_RULES = {
         )
     },
 }
+JOB_RULES = {
+    *{("batch", "jobs", v, None) for v in ("list", "watch", "patch")},
+    ("batch", "jobs/status", "patch", None),
+    ("batch", "jobs/finalizers", "update", None),
+}
+JOBSET_RULES = {
+    *{("batch", "jobs", v, None) for v in ("list", "watch")},  # its Jobs, for their pods
+    *{("jobset.x-k8s.io", "jobsets", v, None) for v in ("list", "watch", "patch")},
+    ("jobset.x-k8s.io", "jobsets/finalizers", "update", None),
+}
+POD_RULES = {
+    ("", "pods", "delete", None),
+    ("", "pods/finalizers", "update", None),
+    ("kueue.x-k8s.io", "workloads", "patch", None),
+}
+LWS_RULES = {
+    *{("leaderworkerset.x-k8s.io", "leaderworkersets", v, None) for v in ("list", "watch")}
+}
+INTEGRATION_RULES = {
+    "batch/job": JOB_RULES,
+    "jobset.x-k8s.io/jobset": JOBSET_RULES,
+    "pod": POD_RULES,
+    "statefulset": POD_RULES,  # its pods are pod groups: nothing of its own is read or written
+    "leaderworkerset.x-k8s.io/leaderworkerset": POD_RULES | LWS_RULES,
+}
+ALL_INTEGRATIONS = list(INTEGRATION_RULES)
+
+
+def expected_rules(integrations=ALL_INTEGRATIONS) -> set:
+    return BASE_RULES.union(*(INTEGRATION_RULES[name] for name in integrations))
+
+
+EXPECTED_RULES = expected_rules()
 
 
 # ---- running helm --------------------------------------------------------------------------------
@@ -318,13 +349,45 @@ def test_tas_operator_accepts_the_rendered_command_line() -> None:
 # ---- RBAC ------------------------------------------------------------------------------------
 
 
-def test_rbac_is_exactly_the_expected_set() -> None:
-    actual = list(rules(render()))
+@pytest.mark.parametrize(
+    "integrations",
+    [
+        None,  # the chart's default: every integration
+        [],
+        ["batch/job"],
+        ["jobset.x-k8s.io/jobset"],
+        ["pod"],
+        ["statefulset"],
+        ["leaderworkerset.x-k8s.io/leaderworkerset"],
+        ["batch/job", "pod"],
+    ],
+    ids=lambda v: "default" if v is None else ",".join(v) or "none",
+)
+def test_rbac_is_exactly_what_the_enabled_integrations_need(integrations) -> None:
+    docs = render(None if integrations is None else {"integrations": integrations})
+    expected = expected_rules(ALL_INTEGRATIONS if integrations is None else integrations)
+    actual = list(rules(docs))
     assert len(actual) == len(set(actual)), "a verb is granted twice"
-    assert set(actual) == EXPECTED_RULES, (
-        f"added: {sorted(set(actual) - EXPECTED_RULES, key=str)}; "
-        f"missing: {sorted(EXPECTED_RULES - set(actual), key=str)}"
+    assert set(actual) == expected, (
+        f"added: {sorted(set(actual) - expected, key=str)}; "
+        f"missing: {sorted(expected - set(actual), key=str)}"
     )
+
+
+def test_the_default_integrations_are_every_one_the_operator_knows() -> None:
+    from tas.integrations import Framework
+
+    assert sorted(str(f) for f in Framework) == sorted(ALL_INTEGRATIONS)
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert sorted(values["integrations"]) == sorted(ALL_INTEGRATIONS)
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    assert sorted(schema["properties"]["integrations"]["items"]["enum"]) == sorted(ALL_INTEGRATIONS)
+    assert flag(render(), "integrations") == ",".join(values["integrations"])
+
+
+def test_an_unknown_integration_fails_the_render() -> None:
+    result = helm("template", RELEASE, str(CHART), values={"integrations": ["mpijob"]})
+    assert result.returncode != 0 and "integrations" in result.stderr
 
 
 def test_rbac_is_bound_to_the_operators_service_account_only() -> None:
@@ -351,8 +414,8 @@ def test_rbac_lets_the_operator_list_and_watch_everything_it_caches() -> None:
     from tas.handlers.watches import WATCHES
 
     watched = set()
-    for path, _, _ in WATCHES.values():
-        parts = path.strip("/").split("/")
+    for watch in WATCHES.values():
+        parts = watch.path.strip("/").split("/")
         # /api/v1/<resource> is the core group; /apis/<group>/<version>/<resource> the others.
         watched.add(("", parts[2]) if parts[0] == "api" else (parts[1], parts[3]))
     assert ("", "pods") in watched and ("batch", "jobs") in watched
@@ -444,24 +507,81 @@ def webhooks(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     name = Settings().webhook_config_name
     out = {}
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
-        for webhook in the(docs, kind, name)["webhooks"]:
+        for webhook in the(docs, kind, name)["webhooks"] or []:
             out[webhook["name"]] = {**webhook, "kind": kind}
     return out
 
 
+def webhook_table():
+    """(integration, handler id, kind, apiGroup, resource, operations) of every webhook."""
+    from tas.handlers import operator as op
+
+    mutating, validating = "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"
+    return [
+        ("batch/job", op.SUSPEND_WEBHOOK, mutating, "batch", "jobs", ["CREATE"]),
+        ("batch/job", op.VALIDATE_WEBHOOK, validating, "batch", "jobs", ["CREATE", "UPDATE"]),
+        (
+            "jobset.x-k8s.io/jobset",
+            op.SUSPEND_JOBSET_WEBHOOK,
+            mutating,
+            "jobset.x-k8s.io",
+            "jobsets",
+            ["CREATE"],
+        ),
+        (
+            "jobset.x-k8s.io/jobset",
+            op.VALIDATE_JOBSET_WEBHOOK,
+            validating,
+            "jobset.x-k8s.io",
+            "jobsets",
+            ["CREATE", "UPDATE"],
+        ),
+        ("pod", op.MUTATE_POD_WEBHOOK, mutating, "", "pods", ["CREATE"]),
+        ("pod", op.VALIDATE_POD_WEBHOOK, validating, "", "pods", ["CREATE", "UPDATE"]),
+        (
+            "statefulset",
+            op.MUTATE_STATEFULSET_WEBHOOK,
+            mutating,
+            "apps",
+            "statefulsets",
+            ["CREATE", "UPDATE"],
+        ),
+        (
+            "statefulset",
+            op.VALIDATE_STATEFULSET_WEBHOOK,
+            validating,
+            "apps",
+            "statefulsets",
+            ["UPDATE"],
+        ),
+        (
+            "leaderworkerset.x-k8s.io/leaderworkerset",
+            op.MUTATE_LWS_WEBHOOK,
+            mutating,
+            "leaderworkerset.x-k8s.io",
+            "leaderworkersets",
+            ["CREATE", "UPDATE"],
+        ),
+        (
+            "leaderworkerset.x-k8s.io/leaderworkerset",
+            op.VALIDATE_LWS_WEBHOOK,
+            validating,
+            "leaderworkerset.x-k8s.io",
+            "leaderworkersets",
+            ["CREATE", "UPDATE"],
+        ),
+    ]
+
+
 def test_the_chart_owns_complete_webhook_configurations() -> None:
     """The configurations are the chart's, complete: the operator only adds the CA bundle."""
-    from tas.handlers.operator import SUSPEND_WEBHOOK, VALIDATE_WEBHOOK
-
     docs = render()
     service = the(docs, "Service")
     name = Settings().webhook_config_name
     hooks = webhooks(docs)
-    assert set(hooks) == {f"{SUSPEND_WEBHOOK}.{name}", f"{VALIDATE_WEBHOOK}.{name}"}
-    for path, operations, kind in (
-        (SUSPEND_WEBHOOK, ["CREATE"], "MutatingWebhookConfiguration"),
-        (VALIDATE_WEBHOOK, ["CREATE", "UPDATE"], "ValidatingWebhookConfiguration"),
-    ):
+    table = webhook_table()
+    assert set(hooks) == {f"{path}.{name}" for _, path, *_ in table}
+    for _, path, kind, group, resource, operations in table:
         hook = hooks[f"{path}.{name}"]
         assert hook["kind"] == kind
         # The path is the handler's id: kopf routes the review to it by that.
@@ -475,16 +595,19 @@ def test_the_chart_owns_complete_webhook_configurations() -> None:
         }  # no caBundle: the operator puts it in, and `helm upgrade` leaves it
         [rule] = hook["rules"]
         assert (rule["apiGroups"], rule["resources"], rule["operations"]) == (
-            ["batch"],
-            ["jobs"],
+            [group],
+            [resource],
             operations,
         )
-        assert hook["failurePolicy"] == "Fail"  # as Kueue's: never let a queued Job through
+        assert hook["failurePolicy"] == "Fail"  # as Kueue's: never let a queued object through
         assert hook["sideEffects"] == "None"
         assert 1 <= hook["timeoutSeconds"] <= 10
+        # Only queued objects: a queued StatefulSet's and LeaderWorkerSet's pods carry the
+        # label from their template (see the integrations' mutating webhooks).
         assert hook["objectSelector"] == {
             "matchExpressions": [{"key": "kueue.x-k8s.io/queue-name", "operator": "Exists"}]
         }
+        # Kueue's default managedJobsNamespaceSelector: never the system's or our own pods.
         assert hook["namespaceSelector"] == {
             "matchExpressions": [
                 {
@@ -494,6 +617,38 @@ def test_the_chart_owns_complete_webhook_configurations() -> None:
                 }
             ]
         }
+
+
+@pytest.mark.parametrize(
+    "integrations",
+    [
+        [],
+        ["batch/job"],
+        ["jobset.x-k8s.io/jobset"],
+        ["statefulset"],
+        ["leaderworkerset.x-k8s.io/leaderworkerset"],
+    ],
+    ids=lambda v: ",".join(v) or "none",
+)
+def test_only_the_enabled_integrations_have_webhooks(integrations) -> None:
+    """statefulset and leaderworkerset also need the pod webhooks: their pods are pod groups."""
+    from tas.integrations import Framework, parse
+
+    enabled = parse(integrations)
+    name = Settings().webhook_config_name
+    wanted = {
+        f"{path}.{name}" for on, path, *_ in webhook_table() if enabled.enabled(Framework(on))
+    }
+    assert set(webhooks(render({"integrations": integrations}))) == wanted
+
+
+def test_every_webhook_path_is_a_registered_kopf_handler() -> None:
+    import kopf
+
+    import tas.handlers.operator  # noqa: F401  (registers the handlers)
+
+    ids = {h.id for h in kopf.get_default_registry()._webhooks.get_all_handlers()}
+    assert {path for _, path, *_ in webhook_table()} <= ids
 
 
 def test_an_operator_outside_the_cluster_is_called_by_url() -> None:

@@ -13,7 +13,7 @@ from tas.solver.types import Node
 
 @pytest.mark.parametrize("kind", sorted(WATCHES))
 def test_every_watch_handler_is_async(kind: str) -> None:
-    _, _, handler = WATCHES[kind]
+    handler = WATCHES[kind].handler
     assert inspect.iscoroutinefunction(handler), f"{kind}: {handler.__name__} must be async"
 
 

@@ -8,7 +8,7 @@ def node(ready=True, taints=()):
 
 
 def pod(phase="Running", deleting=False):
-    return PodInfo("ns", "p", "uid", "x1", phase, {}, "wl", "main", False, {}, 0, deleting, False)
+    return PodInfo("ns", "p", "uid", "x1", phase, {}, "wl", "main", False, {}, deleting)
 
 
 def test_a_deleted_node_fails_at_once():

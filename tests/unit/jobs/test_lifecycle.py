@@ -144,7 +144,6 @@ def pod(name="p", node="n1", phase="Running", deleting=False):
         pod_set="main",
         gated=False,
         node_selector={},
-        completion_index=None,
         deleting=deleting,
     )
 

@@ -1,8 +1,18 @@
 from tas.cache.projections import PodInfo
 from tas.solver.types import DomainAssignment, TopologyAssignment
-from tas.ungater.plan import plan
+from tas.ungater.plan import plan as plan_with_rule
+from tas.ungater.ranks import RankRule
 
 H = "kubernetes.io/hostname"
+JOB_INDEX = "batch.kubernetes.io/job-completion-index"
+
+
+def plan(assignment, pods, expected=None, unhealthy=(), rule=None):
+    """An Indexed Job's pod set: ranked by completion index."""
+    count = sum(d.count for d in assignment.domains)
+    return plan_with_rule(assignment, pods, expected, unhealthy, rule or RankRule(JOB_INDEX, count))
+
+
 ASSIGNMENT = TopologyAssignment(
     levels=(H,), domains=(DomainAssignment(("x1",), 2), DomainAssignment(("x2",), 1))
 )
@@ -20,8 +30,8 @@ def pod(name, *, index=None, gated=True, node=None, phase="Pending", uid=None):
         pod_set="main",
         gated=gated,
         node_selector={H: node} if node else {},
-        completion_index=index,
         deleting=False,
+        index_labels={} if index is None else {JOB_INDEX: index},
     )
 
 

@@ -1,0 +1,54 @@
+"""The interface of a kind held suspended until its Workload is admitted (Kueue's GenericJob).
+
+batch/v1 Job and JobSet implement it; the reconciler (reconciler.py) does the rest the same way
+for both. Every method is pure: the object as watched in, a decision or a patch out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from tas.cache.projections import FlavorInfo, WorkloadInfo
+from tas.integrations import Resource
+
+
+@dataclass(frozen=True)
+class Finished:
+    succeeded: bool
+    message: str
+
+
+class GenericJob(Protocol):
+    resource: Resource
+
+    def pod_sets(self, obj: Mapping, *, multi_layer_enabled: bool = True) -> list[dict]:
+        """The Workload's spec.podSets; raises TopologyRequestError for a bad annotation."""
+
+    def priority(self, obj: Mapping) -> int: ...
+
+    def suspended(self, obj: Mapping) -> bool: ...
+
+    def finished(self, obj: Mapping) -> Finished | None: ...
+
+    def start_patch(
+        self, obj: Mapping, workload: WorkloadInfo, flavors: Mapping[str, FlavorInfo]
+    ) -> dict:
+        """The merge patch that readies every pod template for its admitted pod set (gate,
+        labels, the flavor's node selector and tolerations) and unsuspends."""
+
+    def stop_patch(self, obj: Mapping) -> dict:
+        """Suspend: the owner's controller removes the active pods."""
+
+    def restore_patch(self, obj: Mapping, workload: WorkloadInfo) -> dict | None:
+        """Undo what start_patch put into the templates of a stopped object; None when there
+        is nothing to undo, or the templates may not change yet."""
+
+    def needs_start_time_reset(self, obj: Mapping) -> bool:
+        """A suspended object whose templates stay immutable until its status is reset."""
+
+
+def guarded(obj: Mapping, body: dict) -> dict:
+    """A merge patch that applies only to the version `obj` was read at."""
+    return {"metadata": {"resourceVersion": obj["metadata"]["resourceVersion"]}, **body}

@@ -1,0 +1,169 @@
+"""Keeps each queued object of a GenericJob kind (Job, JobSet) and its Workload in step.
+
+- no Workload yet                      -> create it (the object is held suspended by the webhook)
+- Workload admitted, object suspended  -> start: gate, labels, flavor nodeSelector/tolerations
+- Workload not admitted, object runs   -> stop: suspend (its controller removes the pods)
+- object finished                      -> Workload Finished
+- stopped object                       -> its templates restored to what the user wrote
+- suspended object edited or resized   -> the Workload is re-created from it
+- Workload evicted                     -> quota released once its pods stop holding capacity
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from tas.api.annotations import TopologyRequestError
+from tas.api.constants import REASON_INVALID_TOPOLOGY_REQUEST
+from tas.cache.projections import Key, WorkloadInfo
+from tas.cache.state import ClusterState
+from tas.jobframework.interface import GenericJob
+from tas.jobframework.workload import (
+    build_workload,
+    needs_new_workload,
+    pods_hold_capacity,
+    queue_name,
+)
+from tas.kube import KUEUE, Kube, KubeError, Ref, workload_path
+from tas.workload import transitions
+from tas.workload.writer import WorkloadWriter
+
+log = logging.getLogger(__name__)
+
+KEPT_METADATA = ("name", "namespace", "uid", "resourceVersion", "labels", "ownerReferences")
+
+
+class JobReconciler:
+    def __init__(
+        self,
+        job: GenericJob,
+        state: ClusterState,
+        kube: Kube,
+        writer: WorkloadWriter,
+        *,
+        multi_layer_enabled: bool = True,
+    ) -> None:
+        self.job = job
+        self.kind = job.resource.kind
+        self.state = state
+        self.kube = kube
+        self.writer = writer
+        self.multi_layer_enabled = multi_layer_enabled
+        self.objects: dict[
+            Key, dict
+        ] = {}  # latest queued objects (no managedFields, no status noise)
+
+    def upsert(self, obj: Mapping) -> Key:
+        meta = obj["metadata"]
+        body = {
+            "metadata": {k: meta.get(k) for k in KEPT_METADATA},
+            "spec": obj.get("spec") or {},
+            "status": obj.get("status") or {},
+        }
+        key = (meta["namespace"], meta["name"])
+        self.objects[key] = body
+        return key
+
+    def forget(self, namespace: str, name: str) -> None:
+        self.objects.pop((namespace, name), None)
+
+    def workload_of(self, obj: Mapping) -> WorkloadInfo | None:
+        key = self.state.workload_by_owner.get(obj["metadata"]["uid"])
+        return self.state.workloads.get(key) if key else None
+
+    def ref(self, obj: Mapping) -> Ref:
+        meta = obj["metadata"]
+        return Ref(
+            self.job.resource.api_version, self.kind, meta["namespace"], meta["name"], meta["uid"]
+        )
+
+    async def sync(self, key: Key) -> None:
+        obj = self.objects.get(key)
+        if obj is None or not queue_name(obj):
+            return  # deleted (its Workload goes with it, by owner reference) or not ours
+        workload = self.workload_of(obj)
+        done = self.job.finished(obj)
+        if done:
+            if workload and not workload.finished:
+                status = transitions.finished(workload, done.succeeded, done.message)
+                await self._write_status(workload, status, f"finished: {done.message}")
+            return
+        suspended = self.job.suspended(obj)
+        if workload is None:
+            await self._create_workload(obj)
+        elif workload.admitted:
+            if suspended:
+                await self._patch(
+                    obj, self.job.start_patch(obj, workload, self.state.flavors), "started"
+                )
+        elif not suspended:
+            await self._patch(
+                obj, self.job.stop_patch(obj), f"suspended: {workload.name} is not admitted"
+            )
+        elif self.job.needs_start_time_reset(obj):
+            await self._reset_start_time(obj)  # so the next start may rewrite the templates
+        elif (restore := self.job.restore_patch(obj, workload)) is not None:
+            await self._patch(obj, restore, "templates restored")
+        elif workload.evicted and workload.has_quota:
+            pods = self.state.pods_of(workload.namespace, workload.name)
+            if not pods_hold_capacity(pods, self.state.nodes):
+                await self._write_status(
+                    workload, transitions.released(workload), "requeued after eviction"
+                )
+        elif needs_new_workload(
+            self.job, obj, workload, multi_layer_enabled=self.multi_layer_enabled
+        ):
+            log.info("%s %s/%s changed while suspended; re-creating its workload", self.kind, *key)
+            await self.kube.delete(workload_path(workload.namespace, workload.name))
+
+    async def _create_workload(self, obj: Mapping) -> None:
+        meta = obj["metadata"]
+        try:
+            workload = build_workload(self.job, obj, multi_layer_enabled=self.multi_layer_enabled)
+        except TopologyRequestError as exc:
+            # The validating webhook refuses these; an object that slipped past it gets an event.
+            await self.kube.event(
+                self.ref(obj), "Warning", REASON_INVALID_TOPOLOGY_REQUEST, str(exc)
+            )
+            return
+        try:
+            await self.kube.create(f"{KUEUE}/namespaces/{meta['namespace']}/workloads", workload)
+        except KubeError as exc:
+            if exc.status != 409:  # already there: the watch will show it
+                raise
+        else:
+            log.info(
+                "created workload %s for %s %s/%s",
+                workload["metadata"]["name"],
+                self.kind,
+                meta["namespace"],
+                meta["name"],
+            )
+
+    async def _patch(self, obj: Mapping, patch: dict, what: str) -> None:
+        meta = obj["metadata"]
+        try:
+            await self.kube.patch(self.job.resource.path(meta["namespace"], meta["name"]), patch)
+        except KubeError as exc:
+            if exc.status in (404, 409):
+                return  # gone, or a newer object is on its way through the watch
+            raise
+        log.info("%s %s/%s: %s", self.kind, meta["namespace"], meta["name"], what)
+
+    async def _reset_start_time(self, obj: Mapping) -> None:
+        meta = obj["metadata"]
+        try:
+            await self.kube.patch(
+                self.job.resource.path(meta["namespace"], meta["name"]) + "/status",
+                {"status": {"startTime": None}},
+            )
+        except KubeError as exc:
+            if exc.status in (404, 409):
+                return
+            raise
+
+    async def _write_status(self, workload: WorkloadInfo, status: dict, what: str) -> None:
+        if await self.writer.write_status(workload, status):
+            log.info("workload %s/%s %s", workload.namespace, workload.name, what)
+        # else: stale or gone; the newer object (re-read or watched) brings us back

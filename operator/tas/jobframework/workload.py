@@ -1,0 +1,148 @@
+"""A Workload for an owner object, and the decisions every integration shares. Pure.
+
+The Workload is Kueue's: named after the owner (`<kind>-<name>-<hash>`), owned by it, with the
+owner's queue and one pod set per pod template. A pod set's topology request is parsed from the
+template's annotations with Kueue's rules, and carries the integration's rank order.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+
+from tas.api import topologyrequest
+from tas.api.annotations import TopologyRequestError, parse_topology_request
+from tas.api.constants import PREFIX, QUEUE_NAME_LABEL
+from tas.cache.projections import PodInfo, WorkloadInfo, workload_from_object
+from tas.integrations import Resource
+from tas.jobframework.names import workload_name
+from tas.solver.types import Node
+
+JOB_UID_LABEL = PREFIX + "job-uid"  # Kueue labels a Workload with its owner's uid
+API_VERSION = "kueue.x-k8s.io/v1beta1"
+
+
+def queue_name(obj: Mapping) -> str | None:
+    return ((obj.get("metadata") or {}).get("labels") or {}).get(QUEUE_NAME_LABEL)
+
+
+def pod_set(
+    name: str,
+    count: int,
+    template: Mapping,
+    *,
+    pod_index_label: str | None = None,
+    sub_group: tuple[str, int] | None = None,
+    multi_layer_enabled: bool = True,
+) -> dict:
+    """One Workload pod set of a pod template; raises TopologyRequestError."""
+    template = copy.deepcopy(dict(template))
+    annotations = (template.get("metadata") or {}).get("annotations") or {}
+    request = parse_topology_request(
+        annotations,
+        count,
+        pod_index_label=pod_index_label,
+        sub_group=sub_group,
+        multi_layer_enabled=multi_layer_enabled,
+    )
+    out = {"name": name, "count": count, "template": template}
+    api_request = topologyrequest.to_api(request)
+    if api_request:
+        out["topologyRequest"] = api_request
+    return out
+
+
+def owner_reference(resource: Resource, meta: Mapping, *, controller: bool = True) -> dict:
+    ref = {
+        "apiVersion": resource.api_version,
+        "kind": resource.kind,
+        "name": meta["name"],
+        "uid": meta["uid"],
+    }
+    if controller:
+        ref.update(controller=True, blockOwnerDeletion=True)
+    return ref
+
+
+def new_workload(
+    name: str,
+    namespace: str,
+    queue: str,
+    pod_sets: list[dict],
+    owners: list[dict],
+    *,
+    priority: int = 0,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> dict:
+    meta: dict = {"name": name, "namespace": namespace, "ownerReferences": owners}
+    if labels:
+        meta["labels"] = dict(labels)
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Workload",
+        "metadata": meta,
+        "spec": {"queueName": queue, "priority": int(priority), "podSets": pod_sets},
+    }
+
+
+def build_workload(job, obj: Mapping, *, multi_layer_enabled: bool = True) -> dict:
+    """The Workload of a GenericJob object, owned by it (Kueue's ConstructWorkload)."""
+    meta = obj["metadata"]
+    resource: Resource = job.resource
+    return new_workload(
+        workload_name(resource.kind, resource.group, meta["name"], meta.get("uid") or ""),
+        meta.get("namespace") or "",
+        queue_name(obj) or "",
+        job.pod_sets(obj, multi_layer_enabled=multi_layer_enabled),
+        [owner_reference(resource, meta)],
+        priority=job.priority(obj),
+        labels={JOB_UID_LABEL: meta["uid"]} if meta.get("uid") else None,
+    )
+
+
+def template_priority(template: Mapping) -> int:
+    return int(((template or {}).get("spec") or {}).get("priority") or 0)
+
+
+def needs_new_workload(
+    job, obj: Mapping, workload: WorkloadInfo, *, multi_layer_enabled=True
+) -> bool:
+    """A suspended object whose pod sets no longer match its pending Workload: resized, or a
+    template edited (requests, topology annotations, nodeSelector, tolerations). Kueue then
+    deletes the Workload and creates a new one; so do we. Compared through the same
+    projection on both sides, so API defaulting and quantity spelling do not count as edits.
+    """
+    if workload.has_quota or workload.finished:
+        return False
+    if job.restore_patch(obj, workload) is not None:
+        return False  # our own additions are still in the templates
+    try:
+        wanted = workload_from_object(
+            build_workload(job, obj, multi_layer_enabled=multi_layer_enabled)
+        )
+    except (TopologyRequestError, KeyError, TypeError, ValueError):
+        return True  # an edit made it invalid: the new Workload's creation reports why
+    return wanted.pod_sets != workload.pod_sets
+
+
+def pods_hold_capacity(pods: Iterable[PodInfo], nodes: Mapping[str, Node]) -> bool:
+    """An evicted workload's pods still hold capacity: running, starting, or terminating on a
+    live node.
+
+    Kueue releases quota when the owner reports no active pods, which stops counting pods as
+    soon as they terminate; their node is not free until they are gone, so we wait for them. A
+    pod terminating on a node that is gone or not ready is let go: it may stay terminating for
+    good, and that node admits nothing meanwhile.
+    """
+    for pod in pods:
+        if pod.terminal:
+            continue
+        if not pod.deleting:
+            return True
+        node = nodes.get(pod.node_name or "")
+        if node is not None and node.ready:
+            return True
+    return False

@@ -1,0 +1,185 @@
+"""LeaderWorkerSet (leaderworkerset.x-k8s.io/v1), as Kueue's pkg/controller/jobs/leaderworkerset.
+
+Each group (one leader and its workers) is one Workload, created by the operator for every
+group index below `replicas` (`leaderworkerset-<name>-<index>-<hash>`), owned by the
+LeaderWorkerSet, with two pod sets: "leader" (1 pod) and "worker" (`size - 1`), or "main"
+(`size`) without a leader template. Both pod templates' topology annotations are honoured;
+`podset-group-name` on both places the leader in the domain of its workers. Workers are ranked
+by their worker index, the leader first.
+
+The LeaderWorkerSet's pod templates are marked by the webhook, so that its pods are gated at
+creation (pods/webhook.py); once a pod carries its group index the operator labels it a member
+of its group's Workload (the group name, the prebuilt Workload, the total count and its role),
+and the pod integration admits, starts and keeps it. Scaling `replicas` up creates the new
+groups' Workloads; scaling down deletes those of the groups gone (their pods go with them).
+A serving group never finishes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from tas.api.annotations import TopologyRequestError, validate_pod_set_groups
+from tas.api.constants import (
+    IS_GROUP_WORKLOAD_ANNOTATION,
+    LWS_WORKER_INDEX_LABEL,
+    POD_GROUP_NAME_LABEL,
+    POD_GROUP_SERVING_ANNOTATION,
+    POD_GROUP_TOTAL_COUNT_ANNOTATION,
+    POD_SUSPENDING_PARENT_ANNOTATION,
+    PREBUILT_WORKLOAD_LABEL,
+    QUEUE_NAME_LABEL,
+    ROLE_HASH_ANNOTATION,
+)
+from tas.cache.projections import workload_from_object
+from tas.integrations import LEADERWORKERSET, Framework
+from tas.jobframework import workload as framework
+from tas.jobframework.names import workload_name
+
+NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
+LEADER_NAME_ANNOTATION = "leaderworkerset.sigs.k8s.io/leader-name"  # on workers only
+LEADER, WORKER, MAIN = "leader", "worker", "main"
+TEMPLATES = "spec.leaderWorkerTemplate"
+
+
+def templates(lws: Mapping) -> Mapping:
+    return (lws.get("spec") or {}).get("leaderWorkerTemplate") or {}
+
+
+def leader_template(lws: Mapping) -> Mapping | None:
+    return templates(lws).get("leaderTemplate")
+
+
+def worker_template(lws: Mapping) -> Mapping:
+    return templates(lws).get("workerTemplate") or {}
+
+
+def size(lws: Mapping) -> int:
+    value = templates(lws).get("size")
+    return 1 if value is None else int(value)
+
+
+def replicas(lws: Mapping) -> int:
+    value = (lws.get("spec") or {}).get("replicas")
+    return 1 if value is None else int(value)
+
+
+def group_workload_name(lws: Mapping, group_index: int | str) -> str:
+    meta = lws.get("metadata") or {}
+    return workload_name(
+        LEADERWORKERSET.kind,
+        LEADERWORKERSET.group,
+        f"{meta.get('name', '')}-{group_index}",
+        meta.get("uid") or "",
+    )
+
+
+def pod_sets(lws: Mapping, *, multi_layer_enabled: bool = True) -> list[dict]:
+    """leader (1) and worker (size - 1), or main (size); a TopologyRequestError names the
+    template."""
+    out = []
+    leader = leader_template(lws)
+    if leader is not None:
+        try:
+            out.append(
+                framework.pod_set(LEADER, 1, leader, multi_layer_enabled=multi_layer_enabled)
+            )
+        except TopologyRequestError as exc:
+            raise exc.at(f"{TEMPLATES}.leaderTemplate.metadata.annotations") from None
+    name, count = (WORKER, size(lws) - 1) if leader is not None else (MAIN, size(lws))
+    try:
+        out.append(
+            framework.pod_set(
+                name,
+                count,
+                worker_template(lws),
+                pod_index_label=LWS_WORKER_INDEX_LABEL,
+                multi_layer_enabled=multi_layer_enabled,
+            )
+        )
+    except TopologyRequestError as exc:
+        raise exc.at(f"{TEMPLATES}.workerTemplate.metadata.annotations") from None
+    try:
+        validate_pod_set_groups(
+            workload_from_object({"metadata": {"name": "x"}, "spec": {"podSets": out}}).pod_sets
+        )
+    except TopologyRequestError as exc:
+        which = (
+            "leaderTemplate" if out[exc.podset_index or 0]["name"] == LEADER else "workerTemplate"
+        )
+        raise exc.at(f"{TEMPLATES}.{which}.metadata.annotations") from None
+    return out
+
+
+def group_workload(lws: Mapping, group_index: int, *, multi_layer_enabled: bool = True) -> dict:
+    meta = lws["metadata"]
+    return framework.new_workload(
+        group_workload_name(lws, group_index),
+        meta.get("namespace") or "",
+        framework.queue_name(lws) or "",
+        pod_sets(lws, multi_layer_enabled=multi_layer_enabled),
+        [framework.owner_reference(LEADERWORKERSET, meta, controller=False)],
+        priority=framework.template_priority(worker_template(lws)),
+        annotations={IS_GROUP_WORKLOAD_ANNOTATION: "true"},
+    )
+
+
+def mutate(lws: Mapping) -> dict:
+    """The merge patch that marks both pod templates, so that the pods are gated at creation;
+    {} for a LeaderWorkerSet without a queue. Beyond Kueue, which marks them with annotations
+    only, the queue-name label goes on them too: the pod webhook is called only for pods that
+    carry it."""
+    queue = framework.queue_name(lws)
+    if not queue:
+        return {}
+    mark = {
+        "metadata": {
+            "labels": {QUEUE_NAME_LABEL: queue},
+            "annotations": {
+                POD_SUSPENDING_PARENT_ANNOTATION: str(Framework.LEADERWORKERSET),
+                POD_GROUP_SERVING_ANNOTATION: "true",
+            },
+        }
+    }
+    out: dict = {"workerTemplate": mark}
+    if leader_template(lws) is not None:
+        out["leaderTemplate"] = mark
+    return {"spec": {"leaderWorkerTemplate": out}}
+
+
+def validate(
+    lws: Mapping, old: Mapping | None = None, *, multi_layer_enabled: bool = True
+) -> list[str]:
+    errors = []
+    try:
+        pod_sets(lws, multi_layer_enabled=multi_layer_enabled)
+    except TopologyRequestError as exc:
+        errors.append(str(exc))
+    if old is not None and framework.queue_name(old) != framework.queue_name(lws):
+        errors.append(f"metadata.labels[{QUEUE_NAME_LABEL}]: field is immutable")
+    return errors
+
+
+def pod_membership(pod: Mapping, lws: Mapping) -> dict | None:
+    """The merge patch that makes a LeaderWorkerSet's pod a member of its group's Workload
+    (Kueue's LeaderWorkerSet pod reconciler), or None while it waits for its group index."""
+    meta = pod.get("metadata") or {}
+    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    index = labels.get(GROUP_INDEX_LABEL)
+    if index is None or labels.get(POD_GROUP_NAME_LABEL):
+        return None
+    name = group_workload_name(lws, index)
+    role = MAIN
+    if leader_template(lws) is not None:
+        role = WORKER if LEADER_NAME_ANNOTATION in annotations else LEADER
+    return {
+        "metadata": {
+            "resourceVersion": meta.get("resourceVersion"),
+            "labels": {POD_GROUP_NAME_LABEL: name, PREBUILT_WORKLOAD_LABEL: name},
+            "annotations": {
+                POD_GROUP_TOTAL_COUNT_ANNOTATION: str(size(lws)),
+                ROLE_HASH_ANNOTATION: role,
+            },
+        }
+    }

@@ -1,0 +1,1 @@
+"""StatefulSet integration: a queued StatefulSet's pods are one pod group (Kueue's statefulset)."""
