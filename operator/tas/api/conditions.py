@@ -44,12 +44,14 @@ def find(conditions: Iterable[Mapping], type_: str) -> Mapping | None:
     return next((c for c in conditions if c.get("type") == type_), None)
 
 
-def pod_terminated_by_kueue(reason: str, message: str) -> dict:
+def pod_terminated_by_kueue(reason: str, message: str, *, fail: bool = True) -> dict:
     """A Pending pod's status patch that fails it so its owner makes a new one, as Kueue fails
-    pods it will never let run where they are pinned."""
+    pods it will never let run where they are pinned. `fail=False` only records why (for a pod
+    about to be deleted: its node's kubelet owns its phase)."""
+    status: dict = {"phase": "Failed"} if fail else {}
     return {
         "status": {
-            "phase": "Failed",
+            **status,
             "conditions": [
                 {
                     "type": POD_COND_TERMINATED_BY_KUEUE,

@@ -86,17 +86,31 @@ class Ungater:
             raise failure  # the worker retries this workload after its backoff
 
     async def _fail_stray(self, pod, workload: str) -> None:
+        """An unbound pod is failed; a bound one is deleted, as the taint manager evicts: its
+        node's kubelet owns its phase and would write Running over a Failed one (seen with
+        kwok in the chaos run)."""
+        bound = bool(pod.node_name)
         status = pod_terminated_by_kueue(
             REASON_UNSCHEDULABLE_ON_ASSIGNED_NODE,
             f"Pod was pinned to {dict(pod.node_selector)}, which is no longer in the topology "
             f"assignment of workload {workload}",
+            fail=not bound,
         )
+        path = pod_path(pod.namespace, pod.name)
         try:
-            await self.kube.patch(pod_path(pod.namespace, pod.name) + "/status", status, STRATEGIC)
+            await self.kube.patch(path + "/status", status, STRATEGIC)
         except KubeError as exc:
             if not exc.not_found:
                 raise
-        log.info("failed %s/%s: pinned outside its workload's assignment", pod.namespace, pod.name)
+            return
+        if bound:
+            await self.kube.delete(path)
+        log.info(
+            "%s %s/%s: pinned outside its workload's assignment",
+            "deleted" if bound else "failed",
+            pod.namespace,
+            pod.name,
+        )
 
     async def _ungate(self, ungate: Ungate) -> None:
         patch = {

@@ -43,7 +43,7 @@ CRD_PLURALS = sorted(resource.crd.plural for resource in RESOURCES)
 BASE_RULES = {
     *{("", "nodes", v, None) for v in ("list", "watch")},
     *{("", "namespaces", v, None) for v in ("list", "watch")},
-    *{("", "pods", v, None) for v in ("list", "watch", "patch")},
+    *{("", "pods", v, None) for v in ("list", "watch", "patch", "delete")},
     ("", "pods/status", "patch", None),
     ("", "events", "create", None),
     *{
@@ -80,7 +80,6 @@ JOBSET_RULES = {
     ("jobset.x-k8s.io", "jobsets/finalizers", "update", None),
 }
 POD_RULES = {
-    ("", "pods", "delete", None),
     ("", "pods/finalizers", "update", None),
     ("kueue.x-k8s.io", "workloads", "patch", None),
 }

@@ -16,10 +16,14 @@ HOST = "kubernetes.io/hostname"
 class FakeKube:
     def __init__(self) -> None:
         self.patches: list[tuple[str, dict]] = []
+        self.deleted: list[str] = []
 
     async def patch(self, path, body, content_type=None):
         self.patches.append((path, body))
         return {}
+
+    async def delete(self, path):
+        self.deleted.append(path)
 
 
 def admitted(name: str, hosts: dict[str, int]) -> dict:
@@ -48,11 +52,15 @@ def admitted(name: str, hosts: dict[str, int]) -> dict:
     return obj
 
 
-def job_pod(name: str, index: int, *, gated=True, selector=None, phase="Pending") -> dict:
+def job_pod(
+    name: str, index: int, *, gated=True, selector=None, phase="Pending", node_name=None
+) -> dict:
     spec = {
         "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
         "nodeSelector": {HOST: selector} if selector else {},
     }
+    if node_name:
+        spec["nodeName"] = node_name
     if gated:
         spec["schedulingGates"] = [{"name": "kueue.x-k8s.io/topology"}]
     return {
@@ -71,10 +79,10 @@ def job_pod(name: str, index: int, *, gated=True, selector=None, phase="Pending"
     }
 
 
-def run(state, key):
+def run(state, key, kube=None):
     from tas.ungater.worker import Ungater
 
-    kube = FakeKube()
+    kube = kube or FakeKube()
     asyncio.run(Ungater(state, kube).sync(key))
     return kube.patches
 
@@ -103,4 +111,23 @@ def test_a_pod_pinned_to_a_replaced_node_is_failed_for_a_new_one():
     assert [p for p, _ in patches] == ["/api/v1/namespaces/ns/pods/w-1/status"]
     [(_, body)] = patches
     assert body["status"]["phase"] == "Failed"
+    assert body["status"]["conditions"][0]["type"] == "TerminatedByKueue"
+
+
+def test_a_pod_bound_outside_the_assignment_before_it_runs_is_deleted():
+    """Ungated onto x9 as hot swap replaced x9, and bound there when x9 came back: its node's
+    kubelet owns its phase (kwok wrote Running over our Failed in the chaos run), so the pod
+    is deleted, with the reason recorded first; a running pod outside is left alone."""
+    state = make_state([node("x1", "b1", "r1"), node("x2", "b1", "r1"), node("x9", "b2", "r9")])
+    state.upsert_workload(proj.workload_from_object(admitted("w", {"x1": 1, "x2": 1})))
+    bound = job_pod("w", 0, gated=False, selector="x9", node_name="x9")
+    running = job_pod("w", 1, gated=False, selector="x9", node_name="x9", phase="Running")
+    for pod in (bound, running):
+        state.upsert_pod(proj.pod_from_object(pod))
+    kube = FakeKube()
+    patches = run(state, ("ns", "w"), kube)
+    assert kube.deleted == ["/api/v1/namespaces/ns/pods/w-0"]
+    [(path, body)] = [(p, b) for p, b in patches if p.endswith("/status")]
+    assert path == "/api/v1/namespaces/ns/pods/w-0/status"
+    assert "phase" not in body["status"]
     assert body["status"]["conditions"][0]["type"] == "TerminatedByKueue"
