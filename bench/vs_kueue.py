@@ -147,7 +147,10 @@ class Side:
         stop_local_cluster(self.env)  # always a fresh cluster
         self.cluster = local_cluster(self.env)
         if self.name == OURS:
-            chart.install(self.cluster)  # CRDs, RBAC, webhook configurations, as a user would
+            # CRDs, RBAC and webhook configurations as a user installs them; no replicas, whose
+            # pods would run on the kwok nodes and take room Kueue's side has (ours is a host
+            # process, as Kueue's is).
+            chart.install(self.cluster, "--set", "replicas=0")
             self.proc = OperatorProcess(self.cluster, extra=("--log-level=INFO",))
         else:
             self.proc = KueueProcess(self.cluster, qps=self.kueue_qps)
