@@ -147,10 +147,10 @@ class Side:
         stop_local_cluster(self.env)  # always a fresh cluster
         self.cluster = local_cluster(self.env)
         if self.name == OURS:
-            # CRDs, RBAC and webhook configurations as a user installs them; no replicas, whose
-            # pods would run on the kwok nodes and take room Kueue's side has (ours is a host
-            # process, as Kueue's is).
-            chart.install(self.cluster, "--set", "replicas=0")
+            # CRDs, RBAC and webhook configurations as a user installs them; the Deployment's
+            # pods match no node: on the kwok nodes they would take room Kueue's side has
+            # (ours runs as a host process, as Kueue's does).
+            chart.install(self.cluster, "--set-string", "nodeSelector.tas-bench/no-node=true")
             self.proc = OperatorProcess(self.cluster, extra=("--log-level=INFO",))
         else:
             self.proc = KueueProcess(self.cluster, qps=self.kueue_qps)
