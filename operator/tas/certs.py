@@ -174,7 +174,8 @@ def plan(
     ca_key = _load_key(data.get(CA_KEY))
     ca = next((c for c in bundle if _same_key(c, ca_key)), None)
     out = dict(data)
-    if ca is None or ca.not_valid_after_utc - now < lifetimes.ca_renew_before:
+    # Renewed from the moment renewal_due names (inclusive), so that moment always acts.
+    if ca is None or ca.not_valid_after_utc - now <= lifetimes.ca_renew_before:
         ca_pem, ca_key_pem = make_ca(now, lifetimes.ca)
         ca = x509.load_pem_x509_certificate(ca_pem)
         out[CA_KEY] = ca_key_pem
@@ -187,7 +188,7 @@ def plan(
         served
         and _same_key(served[0], _load_key(data.get(TLS_KEY)))
         and _signed_by(served[0], ca)
-        and served[0].not_valid_after_utc - now >= lifetimes.serving_renew_before
+        and served[0].not_valid_after_utc - now > lifetimes.serving_renew_before
         and set(hosts) <= _names(served[0])
     ):
         # Every host a valid certificate already names is kept: replicas started with fewer

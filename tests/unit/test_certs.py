@@ -192,3 +192,14 @@ def test_write_private_never_exposes_a_partly_written_file(tmp_path: Path, monke
     assert opened_modes == [0o600]
     assert path.read_bytes() == b"new"
     assert [p.name for p in tmp_path.iterdir()] == ["tls.key"]
+
+
+def test_at_the_moment_renewal_is_due_the_certificate_is_renewed():
+    """renewal_due and plan agree at the boundary (found by the property test above: certificate
+    times are whole seconds, so a check can fall exactly on the due time)."""
+    data = certs.plan({}, HOSTS, NOW)
+    due = certs.renewal_due(data)
+    renewed = certs.plan(data, HOSTS, due)
+    assert renewed is not None
+    assert served(renewed).not_valid_after_utc > served(data).not_valid_after_utc
+    assert certs.renewal_due(renewed) > due
