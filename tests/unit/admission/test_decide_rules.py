@@ -171,6 +171,7 @@ def test_flavors_are_tried_in_order_and_every_reason_is_reported():
     decision = admit(state, wl("a", 3))
     assert decision.admission["podSetAssignments"][0]["flavors"] == {"cpu": "tas"}
     refused = decide(state, wl("b", 20), state.cluster_queues["cq"])
+    assert refused.admitted is False and refused.invalid is False
     assert refused.message == (
         "couldn't assign flavors to pod set main: "
         "insufficient unused quota for cpu in flavor small, 18 more needed; "
@@ -196,8 +197,51 @@ def test_the_first_resource_group_covering_every_request_is_used():
 def test_a_resource_no_group_covers_is_named():
     state = make_state(two_racks(), cq(("tas", {"memory": "1Ti"}), covered=("memory",)))
     refused = decide(state, wl("a", 1), state.cluster_queues["cq"])
-    assert not refused.admitted and not refused.invalid
+    assert refused.admitted is False and refused.invalid is False
     assert refused.message == "resource(s) cpu not covered by ClusterQueue cq"
+
+
+def test_every_resource_no_group_covers_is_named():
+    state = make_state(two_racks(), cq(("tas", {"pods": "10"}), covered=("pods",)))
+    obj = workload("a", pods=1)
+    obj["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"][
+        "memory"
+    ] = "1Gi"
+    refused = decide(state, proj.workload_from_object(obj), state.cluster_queues["cq"])
+    assert refused.message == "resource(s) cpu, memory not covered by ClusterQueue cq"
+
+
+def test_a_group_covering_exactly_the_requested_resources_is_used():
+    state = make_state(two_racks(), cq(("tas", {"cpu": "100"}), covered=("cpu",)))
+    assert admit(state, wl("a", 2)).admission["podSetAssignments"][0]["flavors"] == {"cpu": "tas"}
+
+
+def test_a_flavor_whose_topology_cannot_hold_the_workload_passes_it_to_the_next():
+    state = make_state(
+        two_racks(),
+        cq(("one-host", {"cpu": "100", "memory": "1Ti"}), ("tas", {"cpu": "100", "memory": "1Ti"})),
+    )
+    state.upsert_flavor(
+        proj.flavor_from_object(
+            {
+                "metadata": {"name": "one-host"},
+                "spec": {"nodeLabels": {HOST: "x1"}, "topologyName": "default"},
+            }
+        )
+    )
+    decision = admit(state, wl("a", 6))  # x1 holds 4 of them
+    assert decision.admission["podSetAssignments"][0]["flavors"] == {"cpu": "tas"}
+
+
+def test_an_impossible_topology_request_is_invalid_and_refused():
+    state = make_state(two_racks())
+    refused = decide(
+        state,
+        wl("a", 1, request={"required": "example.com/no-such-level"}),
+        state.cluster_queues["cq"],
+    )
+    assert refused.admitted is False and refused.invalid is True
+    assert "example.com/no-such-level" in refused.message
 
 
 def test_topology_assignments_are_recorded_per_pod_set_with_the_charge():
@@ -210,6 +254,7 @@ def test_topology_assignments_are_recorded_per_pod_set_with_the_charge():
     decision = admit(state, info)
     names = [ps["name"] for ps in decision.admission["podSetAssignments"]]
     assert names == ["main", "second"]
+    assert [charge.name for charge in decision.charge.pod_sets] == names
     for ps, charge in zip(
         decision.admission["podSetAssignments"], decision.charge.pod_sets, strict=True
     ):
