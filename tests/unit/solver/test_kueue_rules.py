@@ -145,6 +145,28 @@ def test_a_domains_leader_penalty_is_the_smallest_of_its_children():
     )
 
 
+def test_racks_tied_on_slices_stay_tied_on_pods_whatever_order_their_hosts_come_in():
+    """The same minimum decides the with-leader pod count, the tie-break between domains of
+    equal capacity: r1 and r2 each have a host that loses a worker to the leader (pods=2) and
+    one that loses none, in the opposite order. Taking the last child's penalty instead of the
+    smallest would make r2 look tighter and win the tie that r1 wins by name."""
+    nodes = [
+        host("a1", 2, memory=1, pods=2, block="b1", rack="r1"),
+        host("a2", 2, memory=1, block="b1", rack="r1"),
+        host("b1", 2, memory=1, block="b1", rack="r2"),
+        host("b2", 2, memory=1, pods=2, block="b1", rack="r2"),
+    ]
+    group = {"preferred": RACK, "group_name": "g"}
+    request = [
+        PodSetRequest("leader", 1, {"memory": 1000}, TopologyRequest(**group)),
+        pods("workers", 3, **group),
+    ]
+    assert place((BLOCK, RACK, HOST), nodes, request) == {
+        "leader": [("a1", 1)],
+        "workers": [("a1", 1), ("a2", 2)],
+    }
+
+
 def test_with_equal_counts_the_second_pod_set_leads():
     """The leader is the pod set with the smaller count; on a tie, the second one. Here the
     leader's requests decide which host both go to: the host left tightest for the workers."""
