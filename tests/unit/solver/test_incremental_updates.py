@@ -152,3 +152,14 @@ def test_updates_in_place_equal_a_snapshot_built_afresh(levels, data):
     assert free_by_leaf(live) == free_by_leaf(fresh)
     for probe in PROBES:
         assert live.find_assignments([probe]) == fresh.find_assignments([probe]), probe.name
+
+
+def test_resizing_one_node_of_a_rack_leaf_keeps_its_neighbours():
+    """With racks as leaves a leaf holds several nodes; refreshing it replaces only the one."""
+    labels = {BLOCK: "b0", RACK: "r0", "pool": "a"}
+    x1 = Node("x1", {**labels, HOST: "x1"}, {"cpu": 2000})
+    x2 = Node("x2", {**labels, HOST: "x2"}, {"cpu": 5000})
+    live = TopologySnapshot((BLOCK, RACK), [x1, x2], FlavorSpec(topology_name="default"))
+    live.build()
+    live.upsert_node(replace(x1, allocatable={"cpu": 3000}))
+    assert free_by_leaf(live)[("b0", "r0")]["cpu"] == 8000
