@@ -12,7 +12,7 @@ IMAGE_API_PORT ?= 18443
 IMAGE_ETCD_PORT ?= 14379
 IMAGE_CLUSTER := TAS_CLUSTER_DIR=$(CURDIR)/.cluster/image TAS_API_PORT=$(IMAGE_API_PORT) TAS_ETCD_PORT=$(IMAGE_ETCD_PORT)
 
-.PHONY: help venv lint fmt unit integration e2e test bins cluster-up cluster-down crds demo demo-down bench clean \
+.PHONY: help venv lint fmt unit integration e2e test bins cluster-up cluster-down crds demo demo-down bench mutation clean \
 	image image-lock image-test
 
 help:  ## list the targets
@@ -83,5 +83,9 @@ image-test: venv bins  ## run `tas operator` from the image's root filesystem ag
 bench: venv  ## solver benchmark (reported, not asserted)
 	$(BIN)/python bench/solver_bench.py
 
+# Not part of `make test`: hours on two cores. Niced, one worker; ARGS="--module ungater/plan.py".
+mutation: venv  ## mutation testing of the decision code (mutmut): score per module, bench/results/
+	$(BIN)/python bench/mutation.py $(ARGS)
+
 clean: cluster-down
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis dist
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis dist build/mutation
