@@ -163,3 +163,11 @@ def test_resizing_one_node_of_a_rack_leaf_keeps_its_neighbours():
     live.build()
     live.upsert_node(replace(x1, allocatable={"cpu": 3000}))
     assert free_by_leaf(live)[("b0", "r0")]["cpu"] == 8000
+
+
+def test_a_node_resized_past_2_to_the_62_is_counted_exactly():
+    x1 = Node("x1", {BLOCK: "b0", RACK: "r0", HOST: "x1"}, {"memory": 2**30})
+    live = TopologySnapshot((BLOCK, RACK, HOST), [x1], FlavorSpec(topology_name="default"))
+    live.build()
+    live.upsert_node(replace(x1, allocatable={"memory": HUGE}))
+    assert free_by_leaf(live)[("x1",)]["memory"] == HUGE
