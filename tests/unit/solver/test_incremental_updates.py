@@ -171,3 +171,11 @@ def test_a_node_resized_past_2_to_the_62_is_counted_exactly():
     live.build()
     live.upsert_node(replace(x1, allocatable={"memory": HUGE}))
     assert free_by_leaf(live)[("x1",)]["memory"] == HUGE
+
+
+def test_a_resource_new_to_the_snapshot_is_counted_after_a_resize_in_place():
+    x1 = Node("x1", {BLOCK: "b0", RACK: "r0", HOST: "x1"}, {"cpu": 2000})
+    live = TopologySnapshot((BLOCK, RACK, HOST), [x1], FlavorSpec(topology_name="default"))
+    live.build()
+    live.upsert_node(replace(x1, allocatable={"cpu": 2000, GPU: 4000}))
+    assert free_by_leaf(live)[("x1",)][GPU] == 4000
