@@ -161,12 +161,28 @@ def prepare(fresh: bool) -> None:
     shutil.copyfile(ROOT / "pyproject.toml", WORK / "pyproject.toml")
 
 
-def run_mutmut(modules: list[str], deadline: float | None) -> bool:
-    """mutmut over `modules`, niced, one worker; False if the deadline stopped it."""
+def unchecked(module: str) -> list[str] | None:
+    """The module's mutants without a verdict yet; None before mutmut made any."""
+    metas = [m for m in (MUTANTS / "src" / "tas").rglob("*.py.meta") if module_of(m) == module]
+    if not metas:
+        return None
+    codes = {}
+    for meta in metas:
+        codes.update(json.loads(meta.read_text())["exit_code_by_key"])
+    return sorted(name for name, code in codes.items() if code is None)
+
+
+def run_mutmut(module: str, deadline: float | None) -> bool:
+    """mutmut over the module's mutants not checked yet (named: mutmut reruns every mutant a
+    pattern matches), niced, one worker; False if the deadline stopped it."""
+    names = unchecked(module)
+    if names == []:
+        print(f"{module}: every mutant has a verdict (--fresh to run again)", flush=True)
+        return True
     mutmut = Path(sys.executable).with_name("mutmut")
     cmd = ["nice", "-n", "19", str(mutmut), "run", "--max-children", "1"]
-    cmd += [glob_of(m) for m in modules]
-    print("+", " ".join(cmd), flush=True)
+    cmd += names if names is not None else [glob_of(module)]
+    print("+", " ".join(cmd[:7]), f"... ({len(cmd) - 6} names or patterns)", flush=True)
     proc = subprocess.Popen(cmd, cwd=WORK, start_new_session=True)
     try:
         proc.wait(timeout=None if deadline is None else max(1.0, deadline - time.monotonic()))
@@ -266,7 +282,7 @@ def main() -> int:
             if deadline is not None and time.monotonic() >= deadline:
                 finished = False
                 break
-            if not run_mutmut([module], deadline):
+            if not run_mutmut(module, deadline):
                 finished = False
                 break
     results = report(modules)
