@@ -182,7 +182,7 @@ def run_mutmut(module: str, deadline: float | None) -> bool:
     mutmut = Path(sys.executable).with_name("mutmut")
     cmd = ["nice", "-n", "19", str(mutmut), "run", "--max-children", "1"]
     cmd += names if names is not None else [glob_of(module)]
-    print("+", " ".join(cmd[:7]), f"... ({len(cmd) - 6} names or patterns)", flush=True)
+    print("+", " ".join(cmd[:7]), f"... ({len(cmd) - 7} names or patterns)", flush=True)
     proc = subprocess.Popen(cmd, cwd=WORK, start_new_session=True)
     try:
         proc.wait(timeout=None if deadline is None else max(1.0, deadline - time.monotonic()))
