@@ -16,7 +16,7 @@ INTEGRATIONS_API_PORT ?= 19443
 INTEGRATIONS_ETCD_PORT ?= 15379
 INTEGRATIONS_CLUSTER := TAS_CLUSTER_DIR=$(CURDIR)/.cluster/integrations TAS_API_PORT=$(INTEGRATIONS_API_PORT) TAS_ETCD_PORT=$(INTEGRATIONS_ETCD_PORT)
 
-.PHONY: help venv lint fmt unit integration e2e test bins cluster-up cluster-down crds demo demo-down bench clean \
+.PHONY: help venv lint fmt unit integration e2e test bins cluster-up cluster-down crds demo demo-down bench mutation clean \
 	image image-lock image-test e2e-integrations
 
 help:  ## list the targets
@@ -93,5 +93,9 @@ e2e-integrations: venv  ## e2e with the real JobSet and LeaderWorkerSet controll
 bench: venv  ## solver benchmark (reported, not asserted)
 	$(BIN)/python bench/solver_bench.py
 
+# Not part of `make test`: hours on two cores. Niced, one worker; ARGS="--module ungater/plan.py".
+mutation: venv  ## mutation testing of the decision code (mutmut): score per module, bench/results/
+	$(BIN)/python bench/mutation.py $(ARGS)
+
 clean: cluster-down
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis dist
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis dist build/mutation

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import subprocess
 import sys
@@ -18,11 +17,6 @@ BLOCK = "cloud.provider.com/topology-block"
 RACK = "cloud.provider.com/topology-rack"
 HOST = "kubernetes.io/hostname"
 PREFIX = "kueue.x-k8s.io/"
-
-needs_solver = pytest.mark.skipif(
-    importlib.util.find_spec("tas.solver.snapshot") is None,
-    reason="the solver (tas.solver.snapshot) is not written yet",
-)
 
 
 def node(name: str, block: str, rack: str, cpu: str = "2", **extra: Any) -> dict[str, Any]:
@@ -99,7 +93,6 @@ def assert_malformed(result: subprocess.CompletedProcess[str], *fragments: str) 
 # --- placement (needs the solver) -------------------------------------------------------------
 
 
-@needs_solver
 @pytest.mark.parametrize("suffix", [".yaml", ".json"])
 def test_required_rack_lands_in_one_rack_with_the_documented_shape(
     tmp_path: Path, suffix: str
@@ -118,7 +111,6 @@ def test_required_rack_lands_in_one_rack_with_the_documented_shape(
     }
 
 
-@needs_solver
 def test_admitted_workload_keeps_its_capacity_and_a_non_fit_explains_in_numbers(
     tmp_path: Path,
 ) -> None:
@@ -139,7 +131,6 @@ def test_admitted_workload_keeps_its_capacity_and_a_non_fit_explains_in_numbers(
     assert RACK in then["message"]
 
 
-@needs_solver
 def test_non_hostname_lowest_level_reports_full_paths(tmp_path: Path) -> None:
     scenario = base_scenario()
     scenario["topology"]["levels"] = [{"nodeLabel": BLOCK}, {"nodeLabel": RACK}]
@@ -149,7 +140,6 @@ def test_non_hostname_lowest_level_reports_full_paths(tmp_path: Path) -> None:
     assert all(len(domain["values"]) == 2 for domain in assignment["domains"])
 
 
-@needs_solver
 def test_pod_set_without_annotations_is_implied_and_placed(tmp_path: Path) -> None:
     scenario = base_scenario()
     del scenario["workloads"][0]["podSets"][0]["annotations"]
@@ -160,7 +150,6 @@ def test_pod_set_without_annotations_is_implied_and_placed(tmp_path: Path) -> No
     assert sum(domain["count"] for domain in domains) == 6
 
 
-@needs_solver
 def test_nodes_that_do_not_count_are_skipped(tmp_path: Path) -> None:
     scenario = base_scenario()
     scenario["nodes"][2]["ready"] = False
@@ -173,7 +162,6 @@ def test_nodes_that_do_not_count_are_skipped(tmp_path: Path) -> None:
     assert hosts == ["x1"]
 
 
-@needs_solver
 def test_host_slices_stay_whole(tmp_path: Path) -> None:
     scenario = base_scenario()
     scenario["workloads"][0]["podSets"][0].update(
@@ -192,7 +180,6 @@ def test_host_slices_stay_whole(tmp_path: Path) -> None:
     assert "x1" not in {domain["values"][0] for domain in domains}
 
 
-@needs_solver
 def test_leader_and_workers_group_share_one_rack(tmp_path: Path) -> None:
     scenario = base_scenario()
     group = {PREFIX + "podset-required-topology": RACK, PREFIX + "podset-group-name": "g"}
@@ -212,7 +199,6 @@ def test_leader_and_workers_group_share_one_rack(tmp_path: Path) -> None:
     assert hosts == {"x3", "x4"}
 
 
-@needs_solver
 def test_feature_gates_are_accepted(tmp_path: Path) -> None:
     scenario = base_scenario()
     scenario["featureGates"] = {"TASProfileMixed": False, "TASBalancedPlacement": True}
@@ -353,7 +339,6 @@ def test_missing_file(tmp_path: Path) -> None:
     assert_malformed(result, "absent.yaml")
 
 
-@needs_solver
 def test_unknown_top_level_keys_are_ignored(tmp_path: Path) -> None:
     document = base_scenario()
     document["comment"] = "anything"
@@ -364,7 +349,6 @@ def test_unknown_top_level_keys_are_ignored(tmp_path: Path) -> None:
 # --- --stats: timings on stderr, the answer unchanged ----------------------------------------
 
 
-@needs_solver
 def test_stats_go_to_stderr_as_one_json_line_and_leave_the_answer_alone(tmp_path: Path) -> None:
     scenario = base_scenario()
     too_big = copy.deepcopy(scenario["workloads"][0])

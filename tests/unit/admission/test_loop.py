@@ -421,7 +421,9 @@ def test_a_watch_lagging_behind_a_version_read_after_a_conflict_never_frees_capa
     obj = workload("a", pods=16)  # the whole cluster
     add(state, obj)
     older = dict(obj, metadata=dict(obj["metadata"]))  # what the watch will show late
-    newer = dict(obj, metadata=dict(obj["metadata"], resourceVersion="900"))  # read after a 409
+    # read after a 409: newer than any version the watch has shown (whatever ran before)
+    read_again = str(next(_versions))
+    newer = dict(obj, metadata=dict(obj["metadata"], resourceVersion=read_again))
     state.upsert_workload(proj.workload_from_object(newer))
     writer = FakeWriter()
     loop = AdmissionLoop(state, writer)
@@ -429,7 +431,7 @@ def test_a_watch_lagging_behind_a_version_read_after_a_conflict_never_frees_capa
     async def go():
         await loop.cycle()
         await loop.drain()  # a's admission has landed; its watch event has not arrived yet
-        assert state.assumed_on(("ns", "a")) == "900"
+        assert state.assumed_on(("ns", "a")) == read_again
         state.upsert_workload(proj.workload_from_object(older))  # the lagging watch
         add(state, workload("b", pods=16))
         await loop.cycle()
@@ -437,5 +439,5 @@ def test_a_watch_lagging_behind_a_version_read_after_a_conflict_never_frees_capa
 
     asyncio.run(go())
     assert admitted(writer) == ["a"]
-    assert state.workloads[("ns", "a")].resource_version == "900"
+    assert state.workloads[("ns", "a")].resource_version == read_again
     assert state.is_assumed(("ns", "a"))

@@ -152,6 +152,37 @@ def test_invalid_label_keys_are_refused(key: str, annotation: str) -> None:
     assert label_key_problem(key) is not None
 
 
+_BAD_NAME = (
+    "must be a label key: alphanumerics, '-', '_' or '.', starting and ending"
+    " with an alphanumeric, with an optional DNS-subdomain prefix and '/'"
+)
+
+
+@pytest.mark.parametrize(
+    ("key", "problem"),
+    [
+        ("/rack", "must not start with '/'"),
+        (("a" * 254) + "/x", "must have a prefix of at most 253 characters"),
+        ((("a" * 63 + ".") * 3) + ("a" * 61) + "/x", None),  # a prefix of exactly 253
+        (
+            "UPPER.com/rack",
+            "must have a prefix that is a DNS subdomain (lowercase, e.g. example.com)",
+        ),
+        ("", "must not be empty"),
+        ("a/", "must not be empty"),
+        ("x" * 64, "must have a name part of at most 63 characters"),
+        ("x" * 63, None),
+        ("rack-", _BAD_NAME),
+    ],
+)
+def test_label_key_problems_say_what_is_wrong(key: str, problem: str | None) -> None:
+    """The text the webhook and the Workload's condition show the user."""
+    assert label_key_problem(key) == problem
+    if problem is not None:
+        error = refused({PODSET_REQUIRED_TOPOLOGY: key})
+        assert error.problem == problem
+
+
 # --- single-layer slices -----------------------------------------------------------------------
 
 

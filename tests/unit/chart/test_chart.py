@@ -1,7 +1,8 @@
 """The Helm chart, checked offline with the real `helm` binary: lint, and what it renders.
 
-helm comes from the local control-plane cache (`e2e/build-bins.sh`), TAS_BIN_DIR, or PATH; the
-tests skip only when none has it. No cluster is used.
+helm comes from the local control-plane cache (`e2e/build-bins.sh`), TAS_BIN_DIR, or PATH. `make
+test` builds it first; without it the tests fail under CI (CI=true) and skip elsewhere (a plain
+`pytest` on a machine that never ran `make bins`). No cluster is used.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -132,6 +134,10 @@ def _helm_binary() -> str | None:
     return shutil.which("helm")
 
 
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
 @functools.cache
 def _helm_env() -> dict[str, str]:
     """helm's own state in a scratch directory, and no cluster to talk to."""
@@ -151,7 +157,10 @@ def _helm_env() -> dict[str, str]:
 def helm(*args: str, values: dict[str, Any] | None = None) -> subprocess.CompletedProcess[str]:
     binary = _helm_binary()
     if binary is None:
-        pytest.skip("no helm binary: run `make bins` (or put helm on PATH)")
+        missing = "no helm binary: run `make bins` (or put helm on PATH)"
+        if _in_ci():
+            pytest.fail(missing + "; under CI a missing tool is a failure, not a skip")
+        pytest.skip(missing)
     cmd = [binary, *args]
     if values is not None:
         fd, values_file = tempfile.mkstemp(suffix=".json", dir=_helm_env()["HOME"])
@@ -224,6 +233,17 @@ def test_helm_lint_is_clean(values: dict[str, Any] | None) -> None:
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     assert "[WARNING]" not in output and "[ERROR]" not in output, output
+
+
+def test_a_missing_helm_fails_under_ci_and_skips_elsewhere(monkeypatch) -> None:
+    """`make test` builds helm before these tests; CI must not go green by skipping them."""
+    monkeypatch.setattr(sys.modules[__name__], "_helm_binary", lambda: None)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="under CI a missing tool is a failure"):
+        helm("version")
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="no helm binary"):
+        helm("version")
 
 
 def test_renders_the_expected_objects() -> None:

@@ -46,3 +46,9 @@ def test_a_taint_tolerated_for_a_while_waits_for_eviction():
     )
     assert node_health(tainted, [pod()], briefly) is Health.WAIT
     assert node_health(tainted, [], briefly) is Health.FAILED
+
+
+def test_a_harmless_taint_listed_first_does_not_hide_a_harmful_one_after_it():
+    tainted = node(taints=[Taint("soft", "PreferNoSchedule"), Taint("maintenance", "NoExecute")])
+    assert node_health(tainted, [], ()) is Health.FAILED
+    assert node_health(tainted, [pod()], ()) is Health.WAIT

@@ -36,6 +36,23 @@ def test_toleration_matching(toleration, tolerated):
     assert (first_untolerated_taint([GPU_TAINT], (toleration,)) is None) is tolerated
 
 
+@pytest.mark.parametrize(
+    ("taint_value", "toleration", "tolerated"),
+    [
+        pytest.param("5", Toleration("n", "Gt", "4"), True, id="Gt: taint above"),
+        pytest.param("5", Toleration("n", "Gt", "5"), False, id="Gt is strict"),
+        pytest.param("5", Toleration("n", "Lt", "6"), True, id="Lt: taint below"),
+        pytest.param("5", Toleration("n", "Lt", "5"), False, id="Lt is strict"),
+        pytest.param("x", Toleration("n", "Gt", "4"), False, id="Gt on a taint not a number"),
+        pytest.param("5", Toleration("n", "Lt", "x"), False, id="Lt on a toleration not a number"),
+        pytest.param("5", Toleration("n", "Like", "5"), False, id="an unknown operator"),
+    ],
+)
+def test_numeric_toleration_operators(taint_value, toleration, tolerated):
+    taint = Taint("n", "NoSchedule", taint_value)
+    assert (first_untolerated_taint([taint], (toleration,)) is None) is tolerated
+
+
 def test_only_no_schedule_and_no_execute_taints_block():
     soft = Taint("soft", "PreferNoSchedule")
     hard = Taint("hard", "NoExecute")
@@ -77,6 +94,12 @@ def term(*requirements: tuple) -> NodeSelectorTerm:
         pytest.param((term(("gen", "Gt", ["4"])),), True, id="Gt"),
         pytest.param((term(("gen", "Lt", ["5"])),), False, id="Lt is strict"),
         pytest.param((term(("zone", "Gt", ["1"])),), False, id="Gt on a non-number"),
+        pytest.param((term(("zone", "NotIn", ["a"])),), False, id="NotIn with the value"),
+        pytest.param((term(("gen", "Lt", ["6"])),), True, id="Lt"),
+        pytest.param((term(("gen", "Gt", ["5"])),), False, id="Gt is strict"),
+        pytest.param((term(("rack", "Gt", ["1"])),), False, id="Gt on a missing label"),
+        pytest.param((term(("gen", "Gt", ["4", "6"])),), False, id="Gt needs exactly one value"),
+        pytest.param((term(("gen", "Like", ["5"])),), False, id="an unknown operator"),
         pytest.param(
             (term(("zone", "In", ["a"]), ("gen", "Lt", ["3"])),), False, id="expressions are ANDed"
         ),

@@ -65,6 +65,15 @@ def test_find_topology_assignments(case: KueueCase) -> None:
     want_reason = next((ps.reason for ps in case.podsets if ps.reason), None)
     if want_reason is not None:
         assert result.failure == want_reason + OUR_MESSAGE_SUFFIX.get(case.name, "")
+        # A failure places nothing, but Kueue's table also expects the assignments of the pod
+        # sets before the failing one: those, placed alone, must be exactly Kueue's.
+        first_failing = next(i for i, ps in enumerate(case.podsets) if ps.reason)
+        earlier = case.podsets[:first_failing]
+        if earlier:
+            placed = snapshot_for(case).find_assignments([ps.request for ps in earlier])
+            assert placed.failure is None
+            got = {placement.name: placement.assignment for placement in placed.podsets}
+            assert got == {ps.request.name: ps.want for ps in earlier}
         return
     assert result.failure is None
     got = {placement.name: placement.assignment for placement in result.podsets}

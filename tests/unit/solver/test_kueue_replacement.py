@@ -214,3 +214,51 @@ def test_replacement_with_a_stale_surviving_domain_fails():
         "Cannot replace the node, because the existing topologyAssignment is invalid, "
         "as it contains the stale domain gone"
     )
+
+
+def test_a_failed_node_the_assignment_does_not_use_gets_no_replacement():
+    snapshot = TopologySnapshot(THREE_LEVELS, [host("b1", "r1", "x1", "2")])
+    for name in ("x9", "x1"):  # x1 is in the topology, not in the assignment
+        result = snapshot.find_replacement(
+            PodSetRequest("main", 1, {"cpu": 1000}, TopologyRequest(required=RACK)),
+            hosts(("x1", 1)) if name == "x9" else assignment(ONE_LEVEL, []),
+            name,
+        )
+        assert result.failure == f"cannot find replacement assignment for unhealthy node: {name}"
+        assert not result.replaced
+
+
+def test_a_slice_only_request_replaces_within_the_broken_slice():
+    """No required or preferred level: requiredReplacementDomain falls back to the slice
+    layer the missing pods break. Rack slices of 4: r0's is whole (4 pods); r1 keeps 1 pod
+    and lost 3 with x2, so r1 is the rack whose pods and the missing ones make whole slices
+    again, and the replacement stays there although the tightest free host is in r3."""
+    nodes = [
+        host("b1", "r0", "x4", "2"),
+        host("b1", "r0", "x5", "2"),
+        host("b1", "r1", "x1", "1"),
+        host("b1", "r1", "x2", "3", ready=False),
+        host("b1", "r1", "x3", "4"),
+        host("b1", "r3", "x6", "3"),
+    ]
+    surviving = hosts(("x1", 1), ("x4", 2), ("x5", 2))
+    existing = hosts(("x1", 1), ("x2", 3), ("x4", 2), ("x5", 2))
+    request = PodSetRequest(
+        "main", 8, {"cpu": 1000}, TopologyRequest(slice_layers=(SliceLayer(RACK, 4),))
+    )
+    for reference in (False, True):
+        snapshot = TopologySnapshot(THREE_LEVELS, nodes, reference=reference)
+        snapshot.add_usage(surviving, {"cpu": 1000})
+        result = snapshot.find_replacement(request, existing, "x2")
+        assert result.added == hosts(("x3", 3)), reference
+
+
+def test_a_one_level_topology_replaces_anywhere():
+    nodes = [node(name, {HOST: name}, {"cpu": "2"}) for name in ("x1", "x3")]
+    nodes.append(node("x2", {HOST: "x2"}, {"cpu": "2"}, ready=False))
+    snapshot = TopologySnapshot(ONE_LEVEL, nodes)
+    result = snapshot.find_replacement(
+        PodSetRequest("main", 2, {"cpu": 1000}, TopologyRequest()), hosts(("x2", 2)), "x2"
+    )
+    assert result.failure is None and result.added is not None
+    assert sum(d.count for d in result.added.domains) == 2

@@ -62,6 +62,20 @@ THREE_EQUAL = (("c", "c", 5, 10), ("a", "a", 5, 10), ("b", "b", 5, 10))
 )
 def test_sorted_domains(specs, least_free, want):
     assert [d.name for d in sorted_domains(named(*specs), least_free)] == want
+    # the with-leader counts play no part: ordered the other way round, the order stays
+    decoys = reversed_counts(named(*specs), "slice_count_with_leader", "pod_count_with_leader")
+    assert [d.name for d in sorted_domains(decoys, least_free)] == want
+
+
+def reversed_counts(domains: list[NamedDomain], *fields: str) -> list[NamedDomain]:
+    """Set `fields` to counts that sort opposite to the ones the order should use, so that
+    reading the wrong field shows (Kueue's table fills both fields with the same values)."""
+    for domain in domains:
+        for field in fields:
+            plain = field.replace("_with_leader", "")
+            source = plain if field != plain else f"{field}_with_leader"
+            setattr(domain, field, 1000 - getattr(domain, source))
+    return domains
 
 
 def with_leader(specs: tuple) -> tuple:
@@ -111,3 +125,6 @@ def with_leader(specs: tuple) -> tuple:
 )
 def test_sorted_domains_with_leader(specs, least_free, want):
     assert [d.name for d in sorted_domains_with_leader(named(*specs), least_free)] == want
+    # the plain counts play no part: ordered the other way round, the order stays
+    decoys = reversed_counts(named(*specs), "slice_count", "pod_count")
+    assert [d.name for d in sorted_domains_with_leader(decoys, least_free)] == want

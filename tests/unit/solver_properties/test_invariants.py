@@ -13,16 +13,11 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-snapshot_module = pytest.importorskip(
-    "tas.solver.snapshot", reason="the solver (tas.solver.snapshot) is not written yet"
-)
-TopologySnapshot = snapshot_module.TopologySnapshot
-
-from tas.solver.types import (  # noqa: E402 - after the skip, so a missing solver skips cleanly
+from tas.solver.snapshot import TopologySnapshot
+from tas.solver.types import (
     HOSTNAME_LEVEL,
     PODS,
     Node,
