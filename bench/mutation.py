@@ -46,6 +46,7 @@ PARTIAL = Path("/tmp/tas-mutation.json")
 # Run in this order: the small decision modules first, the solver (thousands of mutants) last.
 MODULES = [
     "ungater/plan.py",
+    "ungater/ranks.py",
     "hotswap/health.py",
     "admission/decide.py",
     "api/annotations.py",
