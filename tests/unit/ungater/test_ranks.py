@@ -247,3 +247,84 @@ def test_no_domain_ever_gets_more_pods_than_assigned(counts, indexed, extra, dat
     for rack, count in taken.items():
         already = sum(1 for p in pods if not p.gated and p.node_selector.get(RACK) == rack)
         assert count - already <= max(free_before[rack] - already, 0), rack
+
+
+# ---- the rule's parts, one by one (mutation testing found them checked only end to end) ------
+
+
+def test_rule_for_needs_a_request_with_an_index_label():
+    assert rule_for(None, 4) is None
+    assert rule_for(TopologyRequest(required=RACK), 4) is None
+    rule = rule_for(TopologyRequest(pod_index_label=JOB_INDEX), 4, offset=1, max_index=5)
+    assert rule == RankRule(JOB_INDEX, 4, offset=1, max_index=5)
+
+
+def test_rule_for_keeps_the_sub_group_only_with_both_its_label_and_its_count():
+    both = TopologyRequest(
+        pod_index_label=JOB_INDEX, sub_group_index_label=JOBSET_INDEX, sub_group_count=2
+    )
+    assert rule_for(both, 6) == RankRule(JOB_INDEX, 6, 0, None, JOBSET_INDEX, 2)
+    label_only = TopologyRequest(pod_index_label=JOB_INDEX, sub_group_index_label=JOBSET_INDEX)
+    assert rule_for(label_only, 6) == RankRule(JOB_INDEX, 6)
+    count_only = TopologyRequest(pod_index_label=JOB_INDEX, sub_group_count=2)
+    assert rule_for(count_only, 6) == RankRule(JOB_INDEX, 6)
+
+
+def _grouped(name: str, group: str | None) -> PodSetRequest:
+    return PodSetRequest(name, 1, {}, TopologyRequest(group_name=group))
+
+
+def test_group_offsets_put_the_smaller_pod_set_first_and_share_one_index_space():
+    pod_sets = [_grouped("worker", "g"), _grouped("leader", "g"), _grouped("alone", None)]
+    offsets = group_offsets(pod_sets, {"worker": 3, "leader": 1, "alone": 5})
+    assert offsets == {"leader": (0, 1), "worker": (1, 4)}
+
+
+def test_group_offsets_on_a_tie_put_the_first_pod_set_first():
+    pod_sets = [_grouped("a", "g"), _grouped("b", "g")]
+    assert group_offsets(pod_sets, {"a": 2, "b": 2}) == {"a": (0, 2), "b": (2, 4)}
+
+
+def test_group_offsets_ignore_groups_that_are_not_pairs():
+    pod_sets = [_grouped("a", "g"), _grouped("b", "g"), _grouped("c", "g"), _grouped("d", "h")]
+    assert group_offsets(pod_sets, {"a": 1, "b": 1, "c": 1, "d": 1}) == {}
+
+
+def test_rank_of_reads_the_index_less_the_offset_within_range():
+    from tas.ungater.ranks import rank_of
+
+    rule = RankRule(WORKER_INDEX, 3, offset=1, max_index=4)
+    assert [rank_of(labelled(f"p{i}", {WORKER_INDEX: i}), rule) for i in range(6)] == [
+        None,  # below the offset: the leader's index, not a worker's
+        0,
+        1,
+        2,
+        None,  # at max_index
+        None,
+    ]
+    assert rank_of(labelled("none", {}), rule) is None
+    plain = RankRule(JOB_INDEX, 2)  # max_index defaults to the count
+    assert [rank_of(labelled(f"j{i}", {JOB_INDEX: i}), plain) for i in range(3)] == [0, 1, None]
+
+
+def test_rank_of_a_jobset_pod_adds_its_jobs_offset_and_checks_both_ranges():
+    from tas.ungater.ranks import rank_of
+
+    rule = RankRule(JOB_INDEX, 6, sub_group_index_label=JOBSET_INDEX, sub_group_count=2)
+    assert rank_of(labelled("a", {JOB_INDEX: 2, JOBSET_INDEX: 1}), rule) == 5
+    assert rank_of(labelled("b", {JOB_INDEX: 0, JOBSET_INDEX: 0}), rule) == 0
+    assert rank_of(labelled("c", {JOB_INDEX: 3, JOBSET_INDEX: 0}), rule) is None  # Job of 3
+    assert rank_of(labelled("d", {JOB_INDEX: 0, JOBSET_INDEX: 2}), rule) is None  # 2 Jobs
+    assert rank_of(labelled("e", {JOB_INDEX: 0}), rule) is None  # no Job index
+
+
+def test_group_offsets_keep_each_pair_to_itself():
+    pod_sets = [_grouped("l1", "g"), _grouped("w1", "g"), _grouped("l2", "h"), _grouped("w2", "h")]
+    offsets = group_offsets(pod_sets, {"l1": 1, "w1": 2, "l2": 1, "w2": 4})
+    assert offsets == {"l1": (0, 1), "w1": (1, 3), "l2": (0, 1), "w2": (1, 5)}
+
+
+def test_group_offsets_count_a_pod_set_without_an_assigned_count_as_empty():
+    pod_sets = [_grouped("worker", "g"), _grouped("leader", "g")]
+    assert group_offsets(pod_sets, {"worker": 3}) == {"leader": (0, 0), "worker": (0, 3)}
+    assert group_offsets(pod_sets, {"leader": 1}) == {"worker": (0, 0), "leader": (0, 1)}
