@@ -3,7 +3,9 @@
 # (`make test` and `make demo` never need it). The binary and the module's config/components
 # (CRDs, RBAC, webhook manifests, read by the bench at run time) are cached in a directory named
 # after the version. Nothing of Kueue's is copied into this repository.
-# Prints the cache directory as its last line; `--dir` prints it without building.
+# Prints the cache directory as its last line; `--dir` prints it without building;
+# `--config` fetches only the module's config/components (seconds: no build), for unit tests
+# of the bench's manifests.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=versions.env
@@ -22,6 +24,19 @@ flock 9
 export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-mod=mod
 START=$(date +%s)
 say() { echo "[kueue +$(( $(date +%s) - START ))s] $*" >&2; }
+
+if [[ "${1:-}" == "--config" ]]; then
+  if [[ ! -d "$OUT/config/components" ]]; then
+    mod=$(go mod download -json "sigs.k8s.io/kueue@v$KUEUE_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+    [[ -d "$mod" ]] || { echo "go mod download gave no module directory" >&2; exit 1; }
+    rm -rf "$OUT/config.tmp" && mkdir -p "$OUT/config.tmp"
+    cp -r "$mod/config/components" "$OUT/config.tmp/" && chmod -R u+w "$OUT/config.tmp"
+    rm -rf "$OUT/config" && mv "$OUT/config.tmp" "$OUT/config"
+    say "kueue config/components fetched"
+  fi
+  echo "$OUT"
+  exit 0
+fi
 
 if [[ ! -x "$OUT/kueue" || ! -d "$OUT/config/components" ]]; then
   say "building sigs.k8s.io/kueue/cmd/kueue v$KUEUE_VERSION (about 6 min cold on 2 cores)"

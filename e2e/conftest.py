@@ -54,7 +54,8 @@ def operator_swap(cluster: Cluster, operator: OperatorProcess):
     yield start
     for other in started:
         other.stop()
-    operator.start()
+    if started:  # only what was stopped is started again (twice would orphan a process)
+        operator.start()
 
 
 @pytest.fixture

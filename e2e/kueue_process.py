@@ -68,9 +68,11 @@ def kueue_version() -> str:
     raise RuntimeError("KUEUE_VERSION missing from e2e/versions.env")
 
 
-def build() -> Path:
-    """The cache directory with `kueue` and `config/components`, built if missing."""
-    out = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True)
+def build(config_only: bool = False) -> Path:
+    """The cache directory with `kueue` and `config/components`, built if missing (with
+    `config_only`, only the manifests, fetched in seconds)."""
+    args = ["--config"] if config_only else []
+    out = subprocess.run(["bash", str(BUILD_SCRIPT), *args], capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"build-kueue.sh failed:\n{out.stderr[-4000:]}")
     return Path(out.stdout.strip().splitlines()[-1])
@@ -85,9 +87,12 @@ class KueueProcess(HostProcess):
 
     name = "kueue"
 
-    def __init__(self, cluster: Cluster, *, qps: float | None = None) -> None:
+    def __init__(
+        self, cluster: Cluster, *, qps: float | None = None, config_only: bool = False
+    ) -> None:
+        """`config_only`: only the manifests are needed (the process is never started)."""
         self.cluster = cluster
-        self.dir = build()
+        self.dir = build(config_only)
         self.components = self.dir / "config" / "components"
         self.version = kueue_version()
         self.qps = qps

@@ -23,8 +23,11 @@ REQUIRED_RACK = {jobs.PREFIX + "podset-required-topology": topology.RACK_LABEL}
 NOT_READY = "node-not-ready.stage.kwok.x-k8s.io"
 
 
-def install_hotswap_queue(cluster: Cluster, name: str = "hotswap") -> str:
-    """A Topology, ResourceFlavor (node-group `hotswap`) and ClusterQueue, all named `name`."""
+def install_hotswap_queue(
+    cluster: Cluster, name: str = "hotswap", group: str = GROUP, quota: dict | None = None
+) -> str:
+    """A Topology, ResourceFlavor (node-group `group`) and ClusterQueue, all named `name`,
+    with `quota` (default: 1000 cpu)."""
     kueue = "kueue.x-k8s.io/v1beta1"
     levels = [{"nodeLabel": label} for label in topology.LEVELS]
     cluster.apply(
@@ -35,7 +38,7 @@ def install_hotswap_queue(cluster: Cluster, name: str = "hotswap") -> str:
             "spec": {"levels": levels},
         }
     )
-    flavor_spec = {"nodeLabels": {topology.NODE_GROUP_LABEL: GROUP}, "topologyName": name}
+    flavor_spec = {"nodeLabels": {topology.NODE_GROUP_LABEL: group}, "topologyName": name}
     cluster.apply(
         {
             "apiVersion": kueue,
@@ -44,8 +47,11 @@ def install_hotswap_queue(cluster: Cluster, name: str = "hotswap") -> str:
             "spec": flavor_spec,
         }
     )
-    quota = {"name": name, "resources": [{"name": "cpu", "nominalQuota": 1000}]}
-    groups = [{"coveredResources": ["cpu"], "flavors": [quota]}]
+    quota = quota or {"cpu": 1000}
+    resources = [{"name": r, "nominalQuota": q} for r, q in quota.items()]
+    groups = [
+        {"coveredResources": list(quota), "flavors": [{"name": name, "resources": resources}]}
+    ]
     cq_spec = {"namespaceSelector": {}, "resourceGroups": groups}
     cluster.apply(
         {"apiVersion": kueue, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": cq_spec}

@@ -29,6 +29,7 @@ class Gate(StrEnum):
     TAS_RESPECT_NODE_AFFINITY_PREFERRED = "TASRespectNodeAffinityPreferred"
     SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS = "SkipReassignmentForPodOwnedWorkloads"
     TAS_MULTIPLE_NODE_REPLACEMENT = "TASMultipleNodeReplacement"
+    TAS_NUMA_ZONES = "TASNUMAZones"
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,14 @@ GATES: dict[str, GateSpec] = {
             "Alpha (tas-operator)",
             _REPLACE,
             "Replace several failed nodes of one workload at once instead of evicting it.",
+        ),
+        GateSpec(
+            Gate.TAS_NUMA_ZONES,
+            False,
+            "Alpha (tas-operator)",
+            _TAS,
+            "Count Guaranteed whole-CPU pods per NUMA zone on nodes whose NodeResourceTopology "
+            "reports the single-numa-node policy.",
         ),
     )
 }

@@ -60,6 +60,10 @@ LEADERWORKERSET = Resource(
     "leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet", crd=True
 )
 POD = Resource("", "v1", "pods", "Pod")
+# Not an integration: the nodes' NUMA zones (gate TASNUMAZones), published by node agents.
+NODE_RESOURCE_TOPOLOGY = Resource(
+    "topology.node.k8s.io", "v1alpha2", "noderesourcetopologies", "NodeResourceTopology", crd=True
+)
 STATEFULSET = Resource("apps", "v1", "statefulsets", "StatefulSet")
 
 RESOURCES: Mapping[Framework, Resource] = {

@@ -11,7 +11,7 @@ import json
 import math
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
 import yaml
@@ -25,13 +25,19 @@ from tas.api.annotations import (
     validate_levels,
     validate_pod_set_groups,
 )
+from tas.api.podrequests import numa_shape, pod_requests
 from tas.api.quantity import parse_milli
 from tas.features import Gate
+from tas.solver import numa
 from tas.solver.types import (
+    CONTAINER_SCOPE,
     HOSTNAME_LEVEL,
+    POD_SCOPE,
     PODS,
     FlavorSpec,
     Node,
+    NodeNuma,
+    NumaZone,
     PodSetRequest,
     SolverOptions,
     Taint,
@@ -250,7 +256,50 @@ def _gates(document: Mapping[str, Any]) -> features.FeatureGates:
     return features.from_mapping(values)
 
 
-def _nodes(document: Mapping[str, Any]) -> tuple[Node, ...]:
+def _numa(value: Any, path: str) -> NodeNuma:
+    """A node's NUMA zones, as a NodeResourceTopology with the single-numa-node policy
+    reports them."""
+    entry = _expect(value, dict, path)
+    scope = _field(entry, "scope", str, path, CONTAINER_SCOPE)
+    if scope not in (CONTAINER_SCOPE, POD_SCOPE):
+        raise ScenarioError(
+            f"{path}.scope", f"must be {CONTAINER_SCOPE!r} or {POD_SCOPE!r}, got {scope!r}"
+        )
+    zones = []
+    for index, item in enumerate(_field(entry, "zones", list, path)):
+        zone_path = f"{path}.zones[{index}]"
+        item = _expect(item, dict, zone_path)
+        name = _field(item, "name", str, zone_path)
+        if not name or name in {z.name for z in zones}:
+            raise ScenarioError(f"{zone_path}.name", f"zone name {name!r} is empty or repeated")
+        available = _field(item, "available", dict, zone_path)
+        zones.append(NumaZone(name, _quantities(available, f"{zone_path}.available")))
+    if not zones:
+        raise ScenarioError(f"{path}.zones", "must have at least one zone")
+    return NodeNuma(scope=scope, zones=tuple(zones))
+
+
+def _containers(value: Any, path: str) -> list[dict[str, Any]]:
+    """Kubernetes containers, only their names and resources (requests, limits)."""
+    out = []
+    for index, item in enumerate(_expect(value, list, path)):
+        item_path = f"{path}[{index}]"
+        item = _expect(item, dict, item_path)
+        resources = _field(item, "resources", dict, item_path, {})
+        checked: dict[str, Any] = {}
+        for kind in ("requests", "limits"):
+            quantities = _field(resources, kind, dict, f"{item_path}.resources", {})
+            _quantities(quantities, f"{item_path}.resources.{kind}")
+            checked[kind] = quantities
+        out.append(
+            {"name": _field(item, "name", str, item_path, f"c{index}"), "resources": checked}
+        )
+    if not out:
+        raise ScenarioError(path, "must have at least one container")
+    return out
+
+
+def _nodes(document: Mapping[str, Any], numa_zones: bool = False) -> tuple[Node, ...]:
     nodes: list[Node] = []
     seen: set[str] = set()
     for index, entry in enumerate(_field(document, "nodes", list, "")):
@@ -271,9 +320,17 @@ def _nodes(document: Mapping[str, Any]) -> tuple[Node, ...]:
                 taints=_taints(_field(entry, "taints", list, path, []), f"{path}.taints"),
                 ready=_field(entry, "ready", bool, path, True),
                 unschedulable=_field(entry, "unschedulable", bool, path, False),
+                # checked always; used only with the gate on, as the operator does
+                numa=zones if (zones := _optional_numa(entry, path)) and numa_zones else None,
             )
         )
     return tuple(nodes)
+
+
+def _optional_numa(entry: Mapping[str, Any], path: str) -> NodeNuma | None:
+    if entry.get("numa") is None:
+        return None
+    return _numa(entry["numa"], f"{path}.numa")
 
 
 def _podset(entry: Any, path: str, levels: Sequence[str], multi_layer: bool) -> PodSetRequest:
@@ -282,7 +339,12 @@ def _podset(entry: Any, path: str, levels: Sequence[str], multi_layer: bool) -> 
     count = _field(entry, "count", int, path)
     if not 1 <= count <= MAX_COUNT:
         raise ScenarioError(f"{path}.count", f"must be between 1 and {MAX_COUNT}, got {count}")
+    spec = None
+    if entry.get("containers") is not None:
+        spec = {"containers": _containers(entry["containers"], f"{path}.containers")}
+    default_requests = pod_requests(spec) if spec and "requests" not in entry else {}
     requests = _quantities(_field(entry, "requests", dict, path, {}), f"{path}.requests")
+    requests = requests or default_requests
     if PODS in requests:
         raise ScenarioError(
             _key(f"{path}.requests", PODS), "is implicit (every pod takes 1) and may not be set"
@@ -304,6 +366,7 @@ def _podset(entry: Any, path: str, levels: Sequence[str], multi_layer: bool) -> 
         tolerations=_tolerations(
             _field(entry, "tolerations", list, path, []), f"{path}.tolerations"
         ),
+        numa=numa_shape(spec) if spec else None,
     )
 
 
@@ -353,7 +416,7 @@ def parse_scenario(document: Any) -> Scenario:
             profile_mixed=gates.enabled(features.Gate.TAS_PROFILE_MIXED),
             balanced_placement=gates.enabled(features.Gate.TAS_BALANCED_PLACEMENT),
         ),
-        nodes=_nodes(document),
+        nodes=_nodes(document, gates.enabled(Gate.TAS_NUMA_ZONES)),
         workloads=_workloads(document, levels, gates.enabled(Gate.TAS_MULTI_LAYER_TOPOLOGY)),
     )
 
@@ -532,6 +595,7 @@ def solve(scenario: Scenario, timings: Timings | None = None) -> dict[str, Any]:
     started = time.perf_counter()
     snapshot = TopologySnapshot(scenario.levels, scenario.nodes, scenario.flavor, scenario.options)
     snapshot.build()
+    nodes = {node.name: node for node in scenario.nodes}
     if timings is not None:
         timings.snapshot = time.perf_counter() - started
     placements = []
@@ -539,9 +603,11 @@ def solve(scenario: Scenario, timings: Timings | None = None) -> dict[str, Any]:
         started, started_cpu = time.perf_counter(), time.process_time()
         placement = snapshot.find_assignments(workload.podsets)
         if placement.admitted:
+            placement = snapshot.numa_zones(workload.podsets, placement)
             requests = {podset.name: podset.requests for podset in workload.podsets}
             for placed in placement.podsets:
                 snapshot.add_usage(placed.assignment, requests[placed.name])
+            _take_zones(snapshot, nodes, workload, placement)
         if timings is not None:
             wall, cpu = time.perf_counter() - started, time.process_time() - started_cpu
             timings.placements.append((placement.admitted, wall, cpu))
@@ -554,6 +620,22 @@ def solve(scenario: Scenario, timings: Timings | None = None) -> dict[str, Any]:
             for workload, placement in zip(scenario.workloads, placements, strict=True)
         ]
     }
+
+
+def _take_zones(
+    snapshot: Any, nodes: dict[str, Node], workload: Workload, placement: WorkloadPlacement
+) -> None:
+    """What the operator's cache does after an admission: the zones the placement chose give
+    up what its pods align there."""
+    shapes = {podset.name: podset.numa for podset in workload.podsets}
+    for placed in placement.podsets:
+        shape = shapes[placed.name]
+        for host, pods in placed.numa_zones.items():
+            node = nodes[host]
+            if node.numa is None or shape is None:
+                continue
+            nodes[host] = replace(node, numa=numa.taken(node.numa, shape, pods))
+            snapshot.upsert_node(nodes[host])
 
 
 def _result(workload: Workload, placement: WorkloadPlacement) -> dict[str, Any]:
@@ -570,6 +652,15 @@ def _result(workload: Workload, placement: WorkloadPlacement) -> dict[str, Any]:
                     placed.assignment, sort_by_values=True
                 ),
             }
+            | (
+                {
+                    "numaZones": {
+                        host: [list(p) for p in pods] for host, pods in placed.numa_zones.items()
+                    }
+                }
+                if placed.numa_zones
+                else {}
+            )
             for placed in placement.podsets
         ],
     }

@@ -79,6 +79,17 @@ values.schema.json checks the names and that `enabled` is a boolean.
 {{- end -}}
 
 {{/*
+Whether a feature gate is set true in featureGates: `include "tas-operator.gate" (list .
+"TASNUMAZones")` is "true" or "". Only for our own gates, which are off by default.
+*/}}
+{{- define "tas-operator.gate" -}}
+{{- $name := index . 1 -}}
+{{- range (index . 0).Values.featureGates -}}
+{{- if and (eq .name $name) .enabled }}true{{ end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
 Whether an integration is enabled: `include "tas-operator.integration" (list . "pod")` is
 "true" or "". pod is enabled implicitly by statefulset and leaderworkerset (their pods are pod
 groups), as in Kueue.

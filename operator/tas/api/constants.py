@@ -58,6 +58,11 @@ COND_WAITING_FOR_REPLACEMENT_PODS = "WaitingForReplacementPods"
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 
+# Beyond Kueue (gate TASNUMAZones): the NUMA zone the operator counted a pod in, for a node
+# agent to pin it there. Pod scope, or one pinned container: the zone's name ("node-0");
+# container scope with several: "container=zone" pairs joined by commas.
+NUMA_ZONE_ANNOTATION = PREFIX + "numa-zone"
+
 # Workload condition types.
 COND_QUOTA_RESERVED = "QuotaReserved"
 COND_ADMITTED = "Admitted"

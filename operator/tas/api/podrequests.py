@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from tas.api.quantity import resources_to_milli
+from tas.solver.types import NumaShape
 
 
 def _container_requests(container: Mapping) -> dict[str, int]:
@@ -60,3 +61,32 @@ def pod_requests(spec: Mapping) -> dict[str, int]:
 
 def _init_containers(spec: Mapping) -> Iterable[Mapping]:
     return spec.get("initContainers") or []
+
+
+def _guaranteed(container: Mapping) -> bool:
+    """Kubernetes' Guaranteed rule for one container: cpu and memory limits set, and requests
+    (defaulted to the limits) equal to them."""
+    resources = container.get("resources") or {}
+    limits = resources_to_milli(resources.get("limits") or {})
+    requests = _container_requests(container)
+    for name in ("cpu", "memory"):
+        if not limits.get(name) or requests.get(name) != limits[name]:
+            return False
+    # every other request must equal its limit too (extended resources always do)
+    return all(limits.get(name, value) == value for name, value in requests.items())
+
+
+def numa_shape(spec: Mapping) -> NumaShape | None:
+    """What the kubelet's Topology Manager pins to NUMA zones, for a pod whose every container
+    is Guaranteed and whose app containers and sidecars ask for whole CPUs (the CPU manager's
+    exclusive CPUs); None for any other pod, which keeps node totals. Plain init containers run
+    before the rest and hand their CPUs on, so they are not counted."""
+    containers = list(spec.get("containers") or [])
+    inits = list(_init_containers(spec))
+    if not containers or not all(_guaranteed(c) for c in [*inits, *containers]):
+        return None
+    pinned = [c for c in inits if _is_sidecar(c)] + containers
+    shapes = tuple(_container_requests(c) for c in pinned)
+    if any(shape.get("cpu", 0) % 1000 for shape in shapes):
+        return None
+    return NumaShape(shapes, tuple(str(c.get("name") or "") for c in pinned))

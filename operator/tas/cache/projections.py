@@ -21,15 +21,21 @@ from tas.api.constants import (
     INDEX_LABELS,
     IS_GROUP_WORKLOAD_ANNOTATION,
     JOB_COMPLETION_INDEX_LABEL,
+    NUMA_ZONE_ANNOTATION,
     PODSET_LABEL,
     STRICT_FIFO,
     TOPOLOGY_SCHEDULING_GATE,
     WORKLOAD_ANNOTATION,
 )
-from tas.api.podrequests import pod_requests
-from tas.api.quantity import resources_to_milli
+from tas.api.podrequests import numa_shape, pod_requests
+from tas.api.quantity import parse_milli, resources_to_milli
 from tas.solver.types import (
+    CONTAINER_SCOPE,
+    POD_SCOPE,
     Node,
+    NodeNuma,
+    NumaShape,
+    NumaZone,
     PodSetRequest,
     Taint,
     Toleration,
@@ -61,6 +67,69 @@ def node_from_object(obj: Mapping) -> Node:
     )
 
 
+# NodeResourceTopology (topology.node.k8s.io/v1alpha2): the attributes NFD's topology-updater
+# and the resource-topology-exporter publish, and the deprecated topologyPolicies values.
+SINGLE_NUMA_NODE = "single-numa-node"
+_LEGACY_SINGLE_NUMA = {
+    "SingleNUMANodeContainerLevel": CONTAINER_SCOPE,
+    "SingleNUMANodePodLevel": POD_SCOPE,
+}
+
+
+class NumaReportError(ValueError):
+    """A NodeResourceTopology that cannot be read; the message names the field."""
+
+
+def numa_from_object(obj: Mapping) -> NodeNuma | None:
+    """A node's NUMA zones (type Node) when its Topology Manager runs single-numa-node; None
+    for any other policy, whose node keeps its totals."""
+    attributes = {
+        a.get("name"): a.get("value")
+        for a in _list(obj.get("attributes"))
+        if isinstance(a, Mapping) and isinstance(a.get("name"), str)
+    }
+    policy = attributes.get("topologyManagerPolicy")
+    if policy is not None:
+        if policy != SINGLE_NUMA_NODE:
+            return None
+        scope = attributes.get("topologyManagerScope") or CONTAINER_SCOPE
+        if not isinstance(scope, str) or scope not in (CONTAINER_SCOPE, POD_SCOPE):
+            raise NumaReportError(f"attributes[topologyManagerScope]: unknown scope {scope!r}")
+    else:
+        policies = _list(obj.get("topologyPolicies"))
+        legacy = [_LEGACY_SINGLE_NUMA.get(p) for p in policies if isinstance(p, str)]
+        scope = next((s for s in legacy if s), None)
+        if scope is None:
+            return None
+    zones = []
+    for i, zone in enumerate(_list(obj.get("zones"))):
+        if not isinstance(zone, Mapping) or zone.get("type") != "Node":
+            continue
+        name = zone.get("name")
+        if not isinstance(name, str) or not name:
+            raise NumaReportError(f"zones[{i}].name: a zone needs a name")
+        free: dict[str, int] = {}
+        for j, resource in enumerate(_list(zone.get("resources"))):
+            field_path = f"zones[{i}].resources[{j}]"
+            resource_name = resource.get("name") if isinstance(resource, Mapping) else None
+            if not isinstance(resource_name, str) or not resource_name:
+                raise NumaReportError(f"{field_path}.name: a resource needs a name")
+            try:
+                value = parse_milli(resource.get("available"))
+            except (TypeError, ValueError) as exc:
+                raise NumaReportError(f"{field_path}.available: {exc}") from None
+            free[resource_name] = max(0, value)
+        zones.append(NumaZone(name, free))
+    if not zones:
+        raise NumaReportError("zones: no zone of type Node")
+    return NodeNuma(scope=scope, zones=tuple(zones))
+
+
+def _list(value: object) -> list:
+    """A field that should be a list; anything else reads as empty."""
+    return value if isinstance(value, list) else []
+
+
 def toleration_from_object(t: Mapping) -> Toleration:
     return Toleration(
         key=t.get("key") or "",
@@ -87,6 +156,8 @@ class PodInfo:
     owner_uid: str | None = None  # the controlling owner (a Job's pods: the Job)
     # The integrations' index labels the pod carries (INDEX_LABELS), as integers: rank order.
     index_labels: Mapping[str, int] = field(default_factory=dict)
+    numa_zone: str | None = None  # NUMA_ZONE_ANNOTATION, set by our ungater
+    numa: NumaShape | None = None  # read only for a pod with a zone annotation
 
     @property
     def completion_index(self) -> int | None:
@@ -126,6 +197,8 @@ def pod_from_object(obj: Mapping) -> PodInfo:
             None,
         ),
         index_labels=index_labels(labels),
+        numa_zone=(zone := annotations.get(NUMA_ZONE_ANNOTATION)),
+        numa=numa_shape(spec) if zone else None,
     )
 
 
@@ -348,6 +421,7 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
                     tolerations=tuple(
                         toleration_from_object(t) for t in pod_spec.get("tolerations") or []
                     ),
+                    numa=numa_shape(pod_spec),
                 )
             )
         except (KeyError, TypeError, ValueError) as exc:

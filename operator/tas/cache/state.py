@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from tas.api.constants import REASON_FLAVOR_NOT_FOUND, REASON_TOPOLOGY_NOT_FOUND
+from tas.cache.numa import NumaLedger, Pending
 from tas.cache.projections import (
     ClusterQueueInfo,
     FlavorInfo,
@@ -46,6 +47,7 @@ from tas.solver.types import (
     PODS,
     FlavorSpec,
     Node,
+    NodeNuma,
     SolverOptions,
     TopologyAssignment,
 )
@@ -144,6 +146,7 @@ class ClusterState:
             lambda: defaultdict(dict)
         )
         self._snapshots: dict[str, TopologySnapshot] = {}
+        self.numa = NumaLedger()  # NUMA zones of the nodes that report them (TASNUMAZones)
 
     def bind_to_current_thread(self) -> None:
         self._owner = threading.get_ident()
@@ -171,6 +174,53 @@ class ClusterState:
                 snapshot.remove_node(name)
             else:
                 snapshot.upsert_node(self._with_usage(node))
+
+    def upsert_numa_report(self, node: str, zones: NodeNuma | None) -> bool:
+        """A node's NodeResourceTopology, read (None: gone, unreadable, or another policy:
+        the node is counted by its totals)."""
+        self._check_thread()
+        if zones is None and node not in self.numa.reports:
+            return False
+        self.numa.report(node, zones, self.pods)
+        return self._zones_changed({node})
+
+    def _zones_changed(self, nodes: Iterable[str]) -> bool:
+        """Zones changed on these nodes: the snapshots see them (capacity may have come)."""
+        changed = False
+        for name in nodes:
+            if name in self.nodes:
+                self._node_changed(name)
+                changed = True
+        return changed
+
+    def numa_plans(self, node: str) -> dict[tuple[Key, str], list[tuple[str, ...]]]:
+        """The zones the not yet pinned pods of admitted workloads on a node are counted in,
+        per (workload, pod set), in pin order: what the ungater writes on them."""
+        result = self.numa.free(node, self.pods, self._numa_pending(node))
+        return result[1] if result else {}
+
+    def _numa_pending(self, node: str) -> list[Pending]:
+        zoned: dict[tuple[Key, str], int] = defaultdict(int)
+        for key in self.numa.zoned.get(node, ()):
+            pod = self.pods.get(key)
+            if pod is not None and pod.workload:
+                zoned[((pod.namespace, pod.workload), pod.pod_set or "")] += 1
+        out = []
+        for key in sorted(self._by_node.get(node, ())):
+            workload = self.workloads.get(key)
+            charge = self._charges.get(key)
+            if workload is None or charge is None:
+                continue
+            shapes = {ps.name: ps.numa for ps in workload.pod_sets}
+            for ps in charge.pod_sets:
+                shape = shapes.get(ps.name)
+                if shape is None or ps.assignment is None:
+                    continue
+                on_node = sum(d.count for d in ps.assignment.domains if d.values[-1:] == (node,))
+                left = on_node - zoned.get((key, ps.name), 0)
+                if left > 0:
+                    out.append(Pending((key, ps.name), shape, left))
+        return out
 
     def upsert_node(self, node: Node) -> bool:
         self._check_thread()
@@ -200,7 +250,8 @@ class ClusterState:
             return False
         self.pods[key] = pod
         self._index_pod(old, pod)
-        return self._account_pod(old, pod)
+        changed = self._account_pod(old, pod)
+        return self._zones_changed(self.numa.pod_changed(old, pod)) or changed
 
     def delete_pod(self, namespace: str, name: str) -> bool:
         self._check_thread()
@@ -208,7 +259,8 @@ class ClusterState:
         if old is None:
             return False
         self._index_pod(old, None)
-        return self._account_pod(old, None)
+        changed = self._account_pod(old, None)
+        return self._zones_changed(self.numa.pod_changed(old, None)) or changed
 
     def _index_pod(self, old: PodInfo | None, new: PodInfo | None) -> None:
         if old and old.workload:
@@ -491,6 +543,18 @@ class ClusterState:
             for node in _hosts(new):
                 self._by_node[node].add(key)
         self._cover(key)
+        if self.numa.reports:
+            moved = {h for c in (old, new) if c for h in _hosts(c) if h in self.numa.reports}
+            for name in moved:  # their pending pods take or give back zones
+                self._refresh_zones(name)
+
+    def _refresh_zones(self, name: str) -> None:
+        """A node's zones in the cached snapshots, without a capacity generation: our own
+        admission took them."""
+        node = self.nodes.get(name)
+        if node is not None:
+            for snapshot in self._snapshots.values():
+                snapshot.upsert_node(self._with_usage(node))
 
     def _apply(self, charge: Charge, sign: int) -> None:
         usage = self._quota_usage[charge.cluster_queue]
@@ -569,16 +633,21 @@ class ClusterState:
 
     def _with_usage(self, node: Node) -> Node:
         usage = self._non_tas_usage.get(node.name)
-        if not usage:
+        zones = None
+        if node.name in self.numa.reports:
+            free = self.numa.free(node.name, self.pods, self._numa_pending(node.name))
+            zones = free[0] if free else None
+        if not usage and zones is None:
             return node
         return Node(
             name=node.name,
             labels=node.labels,
             allocatable=node.allocatable,
-            usage=dict(usage),
+            usage=dict(usage or {}),
             taints=node.taints,
             ready=node.ready,
             unschedulable=node.unschedulable,
+            numa=zones,
         )
 
 

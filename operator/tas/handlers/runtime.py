@@ -13,6 +13,9 @@ import functools
 import logging
 import os
 import signal
+from importlib import resources
+
+import yaml
 
 from tas.admission.loop import AdmissionLoop
 from tas.cache import projections as proj
@@ -22,11 +25,11 @@ from tas.config import Settings
 from tas.features import Gate
 from tas.handlers.watches import WATCHES, Watch, on_workload
 from tas.hotswap.controller import NodeHealthController
-from tas.integrations import Framework
+from tas.integrations import NODE_RESOURCE_TOPOLOGY, Framework
 from tas.jobframework.reconciler import JobReconciler
 from tas.jobs.controller import job_controller
 from tas.jobset.jobset import JOB_SET
-from tas.kube import Kube
+from tas.kube import Kube, KubeError
 from tas.kubeconfig import load_connection
 from tas.leader import LeaderElector, LeaseSettings
 from tas.leaderworkerset.controller import LeaderWorkerSetController
@@ -37,6 +40,13 @@ from tas.ungater.worker import Ungater
 from tas.workload.writer import WorkloadWriter
 
 log = logging.getLogger("tas.operator")
+
+
+def upstream_crd(name: str) -> dict:
+    """A CRD we ship unchanged from its upstream module (operator/tas/api/upstream/)."""
+    text = resources.files("tas.api").joinpath(f"upstream/{name.split('.')[0]}.yaml").read_text()
+    return yaml.safe_load(text)
+
 
 # Listed in the --namespace namespaces only, when given (nodes and pods are always listed
 # everywhere: capacity is cluster-wide).
@@ -106,8 +116,11 @@ class Runtime:
         self.hotswap_worker = SerialWorker("hotswap", self.node_health.sync, concurrency=2)
         # CRD name -> the kind it serves, for the enabled integrations served by a CRD.
         self.crd_kinds = {
-            w.crd: kind for kind, w in WATCHES.items() if w.crd and self.enabled(w.framework)
+            w.crd: kind
+            for kind, w in WATCHES.items()
+            if w.crd and self.enabled(w.framework, w.gate)
         }
+        self.numa_problems: dict[str, str] = {}  # node -> why its zones are not counted
         self.dynamic: dict[str, list[tuple[Reflector, asyncio.Task]]] = {}
         self.reflectors = self._reflectors()
         self.elector = (
@@ -122,7 +135,9 @@ class Runtime:
         self.tasks: list[asyncio.Task] = []
         self.active = False
 
-    def enabled(self, framework: Framework | None) -> bool:
+    def enabled(self, framework: Framework | None, gate: Gate | None = None) -> bool:
+        if gate is not None and not self.settings.gates.enabled(gate):
+            return False
         return framework is None or self.settings.integrations.enabled(framework)
 
     def _reflector(self, kind: str, watch: Watch) -> list[Reflector]:
@@ -138,7 +153,7 @@ class Runtime:
         CRD is established (see `_on_crd`): its reflector is made then."""
         out = []
         for kind, watch in WATCHES.items():
-            if self.enabled(watch.framework) and watch.crd is None:
+            if self.enabled(watch.framework, watch.gate) and watch.crd is None:
                 out += self._reflector(kind, watch)
         if self.crd_kinds:
             out.append(Reflector(self.kube, CRDS, self._on_crd, name="crds"))
@@ -258,6 +273,8 @@ class Runtime:
                 log.info("standing by: another replica holds the lease")
                 await self.elector.leading.wait()
         log.info("admitting (leader)")
+        if self.settings.gates.enabled(Gate.TAS_NUMA_ZONES):
+            await self._install_numa_crd()
         self.active = True
         self.admission.synced.set()
         for worker in self.workers():
@@ -278,6 +295,19 @@ class Runtime:
             if workload.admitted:
                 self.ungate_worker.submit(key)
         self.admission.wake()
+
+    async def _install_numa_crd(self) -> None:
+        """TASNUMAZones: install the NodeResourceTopology CRD when it is absent, so that node
+        agents started later can publish. Never fails start-up: without it, nodes are
+        counted by their totals."""
+        name = NODE_RESOURCE_TOPOLOGY.crd_name
+        try:
+            if await self.kube.get(f"{CRDS}/{name}") is None:
+                await self.kube.create(CRDS, upstream_crd(name))
+                log.info("installed CRD %s (TASNUMAZones)", name)
+        except KubeError as exc:
+            if not exc.conflict:  # another replica installed it first
+                log.warning("CRD %s not installed: %s; nodes keep their totals", name, exc)
 
     def _lost_lease(self) -> None:
         """Another replica may be admitting now: stop writing at once, then exit so the

@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from tas.api.constants import HOSTNAME_LABEL, MANAGED_LABEL, QUEUE_NAME_LABEL
 from tas.cache import projections as proj
-from tas.integrations import JOBSET, LEADERWORKERSET, Framework
+from tas.features import Gate
+from tas.integrations import JOBSET, LEADERWORKERSET, NODE_RESOURCE_TOPOLOGY, Framework
+from tas.kube import Ref
 from tas.leaderworkerset.controller import waiting_pod
 
 if TYPE_CHECKING:
@@ -187,6 +189,43 @@ async def on_leaderworkerset(rt: Runtime, kind: str, obj: Obj) -> None:
         rt.lws_worker.submit(key)
 
 
+async def on_node_resource_topology(rt: Runtime, kind: str, obj: Obj) -> None:
+    """A node's NUMA zones. One that cannot be read, or that goes away, leaves the node
+    counted by its totals, with a Warning event (once per cause)."""
+    name = obj["metadata"]["name"]
+    zones, problem = None, None
+    if kind == "DELETED":
+        if name in rt.state.numa.reports:
+            problem = "its NodeResourceTopology was deleted"
+    else:
+        try:
+            zones = proj.numa_from_object(obj)
+        except proj.NumaReportError as exc:
+            problem = f"NodeResourceTopology {name}: {exc}"
+    if rt.state.upsert_numa_report(name, zones):
+        rt.admission.wake()
+    if problem is None:
+        rt.numa_problems.pop(name, None)
+    elif rt.numa_problems.get(name) != problem:
+        rt.numa_problems[name] = problem
+        ref = Ref("v1", "Node", "default", name, "")
+        if kind != "DELETED":
+            meta = obj["metadata"]
+            ref = Ref(
+                NODE_RESOURCE_TOPOLOGY.api_version,
+                NODE_RESOURCE_TOPOLOGY.kind,
+                "default",
+                name,
+                meta.get("uid", ""),
+            )
+        await rt.kube.event(
+            ref,
+            "Warning",
+            "NUMAZonesIgnored",
+            f"node {name} is counted by its totals, not by NUMA zones: {problem}",
+        )
+
+
 WatchHandler = Callable[["Runtime", str, Obj], Awaitable[None]]
 
 
@@ -197,6 +236,7 @@ class Watch:
     handler: WatchHandler
     framework: Framework | None = None  # only when this integration is enabled (None: always)
     crd: str | None = None  # listed only while this CRD is established (see runtime.py)
+    gate: Gate | None = None  # only when this feature gate is on (None: always)
 
 
 # kind -> what to list and watch. Server-side selectors cut volume without losing usage: a
@@ -242,5 +282,12 @@ WATCHES: dict[str, Watch] = {
         on_leaderworkerset,
         Framework.LEADERWORKERSET,
         crd=LEADERWORKERSET.crd_name,
+    ),
+    "noderesourcetopologies": Watch(
+        NODE_RESOURCE_TOPOLOGY.collection(),
+        {},
+        on_node_resource_topology,
+        crd=NODE_RESOURCE_TOPOLOGY.crd_name,
+        gate=Gate.TAS_NUMA_ZONES,
     ),
 }

@@ -26,6 +26,8 @@ class ExclusionStats:
     topology_domain: int = 0
     taints: dict[str, int] = field(default_factory=dict)
     resources: dict[str, int] = field(default_factory=dict)
+    # Leaves that node totals allow more pods than their NUMA zones do (not excluded: limited).
+    numa_zones: int = 0
     # Counting the limiting resource of every full leaf costs a pass over all leaves, and only
     # a failure message needs it, so it is computed on first use.
     count_resource_exclusions: Callable[[], dict[str, int]] | None = None
@@ -60,9 +62,15 @@ class ExclusionStats:
         return ", ".join(sorted(reasons))
 
     def suffix(self) -> str:
+        numa = ""
+        if self.numa_zones:
+            numa = (
+                ": NUMA zones (single-numa-node) fit fewer pods than node totals on "
+                f"{self.numa_zones} node(s)"
+            )
         if not self.has_exclusions():
-            return ""
-        return f". Total nodes: {self.total_nodes}; excluded: {self.reasons()}"
+            return numa
+        return f"{numa}. Total nodes: {self.total_nodes}; excluded: {self.reasons()}"
 
 
 @dataclass

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from tas.solver import balanced, vectorized
+from tas.solver import balanced, numa, vectorized
 from tas.solver.algorithm import (
     PlacementFailure,
     PlacementParams,
@@ -38,6 +38,8 @@ from tas.solver.types import (
     DomainAssignment,
     FlavorSpec,
     Node,
+    NodeNuma,
+    NumaShape,
     PodSetPlacement,
     PodSetRequest,
     ReplacementPlacement,
@@ -105,6 +107,7 @@ class TopologySnapshot:
         # per label key: every leaf's value as a code, and value -> code (for node selectors)
         self._label_columns: dict[str, tuple[np.ndarray, dict[str, int]]] = {}
         self._tainted_leaves: list[int] = []  # leaves whose node has taints
+        self._numa = _NumaColumns()  # the zones of leaves whose node reports them
 
     # -- cache maintenance ---------------------------------------------------------------------
 
@@ -184,22 +187,31 @@ class TopologySnapshot:
         """Build the domain tree and the capacity arrays now rather than at the first
         placement (which otherwise pays for it; a shape change rebuilds them)."""
         self._ensure_tree()
+        if self._numa.by_leaf:
+            self._numa.arrays()
 
     def find_assignments(self, podsets: Sequence[PodSetRequest]) -> WorkloadPlacement:
         tree = self._ensure_tree()
         assumed: dict[int, dict[str, int]] = {}  # leaf index -> usage of earlier pod sets
+        # leaf index -> the NUMA shapes of earlier pods there, in placement order
+        assumed_shapes: dict[int, list[NumaShape]] = {}
         placed: dict[str, TopologyAssignment] = {}
         groups = _groups(podsets)
         for position, group in enumerate(groups, start=1):
             try:
                 leader, workers = _leader_and_workers(group)
-                result = self._place_group(tree, workers, leader, assumed)
+                result = self._place_group(tree, workers, leader, assumed, (), assumed_shapes)
             except (PlacementFailure, _Invalid) as failure:
                 return WorkloadPlacement(failure=str(failure))
+            later = position < len(groups)  # only later groups see it
+            if later and self._numa.by_leaf:
+                for podset in (leader, workers):
+                    if podset is not None and podset.numa is not None:
+                        self._assume_shapes(assumed_shapes, result[podset.name], podset.numa)
             for podset in group:
                 assignment = result[podset.name]
                 placed[podset.name] = assignment
-                if position < len(groups):  # only later groups see it
+                if later:
                     self._assume(assumed, assignment, podset.requests)
         return WorkloadPlacement(
             podsets=tuple(
@@ -207,6 +219,78 @@ class TopologySnapshot:
                 for ps in podsets
             )
         )
+
+    def numa_zones(
+        self, podsets: Sequence[PodSetRequest], placement: WorkloadPlacement
+    ) -> WorkloadPlacement:
+        """The placement with the zones its pods on NUMA nodes take, as the kubelet pins them
+        (first fit; the leader first, then pod set order, as they were counted). Asked of the
+        snapshot `find_assignments` ran on, before it changes. Placement itself never needs
+        it: the operator's cache packs admitted pods into zones on its own."""
+        if not placement.admitted or not self._numa.by_leaf:
+            return placement
+        result = {p.name: p.assignment for p in placement.podsets}
+        assumed_shapes: dict[int, list[NumaShape]] = {}
+        zones: dict[str, dict[str, tuple[tuple[str, ...], ...]]] = {}
+        for group in _groups(podsets):
+            leader, workers = _leader_and_workers(group)
+            zones.update(self._zone_plans(leader, workers, result, assumed_shapes))
+        return replace(
+            placement,
+            podsets=tuple(replace(p, numa_zones=zones.get(p.name, {})) for p in placement.podsets),
+        )
+
+    def _assume_shapes(
+        self,
+        assumed_shapes: dict[int, list[NumaShape]],
+        assignment: TopologyAssignment,
+        shape: NumaShape,
+    ) -> None:
+        for domain in assignment.domains:
+            leaf = self._leaf_by_key.get(self._key_of_assigned(domain.values))
+            if leaf is not None and leaf in self._numa.by_leaf:
+                assumed_shapes.setdefault(leaf, []).extend([shape] * domain.count)
+
+    def _zone_plans(
+        self,
+        leader: PodSetRequest | None,
+        workers: PodSetRequest,
+        result: dict[str, TopologyAssignment],
+        assumed_shapes: dict[int, list[NumaShape]],
+    ) -> dict[str, dict[str, tuple[tuple[str, ...], ...]]]:
+        """Which zones one group's pods on NUMA nodes take (the leader first, as it was
+        counted), recorded in `assumed_shapes` for the pod sets after them."""
+        out: dict[str, dict[str, tuple[tuple[str, ...], ...]]] = {}
+        _, free = self._numa.arrays()
+        for podset in (leader, workers):
+            if podset is None or podset.numa is None:
+                continue
+            # One aligned request per pod on every node that reports all its resources: the
+            # zones' room comes from the arrays (the common case, and the fast one).
+            unit = _NumaCounting._unit(podset.numa, free)
+            single = len(podset.numa.containers) == 1
+            for domain in result[podset.name].domains:
+                leaf = self._leaf_by_key.get(self._key_of_assigned(domain.values))
+                node_numa = self._numa.by_leaf.get(leaf) if leaf is not None else None
+                if node_numa is None:
+                    continue
+                before = assumed_shapes.setdefault(leaf, [])
+                room = None
+                if (
+                    not before
+                    and unit
+                    and (single or node_numa.scope == numa.POD_SCOPE)
+                    and unit.keys() <= node_numa.reported
+                ):
+                    room = self._numa.room(leaf, unit)
+                if room is not None:
+                    chosen = numa.fill_zones(node_numa, room, domain.count)
+                else:
+                    chosen = numa.plan(node_numa, podset.numa, domain.count, before)
+                if chosen is not None:  # placement counted them, so they fit
+                    out.setdefault(podset.name, {})[domain.values[-1]] = tuple(chosen)
+                before.extend([podset.numa] * domain.count)
+        return out
 
     def find_replacement(
         self, podset: PodSetRequest, assignment: TopologyAssignment, failed_node: str
@@ -327,9 +411,11 @@ class TopologySnapshot:
         leader: PodSetRequest | None,
         assumed: dict[int, dict[str, int]],
         within: tuple[str, ...] = (),
+        assumed_shapes: dict[int, list[NumaShape]] | None = None,
     ) -> dict[str, TopologyAssignment]:
         """`within`: only leaves under the domain with these leading level values count."""
         params = self._params(workers, leader)
+        counting = _NumaCounting.of(self._numa, workers, leader, assumed_shapes or {})
         requests = _with_one_pod(workers.requests)
         leader_requests = _with_one_pod(leader.requests) if leader is not None else None
         allowed = self._allowed_leaves(tree, workers, params, within)
@@ -338,12 +424,19 @@ class TopologySnapshot:
         )
         if balanced_placement or not self._vectorizable(tree, requests, leader_requests, assumed):
             leaves = self._place_plain(
-                tree, requests, leader_requests, assumed, params, allowed, balanced_placement
+                tree,
+                requests,
+                leader_requests,
+                assumed,
+                params,
+                allowed,
+                balanced_placement,
+                counting,
             )
             placed = [(leaf, leaf.pod_count) for leaf in leaves]
         else:
             placed = self._place_vectorized(
-                tree, requests, leader_requests, assumed, params, allowed
+                tree, requests, leader_requests, assumed, params, allowed, counting
             )
 
         result: dict[str, TopologyAssignment] = {}
@@ -377,6 +470,7 @@ class TopologySnapshot:
         assumed: dict[int, dict[str, int]],
         params: PlacementParams,
         allowed: np.ndarray | None,
+        counting: _NumaCounting | None,
     ) -> list[tuple[Domain, int]]:
         free = self._free
         if assumed:
@@ -389,8 +483,12 @@ class TopologySnapshot:
         pods = vectorized.pods_that_fit(fits)
         if allowed is not None:
             pods[~allowed] = 0
+        by_totals = pods
+        if counting is not None:
+            pods = counting.limit(by_totals)
+            params.stats.numa_zones = int(((pods < by_totals) & (by_totals > 0)).sum())
         params.stats.count_resource_exclusions = lambda: vectorized.limiting_resources(
-            names, fits, pods == 0 if allowed is None else (pods == 0) & allowed
+            names, fits, by_totals == 0 if allowed is None else (by_totals == 0) & allowed
         )
         if leader_requests is None:
             counts = vectorized.roll_up(tree, pods, params)
@@ -408,6 +506,8 @@ class TopologySnapshot:
         after_leader = vectorized.pods_that_fit(
             vectorized.resource_fits(free, self._rows, requests, leader_requests)[1]
         )
+        if counting is not None:
+            hosts_leader, after_leader = counting.with_leader(hosts_leader, after_leader)
         pods_with_leader = np.where(hosts_leader, after_leader, pods)
         counts = vectorized.roll_up(
             tree, pods, params, pods_with_leader, hosts_leader.astype(np.int64)
@@ -429,13 +529,16 @@ class TopologySnapshot:
         params: PlacementParams,
         allowed: np.ndarray | None,
         balanced_placement: bool,
+        counting: _NumaCounting | None,
     ) -> list[Domain]:
         """Counts on every Domain object, levels sorted in Python: the reference the
         vectorized path is tested against, and the path of balanced placement."""
         allowed_list = allowed.tolist() if allowed is not None else None
 
         def fill_counts() -> None:
-            self._fill_leaf_counts(tree, requests, leader_requests, assumed, params, allowed_list)
+            self._fill_leaf_counts(
+                tree, requests, leader_requests, assumed, params, allowed_list, counting
+            )
             if leader_requests is None and not params.slice_size_at_level:
                 roll_up_simple(tree, params.slice_size, params.slice_level)
             else:
@@ -581,16 +684,23 @@ class TopologySnapshot:
         assumed: dict[int, dict[str, int]],
         params: PlacementParams,
         allowed: list[bool] | None,
+        counting: _NumaCounting | None,
     ) -> None:
         counts = self._counts_per_leaf(requests)
         for leaf_index, usage in assumed.items():
             counts[leaf_index] = _count_in(requests, self._remaining(leaf_index, usage))
         if allowed is not None:
             counts = [c if ok else 0 for c, ok in zip(counts, allowed, strict=True)]
+        by_totals = counts
+        if counting is not None:
+            counts = [counting.one(index, c) for index, c in enumerate(by_totals)]
+            params.stats.numa_zones = sum(
+                1 for c, t in zip(counts, by_totals, strict=True) if c < t
+            )
 
         def count_resource_exclusions() -> dict[str, int]:
             excluded: dict[str, int] = {}
-            for leaf_index, count in enumerate(counts):
+            for leaf_index, count in enumerate(by_totals):
                 if count == 0 and (allowed is None or allowed[leaf_index]):
                     limiting = self._limiting_resource(leaf_index, requests, assumed)
                     excluded[limiting] = excluded.get(limiting, 0) + 1
@@ -619,6 +729,10 @@ class TopologySnapshot:
                 for name, value in leader_requests.items():
                     remaining[name] = remaining.get(name, 0) - value
                 leaf.pod_count_with_leader = _count_in(requests, remaining)
+                if counting is not None:
+                    hosts, after = counting.one_with_leader(index, leaf.pod_count_with_leader)
+                    leaf.leader_count = int(hosts)
+                    leaf.pod_count_with_leader = after if hosts else count
 
     def _counts_per_leaf(self, requests: Mapping[str, int]) -> list[int]:
         """How many pods of this shape fit on every leaf, one resource at a time."""
@@ -820,6 +934,13 @@ class TopologySnapshot:
         self._eligibility_cache = {}
         self._label_columns = {}
         self._tainted_leaves = [i for i, nodes in enumerate(self._leaf_nodes) if nodes[0].taints]
+        self._numa = _NumaColumns(
+            {
+                index: nodes[0].numa
+                for index, nodes in enumerate(self._leaf_nodes)
+                if self.hostname_lowest and nodes[0].numa is not None
+            }
+        )
         self._tree = tree
         remaining = [self._leaf_remaining(index) for index in range(len(keys))]
         names = {PODS: None}
@@ -862,6 +983,8 @@ class TopologySnapshot:
         return remaining
 
     def _refresh_leaf(self, index: int) -> None:
+        if self.hostname_lowest:
+            self._numa.update(index, self._leaf_nodes[index][0].numa)
         remaining = self._leaf_remaining(index)
         for name in remaining:
             self._row(name)
@@ -915,3 +1038,205 @@ def _leader_and_workers(
     if second.count > first.count:
         return first, second
     return second, first
+
+
+# -- NUMA zones (solver/numa.py) ------------------------------------------------------------------
+
+# Stands for "no limit" in zone arrays: where a node's zones do not report a resource. Small
+# enough that a sum over zones stays far inside int64.
+_UNLIMITED = 2**40
+
+
+class _NumaColumns:
+    """The zones of every leaf whose node reports them, and the same as arrays (one matrix per
+    resource: zone slot x NUMA leaf) so that the common case, one aligned request per pod, is
+    counted for all leaves at once. Kept up to date in place; rebuilt when the shape grows."""
+
+    def __init__(self, by_leaf: dict[int, NodeNuma] | None = None) -> None:
+        self.by_leaf: dict[int, NodeNuma] = by_leaf or {}
+        self._arrays: tuple[np.ndarray, dict[int, int], int, dict[str, np.ndarray]] | None = None
+
+    def update(self, leaf: int, node_numa: NodeNuma | None) -> None:
+        if self.by_leaf.get(leaf) == node_numa:
+            return
+        if node_numa is None:
+            self.by_leaf.pop(leaf, None)
+            self._arrays = None
+            return
+        self.by_leaf[leaf] = node_numa
+        arrays = self._arrays
+        if arrays is None:
+            return
+        _, column_of, slots, free = arrays
+        column = column_of.get(leaf)
+        if column is None or len(node_numa.zones) > slots or not node_numa.reported <= set(free):
+            self._arrays = None
+            return
+        self._fill_column(free, column, node_numa)
+
+    def room(self, leaf: int, unit: Mapping[str, int]) -> list[int] | None:
+        """Pods of one aligned `unit` each zone of a leaf holds, from the arrays."""
+        column = self._arrays[1].get(leaf) if self._arrays is not None else None
+        if column is None:
+            return None
+        free = self._arrays[3]
+        zones = len(self.by_leaf[leaf].zones)
+        return [
+            max(0, min(int(free[name][slot, column]) // value for name, value in unit.items()))
+            for slot in range(zones)
+        ]
+
+    def arrays(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """The NUMA leaves' indices and, per resource, zone slot x leaf free capacity."""
+        if self._arrays is None:
+            leaves = sorted(self.by_leaf)
+            slots = max((len(n.zones) for n in self.by_leaf.values()), default=0)
+            names = sorted({name for n in self.by_leaf.values() for name in n.reported})
+            free = {name: np.zeros((slots, len(leaves)), dtype=np.int64) for name in names}
+            for column, leaf in enumerate(leaves):
+                self._fill_column(free, column, self.by_leaf[leaf])
+            self._arrays = (
+                np.array(leaves, dtype=np.intp),
+                {leaf: column for column, leaf in enumerate(leaves)},
+                slots,
+                free,
+            )
+        return self._arrays[0], self._arrays[3]
+
+    @staticmethod
+    def _fill_column(free: dict[str, np.ndarray], column: int, node_numa: NodeNuma) -> None:
+        reported = node_numa.reported
+        for name, matrix in free.items():
+            matrix[:, column] = 0 if name in reported else _UNLIMITED
+            if name in reported:
+                for slot, zone in enumerate(node_numa.zones):
+                    matrix[slot, column] = min(zone.free.get(name, 0), _UNLIMITED)
+
+
+@dataclass
+class _NumaCounting:
+    """One pod set's zone limits for one placement: its shape (and its leader's), the zones,
+    and the shapes earlier pod sets of the workload left on each leaf."""
+
+    columns: _NumaColumns
+    shape: NumaShape | None
+    leader_shape: NumaShape | None
+    assumed: dict[int, list[NumaShape]]
+
+    @classmethod
+    def of(
+        cls,
+        columns: _NumaColumns,
+        workers: PodSetRequest,
+        leader: PodSetRequest | None,
+        assumed: dict[int, list[NumaShape]],
+    ) -> _NumaCounting | None:
+        leader_shape = leader.numa if leader is not None else None
+        if not columns.by_leaf or (workers.numa is None and leader_shape is None):
+            return None
+        return cls(columns, workers.numa, leader_shape, assumed)
+
+    def one(self, leaf: int, by_totals: int) -> int:
+        """Pods of the shape the leaf holds: its count by node totals, or fewer by zones."""
+        node_numa = self.columns.by_leaf.get(leaf)
+        if node_numa is None or self.shape is None or by_totals <= 0:
+            return by_totals
+        return numa.count(node_numa, self.shape, by_totals, self.assumed.get(leaf, ()))
+
+    def one_with_leader(self, leaf: int, by_totals: int) -> tuple[bool, int]:
+        """Whether the leaf's zones take the leader, and then how many workers besides."""
+        node_numa = self.columns.by_leaf.get(leaf)
+        if node_numa is None:
+            return True, by_totals
+        before = list(self.assumed.get(leaf, ()))
+        if self.leader_shape is not None:
+            if numa.count(node_numa, self.leader_shape, 1, before) < 1:
+                return False, 0
+            before.append(self.leader_shape)
+        if self.shape is None or by_totals <= 0:
+            return True, by_totals
+        return True, numa.count(node_numa, self.shape, by_totals, before)
+
+    def _python_leaves(self) -> set[int]:
+        """NUMA leaves the arrays cannot count: those holding earlier pod sets' pods, and in
+        container scope those where a pod aligns several containers one by one."""
+        out = {leaf for leaf in self.assumed if leaf in self.columns.by_leaf}
+        shapes = [s for s in (self.shape, self.leader_shape) if s is not None]
+        if any(len(s.containers) > 1 for s in shapes):
+            out.update(
+                leaf
+                for leaf, node_numa in self.columns.by_leaf.items()
+                if node_numa.scope == numa.CONTAINER_SCOPE
+            )
+        return out
+
+    @staticmethod
+    def _unit(shape: NumaShape | None, free: dict[str, np.ndarray]) -> dict[str, int]:
+        """A pod's one aligned request, over the resources some zone reports."""
+        if shape is None:
+            return {}
+        return {
+            name: value
+            for name, value in shape.total().items()
+            if value > 0 and not numa.flows(name) and name in free
+        }
+
+    @staticmethod
+    def _zone_counts(
+        free: dict[str, np.ndarray], unit: dict[str, int], taken: dict[str, np.ndarray]
+    ) -> np.ndarray:
+        """Pods of `unit` every NUMA leaf's zones hold, each zone on its own, after `taken`."""
+        per_zone = None
+        for name, value in unit.items():
+            fits = (free[name] - taken[name] if name in taken else free[name]) // value
+            per_zone = fits if per_zone is None else np.minimum(per_zone, fits)
+        return np.maximum(per_zone, 0).sum(axis=0)
+
+    def limit(self, by_totals: np.ndarray) -> np.ndarray:
+        """`one` for every leaf: in arrays where each NUMA leaf aligns one request per pod,
+        in Python for the rest."""
+        out = by_totals.copy()
+        if self.shape is None:
+            return out
+        leaves, free = self.columns.arrays()
+        unit = self._unit(self.shape, free)
+        if unit and len(leaves):
+            out[leaves] = np.minimum(out[leaves], self._zone_counts(free, unit, {}))
+        for leaf in self._python_leaves():
+            out[leaf] = self.one(leaf, int(by_totals[leaf]))
+        return out
+
+    def with_leader(
+        self, hosts_leader: np.ndarray, after_leader: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """`one_with_leader` for every leaf: the leader takes the first zone that fits it (the
+        kubelet's choice), the workers count in what the zones have left."""
+        hosts, after = hosts_leader.copy(), after_leader.copy()
+        leaves, free = self.columns.arrays()
+        if len(leaves):
+            leader = self._unit(self.leader_shape, free)
+            workers = self._unit(self.shape, free)
+            fits_leader = np.ones(len(leaves), dtype=bool)
+            taken: dict[str, np.ndarray] = {}
+            if leader:
+                each = None
+                for name, value in leader.items():
+                    ok = free[name] >= value
+                    each = ok if each is None else each & ok
+                fits_leader = each.any(axis=0)
+                first = each.argmax(axis=0)
+                columns = np.arange(len(leaves))
+                for name, value in leader.items():
+                    taken[name] = np.zeros_like(free[name])
+                    taken[name][first, columns] = np.where(fits_leader, value, 0)
+            hosts[leaves] &= fits_leader
+            if workers:
+                counts = self._zone_counts(free, workers, taken)
+                after[leaves] = np.where(
+                    fits_leader, np.minimum(after[leaves], counts), after[leaves]
+                )
+        for leaf in self._python_leaves():
+            if hosts_leader[leaf]:
+                ok, count = self.one_with_leader(leaf, int(after_leader[leaf]))
+                hosts[leaf], after[leaf] = ok, count
+        return hosts, after

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 HOSTNAME_LEVEL = "kubernetes.io/hostname"
 PODS = "pods"
@@ -43,6 +44,45 @@ class NodeSelectorTerm:
     match_expressions: tuple[NodeSelectorRequirement, ...] = ()
 
 
+CONTAINER_SCOPE = "container"  # Topology Manager scopes, as NodeResourceTopology names them
+POD_SCOPE = "pod"
+
+
+@dataclass(frozen=True)
+class NumaZone:
+    name: str
+    free: Resources  # milli-units: the zone's available, less our pods not yet reported
+
+
+@dataclass(frozen=True)
+class NodeNuma:
+    """The zones of a node whose Topology Manager policy is single-numa-node."""
+
+    scope: str  # CONTAINER_SCOPE or POD_SCOPE
+    zones: tuple[NumaZone, ...]
+
+    @cached_property
+    def reported(self) -> frozenset[str]:
+        """The resources some zone reports: only these are aligned (computed once)."""
+        return frozenset(name for zone in self.zones for name in zone.free)
+
+
+@dataclass(frozen=True)
+class NumaShape:
+    """What one pod asks of the Topology Manager: the requests of every container that gets
+    exclusive resources (app containers and sidecars), in spec order."""
+
+    containers: tuple[Resources, ...]
+    names: tuple[str, ...] = ()  # the containers' names, for the zone annotation
+
+    def total(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for container in self.containers:
+            for name, value in container.items():
+                out[name] = out.get(name, 0) + value
+        return out
+
+
 @dataclass(frozen=True)
 class Node:
     name: str
@@ -52,6 +92,8 @@ class Node:
     taints: tuple[Taint, ...] = ()
     ready: bool = True
     unschedulable: bool = False
+    # Its NUMA zones when the kubelet runs single-numa-node (solver/numa.py); None: totals only.
+    numa: NodeNuma | None = None
 
 
 @dataclass(frozen=True)
@@ -96,6 +138,9 @@ class PodSetRequest:
     node_selector: Mapping[str, str] = field(default_factory=dict)
     tolerations: tuple[Toleration, ...] = ()
     required_affinity: tuple[NodeSelectorTerm, ...] = ()  # ORed terms; empty = no constraint
+    # Set when every container is Guaranteed with whole CPUs: counted per NUMA zone on nodes
+    # that report zones (solver/numa.py). None: node totals only.
+    numa: NumaShape | None = None
 
 
 @dataclass(frozen=True)
@@ -138,6 +183,9 @@ class PodSetPlacement:
     name: str
     count: int
     assignment: TopologyAssignment
+    # hostname -> the zone of each aligned container (pod scope: one) of every pod placed on
+    # a node counted by NUMA zones; empty when none was.
+    numa_zones: Mapping[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

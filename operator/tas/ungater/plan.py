@@ -26,6 +26,7 @@ class Ungate:
     pod: PodInfo
     node_selector: Selector  # the domain's level labels, to merge into the pod's nodeSelector
     domain: tuple[str, ...]
+    numa_zone: str | None = None  # NUMA_ZONE_ANNOTATION's value, on a node counted by zones
 
 
 def domain_selectors(assignment: TopologyAssignment) -> list[tuple[tuple[str, ...], Selector, int]]:

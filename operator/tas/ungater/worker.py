@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
+from dataclasses import replace
 
 from tas import metrics
 from tas.api.conditions import pod_terminated_by_kueue
-from tas.api.constants import REASON_UNSCHEDULABLE_ON_ASSIGNED_NODE, TOPOLOGY_SCHEDULING_GATE
+from tas.api.constants import (
+    HOSTNAME_LABEL,
+    NUMA_ZONE_ANNOTATION,
+    REASON_UNSCHEDULABLE_ON_ASSIGNED_NODE,
+    TOPOLOGY_SCHEDULING_GATE,
+)
+from tas.api.numazones import format_numa_zones
 from tas.cache.projections import Key
 from tas.cache.state import ClusterState
 from tas.kube import STRATEGIC, Kube, KubeError, gather_bounded, pod_path
@@ -66,6 +74,8 @@ class Ungater:
             strays.extend(stranded(admission.assignment, pod_set_pods, self.expected))
         for pod in strays:
             await self._fail_stray(pod, workload.name)
+        if self.state.numa.reports:
+            ungates = self._with_zones(key, workload, ungates)
         # Each pod's domain is recorded before its patch is sent, so no pod gets two domains.
         for ungate in ungates:
             self.expected[ungate.pod.uid] = ungate.domain
@@ -84,6 +94,36 @@ class Ungater:
                 self.unconfirmed[uid] = ungate
         if failure is not None:
             raise failure  # the worker retries this workload after its backoff
+
+    def _with_zones(self, key: Key, workload, ungates: list[Ungate]) -> list[Ungate]:
+        """Pods going to a node counted by NUMA zones carry the zone they were counted in
+        (the cache's packing of the node's pending pods, which these are)."""
+        shapes = {ps.name: ps.numa for ps in workload.pod_sets}
+        plans: dict[str, dict] = {}
+        # Pods ungated earlier whose patch the watch has not shown yet are still counted as
+        # pending, first: their zones are the first of the plan.
+        now = {u.pod.uid for u in ungates}
+        taken: dict[tuple[str, str], int] = defaultdict(int)
+        for pod in self.state.pods_of(*key):
+            domain = self.expected.get(pod.uid)
+            if domain and pod.uid not in now and pod.gated and not pod.numa_zone:
+                taken[(domain[-1], pod.pod_set or "")] += 1
+        out = []
+        for ungate in ungates:
+            host = ungate.node_selector.get(HOSTNAME_LABEL)
+            shape = shapes.get(ungate.pod.pod_set or "")
+            if ungate.numa_zone or not host or shape is None or host not in self.state.numa.reports:
+                out.append(ungate)
+                continue
+            if host not in plans:
+                plans[host] = self.state.numa_plans(host)
+            slot = (host, ungate.pod.pod_set or "")
+            index = taken[slot]
+            chosen = plans[host].get((key, ungate.pod.pod_set or ""), [])
+            taken[slot] = index + 1
+            zone = format_numa_zones(chosen[index], shape) if index < len(chosen) else None
+            out.append(replace(ungate, numa_zone=zone) if zone else ungate)
+        return out
 
     async def _fail_stray(self, pod, workload: str) -> None:
         """An unbound pod is failed; a bound one is deleted, as the taint manager evicts: its
@@ -113,12 +153,14 @@ class Ungater:
         )
 
     async def _ungate(self, ungate: Ungate) -> None:
-        patch = {
+        patch: dict = {
             "spec": {
                 "schedulingGates": [{"$patch": "delete", "name": TOPOLOGY_SCHEDULING_GATE}],
                 "nodeSelector": ungate.node_selector,
             }
         }
+        if ungate.numa_zone:
+            patch["metadata"] = {"annotations": {NUMA_ZONE_ANNOTATION: ungate.numa_zone}}
         try:
             await self.kube.patch(pod_path(ungate.pod.namespace, ungate.pod.name), patch, STRATEGIC)
         except KubeError as exc:

@@ -103,6 +103,19 @@ def expected_rules(integrations=ALL_INTEGRATIONS) -> set:
 
 
 EXPECTED_RULES = expected_rules()
+# With the TASNUMAZones gate on: the nodes' NodeResourceTopology objects, and their CRD
+# installed when absent.
+NUMA_GATE = {"featureGates": [{"name": "TASNUMAZones", "enabled": True}]}
+NUMA_RULES = {
+    *{("topology.node.k8s.io", "noderesourcetopologies", v, None) for v in ("list", "watch")},
+    (
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        "get",
+        "noderesourcetopologies.topology.node.k8s.io",
+    ),
+    ("apiextensions.k8s.io", "customresourcedefinitions", "create", None),
+}
 
 
 # ---- running helm --------------------------------------------------------------------------------
@@ -393,6 +406,14 @@ def test_rbac_is_exactly_what_the_enabled_integrations_need(integrations) -> Non
     )
 
 
+@pytest.mark.parametrize("enabled", [True, False])
+def test_rbac_adds_the_numa_rules_only_with_the_gate_on(enabled: bool) -> None:
+    gate = {"featureGates": [{"name": "TASNUMAZones", "enabled": enabled}]}
+    actual = list(rules(render(gate)))
+    assert len(actual) == len(set(actual)), "a verb is granted twice"
+    assert set(actual) == EXPECTED_RULES | (NUMA_RULES if enabled else set())
+
+
 def test_the_default_integrations_are_every_one_the_operator_knows() -> None:
     from tas.integrations import Framework
 
@@ -438,7 +459,7 @@ def test_rbac_lets_the_operator_list_and_watch_everything_it_caches() -> None:
         # /api/v1/<resource> is the core group; /apis/<group>/<version>/<resource> the others.
         watched.add(("", parts[2]) if parts[0] == "api" else (parts[1], parts[3]))
     assert ("", "pods") in watched and ("batch", "jobs") in watched
-    granted = set(rules(render()))
+    granted = set(rules(render(NUMA_GATE)))  # every gated watch on
     for group, resource in sorted(watched):
         for verb in ("list", "watch"):
             assert (group, resource, verb, None) in granted, f"{verb} {group}/{resource}"

@@ -131,3 +131,51 @@ def test_a_pod_bound_outside_the_assignment_before_it_runs_is_deleted():
     assert path == "/api/v1/namespaces/ns/pods/w-0/status"
     assert "phase" not in body["status"]
     assert body["status"]["conditions"][0]["type"] == "TerminatedByKueue"
+
+
+def guaranteed(obj: dict) -> dict:
+    """A pod (or a Workload's template) whose container is Guaranteed with 3 whole CPUs."""
+    spec = (
+        obj["spec"]
+        if "containers" in obj["spec"]
+        else obj["spec"]["podSets"][0]["template"]["spec"]
+    )
+    spec["containers"][0]["resources"] = {"limits": {"cpu": "3", "memory": "1Gi"}}
+    return obj
+
+
+def nrt(name: str) -> dict:
+    zones = [
+        {"name": f"node-{i}", "type": "Node", "resources": [{"name": "cpu", "available": "4"}]}
+        for i in range(2)
+    ]
+    attributes = [{"name": "topologyManagerPolicy", "value": "single-numa-node"}]
+    return {"metadata": {"name": name}, "attributes": attributes, "zones": zones}
+
+
+def test_pods_on_a_node_counted_by_zones_carry_their_zone():
+    """TASNUMAZones: each pod gets the zone the cache counted it in, one per zone; a pod whose
+    patch the watch has not shown yet keeps its zone, so the next pod gets the other."""
+    state = make_state([node("x1", "b1", "r1", cpu="32")])
+    state.upsert_numa_report("x1", proj.numa_from_object(nrt("x1")))
+    state.upsert_workload(proj.workload_from_object(guaranteed(admitted("w", {"x1": 2}))))
+    state.upsert_pod(proj.pod_from_object(guaranteed(job_pod("w", 0))))
+    from tas.ungater.worker import Ungater
+
+    kube = FakeKube()
+    ungater = Ungater(state, kube)
+    asyncio.run(ungater.sync(("ns", "w")))
+    [(_, first)] = kube.patches
+    assert first["metadata"]["annotations"] == {"kueue.x-k8s.io/numa-zone": "node-0"}
+    state.upsert_pod(proj.pod_from_object(guaranteed(job_pod("w", 1))))
+    asyncio.run(ungater.sync(("ns", "w")))  # w-0's patch not seen back yet
+    [_, (_, second)] = kube.patches
+    assert second["metadata"]["annotations"] == {"kueue.x-k8s.io/numa-zone": "node-1"}
+
+
+def test_without_zones_the_patch_is_todays():
+    state = make_state([node("x1", "b1", "r1", cpu="32")])
+    state.upsert_workload(proj.workload_from_object(guaranteed(admitted("w", {"x1": 1}))))
+    state.upsert_pod(proj.pod_from_object(guaranteed(job_pod("w", 0))))
+    [(_, body)] = run(state, ("ns", "w"))
+    assert "metadata" not in body
