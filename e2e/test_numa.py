@@ -70,7 +70,8 @@ def guaranteed_job(name: str, queue: str, pods: int) -> dict:
 
 @pytest.fixture
 def numa_cluster(cluster: Cluster, operator_swap) -> Iterator[list[str]]:
-    """The chart with the gate (RBAC), an operator with it, and 4 nodes of one rack."""
+    """The chart with the gate (RBAC), an operator with it, and 4 nodes of one rack whose
+    reports say 2 zones of 4 CPUs each."""
     block = f"nu{uuid.uuid4().hex[:5]}"
     names = [f"{block}-r1-h{h}" for h in range(1, 5)]
     chart.upgrade(
@@ -97,6 +98,8 @@ def numa_cluster(cluster: Cluster, operator_swap) -> Iterator[list[str]]:
             what="the NodeResourceTopology CRD installed by the operator",
         )
         cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", NRT)
+        for name in names:
+            cluster.apply(report(name, (4, 4)))
         yield names
     finally:
         for name in names:
@@ -117,8 +120,6 @@ def test_a_gang_takes_one_pod_per_zone_and_waits_for_zones_with_the_zone_reason(
     cluster: Cluster, namespace: str, numa_cluster: list[str]
 ) -> None:
     nodes = numa_cluster
-    for name in nodes:
-        cluster.apply(report(name, (4, 4)))
     cluster.apply(jobs.local_queue("q", GROUP), namespace)
 
     # 8 pods of 3 CPUs: one per zone, two per node, on all four nodes.
@@ -151,8 +152,6 @@ def test_an_unreadable_report_falls_back_to_node_totals_with_an_event(
     cluster: Cluster, namespace: str, numa_cluster: list[str]
 ) -> None:
     nodes = numa_cluster
-    for name in nodes:
-        cluster.apply(report(name, (4, 4)))
     # The CRD's schema refuses a quantity that does not parse, so the unreadable report that
     # can be stored is one without zones of type Node.
     bad = report(nodes[0], (4, 4))

@@ -209,23 +209,38 @@ def roll_up_simple(tree: DomainTree, slice_size: int, slice_level: int) -> None:
 # Sort keys packed into one int (count fields < 2**31, order < 2**24): building a tuple per
 # domain dominates sorting the thousands of leaves an unconstrained request looks at.
 _COUNT_BITS = 31
+_ZONE_BITS = 8  # NUMA zones a leaf's pods need (0 off the gate): after the counts
 _ORDER_BITS = 24
 _FLIP = (1 << _COUNT_BITS) - 1  # turns an ascending count key into a descending one
 
 
 def sorted_domains(domains: list[Domain], least_free: bool) -> list[Domain]:
-    """BestFit: most slices first; LeastFreeCapacity: fewest first; then fewest pods, values."""
-    count_bits, order_bits = _COUNT_BITS, _ORDER_BITS
+    """BestFit: most slices first; LeastFreeCapacity: fewest first; then fewest pods, fewest
+    NUMA zones needed (TASNUMAZones; 0 otherwise), values."""
+    count_bits, zone_bits, order_bits = _COUNT_BITS, _ZONE_BITS, _ORDER_BITS
     if least_free:
         return sorted(
             domains,
-            key=lambda d: (((d.slice_count << count_bits) | d.pod_count) << order_bits) | d.order,
+            key=lambda d: (
+                (
+                    (((d.slice_count << count_bits) | d.pod_count) << zone_bits | d.zones_needed)
+                    << order_bits
+                )
+                | d.order
+            ),
         )
     flip = _FLIP
     return sorted(
         domains,
         key=lambda d: (
-            ((((flip - d.slice_count) << count_bits) | d.pod_count) << order_bits) | d.order
+            (
+                (
+                    ((((flip - d.slice_count) << count_bits) | d.pod_count) << zone_bits)
+                    | d.zones_needed
+                )
+                << order_bits
+            )
+            | d.order
         ),
     )
 

@@ -32,6 +32,7 @@ __all__ = [
     "plan",
     "taken",
     "units",
+    "zones_needed",
 ]
 
 
@@ -118,6 +119,36 @@ def count(
     while placed < limit and place(frees, pod_units) is not None:
         placed += 1
     return placed
+
+
+def zones_needed(
+    numa: NodeNuma, shape: NumaShape, pods: int, before: Sequence[NumaShape] = ()
+) -> int:
+    """The fewest zones `pods` pods of `shape` fit in (LeastNUMANodes, for a gang): zones that
+    hold the most first, for one aligned request per pod; the zones a first-fit plan uses
+    otherwise. 0 when no pod needs a zone."""
+    if pods <= 0:
+        return 0
+    frees = settle(numa, before)
+    if frees is None:
+        return 0
+    pod_units = [unit for unit in units(numa, shape) if unit]
+    if not pod_units:
+        return 0
+    if len(pod_units) == 1:
+        (unit,) = pod_units
+        room = sorted(
+            (max(0, min(free.get(n, 0) // v for n, v in unit.items())) for free in frees),
+            reverse=True,
+        )
+        held = 0
+        for used, fits in enumerate(room, start=1):
+            held += fits
+            if held >= pods:
+                return used
+        return len(room)
+    chosen = plan(numa, shape, pods, before)
+    return len({zone for pod in chosen or () for zone in pod if zone})
 
 
 def plan(

@@ -492,6 +492,8 @@ class TopologySnapshot:
         )
         if leader_requests is None:
             counts = vectorized.roll_up(tree, pods, params)
+            if counting is not None:
+                counts.leaf_zones = counting.zones(pods)
             fit_level, fit = vectorized.find_level_with_fit_domains(
                 counts, params.requested_level, params
             )
@@ -716,6 +718,9 @@ class TopologySnapshot:
                 leaf.leader_count = 0
                 slices = count // slice_size if at_slice_level else 0
                 leaf.slice_count = leaf.slice_count_with_leader = slices
+                leaf.zones_needed = (
+                    counting.one_zones(leaf.leaf_index, count) if counting is not None else 0
+                )
             return
         for leaf, count in zip(tree.leaves, counts, strict=True):
             leaf.clear_counts()
@@ -1142,6 +1147,38 @@ class _NumaCounting:
         if node_numa is None or self.shape is None or by_totals <= 0:
             return by_totals
         return numa.count(node_numa, self.shape, by_totals, self.assumed.get(leaf, ()))
+
+    def one_zones(self, leaf: int, pods: int) -> int:
+        """The fewest zones the leaf's `pods` pods need (0 off the zones)."""
+        node_numa = self.columns.by_leaf.get(leaf)
+        if node_numa is None or self.shape is None:
+            return 0
+        return numa.zones_needed(node_numa, self.shape, pods, self.assumed.get(leaf, ()))
+
+    def zones(self, pods: np.ndarray) -> np.ndarray:
+        """`one_zones` for every leaf, in arrays where a pod aligns one request."""
+        out = np.zeros(len(pods), dtype=np.int64)
+        if self.shape is None:
+            return out
+        leaves, free = self.columns.arrays()
+        unit = self._unit(self.shape, free)
+        if unit and len(leaves):
+            per_zone = None
+            for name, value in unit.items():
+                fits = free[name] // value
+                per_zone = fits if per_zone is None else np.minimum(per_zone, fits)
+            room = -np.sort(-np.maximum(per_zone, 0), axis=0)  # most first
+            wanted = pods[leaves]
+            short = np.cumsum(room, axis=0) < wanted  # zones that do not yet hold them all
+            needed = np.minimum(short.sum(axis=0) + 1, len(room))
+            # a node whose zones report none of the unit's resources aligns nothing
+            unreported = np.logical_and.reduce(
+                [(free[name] >= _UNLIMITED).all(axis=0) for name in unit]
+            )
+            out[leaves] = np.where((wanted > 0) & ~unreported, needed, 0)
+        for leaf in self._python_leaves():
+            out[leaf] = self.one_zones(leaf, int(pods[leaf]))
+        return out
 
     def one_with_leader(self, leaf: int, by_totals: int) -> tuple[bool, int]:
         """Whether the leaf's zones take the leader, and then how many workers besides."""

@@ -25,6 +25,7 @@ class Domain:
         "slice_count",
         "slice_count_with_leader",
         "values",
+        "zones_needed",
     )
 
     def __init__(self, values: tuple[str, ...], level: int) -> None:
@@ -39,6 +40,9 @@ class Domain:
         self.pod_count_with_leader = 0
         self.slice_count_with_leader = 0
         self.leader_count = 0
+        # NUMA zones the leaf's pods need at the fewest (0: not counted by zones); a tie-break
+        # after Kueue's keys (gate TASNUMAZones)
+        self.zones_needed = 0
 
     @property
     def id(self) -> str:
@@ -68,6 +72,7 @@ class Domain:
         copy.pod_count_with_leader = self.pod_count_with_leader
         copy.slice_count_with_leader = self.slice_count_with_leader
         copy.leader_count = self.leader_count
+        copy.zones_needed = self.zones_needed
         return copy
 
     def clear_counts(self) -> None:
@@ -76,6 +81,7 @@ class Domain:
         self.pod_count_with_leader = 0
         self.slice_count_with_leader = 0
         self.leader_count = 0
+        self.zones_needed = 0
 
     def __repr__(self) -> str:  # for debugging and test failure output
         return (

@@ -92,6 +92,9 @@ class LevelCounts:
     pods_with_leader: list[Array]
     slices_with_leader: list[Array]
     leaders: list[Array]
+    # NUMA zones each leaf's pods need at the fewest (TASNUMAZones), a tie-break after the
+    # counts; None: no leaf is counted by zones
+    leaf_zones: Array | None = None
 
     def fill(self, level: int, indices: Array | list[int]) -> list[Domain]:
         """Write the counts of these domains of `level` onto their Domain objects."""
@@ -251,6 +254,8 @@ def _fit_at_level(counts: LevelCounts, level: int, params: PlacementParams) -> A
     slices_key = slices if least_free else -slices
     if leaders == 0:
         keys = [slices_key, pods]
+        if counts.leaf_zones is not None and level == counts.tree.level_count - 1:
+            keys.append(counts.leaf_zones)  # TASNUMAZones: fewest zones needed, after counts
         able = None
         capacity = slices
     else:
@@ -395,7 +400,11 @@ def _in_order(counts: LevelCounts, level: int, positions: Array, params: Placeme
     first), then fewest pods, then position."""
     slices = counts.slices[level][positions]
     by_slices = slices if params.least_free_capacity else -slices
-    return positions[np.lexsort((positions, counts.pods[level][positions], by_slices))]
+    pods = counts.pods[level][positions]
+    if counts.leaf_zones is not None and level == counts.tree.level_count - 1:
+        zones = counts.leaf_zones[positions]
+        return positions[np.lexsort((positions, zones, pods, by_slices))]
+    return positions[np.lexsort((positions, pods, by_slices))]
 
 
 def _children(tree: DomainTree, level: int, parents: Array) -> Array:

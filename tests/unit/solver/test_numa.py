@@ -392,3 +392,25 @@ def test_zone_counts_follow_node_updates_in_place() -> None:
     placement = snapshot.find_assignments([request])
     assert placement.admitted
     assert defaultdict(int, per_host(placement))["h1"] >= 2
+
+
+@pytest.mark.parametrize("reference", [False, True])
+def test_among_equal_nodes_the_one_needing_fewest_zones_is_chosen(reference: bool) -> None:
+    """LeastNUMANodes for the gang, after Kueue's keys: both nodes hold the 4 pods, h0 in two
+    zones, h1 in one; Kueue's tie-break alone (by name) would take h0."""
+    nodes = [node("h0", "r1", 32, zones(2, 2)), node("h1", "r1", 32, zones(4, 0))]
+    snapshot = TopologySnapshot(LEVELS, nodes, reference=reference)
+    placement = place(snapshot, [podset(4, 1, guaranteed(1), required=HOSTNAME_LEVEL)])
+    assert per_host(placement) == {"h1": 4}
+    assert placement.podsets[0].numa_zones == {"h1": (("node-0",),) * 4}
+    without = TopologySnapshot(LEVELS, [replace(n, numa=None) for n in nodes], reference=reference)
+    assert per_host(place(without, [podset(4, 1, guaranteed(1), required=HOSTNAME_LEVEL)])) == {
+        "h0": 4
+    }
+
+
+def test_zones_needed_takes_the_roomiest_zones_first() -> None:
+    assert numa.zones_needed(zones(1, 4, 2), guaranteed(1), 4) == 1
+    assert numa.zones_needed(zones(1, 4, 2), guaranteed(1), 5) == 2
+    assert numa.zones_needed(zones(1, 4, 2), guaranteed(1), 0) == 0
+    assert numa.zones_needed(zones(4, 4), guaranteed(1, 1), 2) == 1  # first fit, one zone
