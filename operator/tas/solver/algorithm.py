@@ -26,8 +26,9 @@ class ExclusionStats:
     topology_domain: int = 0
     taints: dict[str, int] = field(default_factory=dict)
     resources: dict[str, int] = field(default_factory=dict)
-    # Leaves that node totals allow more pods than their NUMA zones do (not excluded: limited).
-    numa_zones: int = 0
+    # Leaves that node totals allow more pods than their NUMA zones do (not excluded:
+    # limited); counted on first use, as the resource exclusions are.
+    count_numa_zones: Callable[[], int] | None = None
     # Counting the limiting resource of every full leaf costs a pass over all leaves, and only
     # a failure message needs it, so it is computed on first use.
     count_resource_exclusions: Callable[[], dict[str, int]] | None = None
@@ -63,10 +64,11 @@ class ExclusionStats:
 
     def suffix(self) -> str:
         numa = ""
-        if self.numa_zones:
+        limited = self.count_numa_zones() if self.count_numa_zones is not None else 0
+        if limited:
             numa = (
                 ": NUMA zones (single-numa-node) fit fewer pods than node totals on "
-                f"{self.numa_zones} node(s)"
+                f"{limited} node(s)"
             )
         if not self.has_exclusions():
             return numa

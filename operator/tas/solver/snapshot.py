@@ -486,14 +486,17 @@ class TopologySnapshot:
         by_totals = pods
         if counting is not None:
             pods = counting.limit(by_totals)
-            params.stats.numa_zones = int(((pods < by_totals) & (by_totals > 0)).sum())
+            limited = pods
+            params.stats.count_numa_zones = lambda: int(
+                ((limited < by_totals) & (by_totals > 0)).sum()
+            )
         params.stats.count_resource_exclusions = lambda: vectorized.limiting_resources(
             names, fits, by_totals == 0 if allowed is None else (by_totals == 0) & allowed
         )
         if leader_requests is None:
             counts = vectorized.roll_up(tree, pods, params)
             if counting is not None:
-                counts.leaf_zones = counting.zones(pods)
+                counts.leaf_zones = _LeafZones(counting, pods)
             fit_level, fit = vectorized.find_level_with_fit_domains(
                 counts, params.requested_level, params
             )
@@ -696,8 +699,9 @@ class TopologySnapshot:
         by_totals = counts
         if counting is not None:
             counts = [counting.one(index, c) for index, c in enumerate(by_totals)]
-            params.stats.numa_zones = sum(
-                1 for c, t in zip(counts, by_totals, strict=True) if c < t
+            limited = counts
+            params.stats.count_numa_zones = lambda: sum(
+                1 for c, t in zip(limited, by_totals, strict=True) if c < t
             )
 
         def count_resource_exclusions() -> dict[str, int]:
@@ -1059,6 +1063,9 @@ class _NumaColumns:
 
     def __init__(self, by_leaf: dict[int, NodeNuma] | None = None) -> None:
         self.by_leaf: dict[int, NodeNuma] = by_leaf or {}
+        # Every leaf's zones report every resource any of them reports (the arrays hold no
+        # "unlimited" cell); set when the arrays are built, cleared by an update that breaks it.
+        self.uniform = False
         self._arrays: tuple[np.ndarray, dict[int, int], int, dict[str, np.ndarray]] | None = None
 
     def update(self, leaf: int, node_numa: NodeNuma | None) -> None:
@@ -1077,6 +1084,8 @@ class _NumaColumns:
         if column is None or len(node_numa.zones) > slots or not node_numa.reported <= set(free):
             self._arrays = None
             return
+        if node_numa.reported != set(free):
+            self.uniform = False
         self._fill_column(free, column, node_numa)
 
     def room(self, leaf: int, unit: Mapping[str, int]) -> list[int] | None:
@@ -1100,6 +1109,8 @@ class _NumaColumns:
             free = {name: np.zeros((slots, len(leaves)), dtype=np.int64) for name in names}
             for column, leaf in enumerate(leaves):
                 self._fill_column(free, column, self.by_leaf[leaf])
+            all_names = set(names)
+            self.uniform = all(n.reported == all_names for n in self.by_leaf.values())
             self._arrays = (
                 np.array(leaves, dtype=np.intp),
                 {leaf: column for column, leaf in enumerate(leaves)},
@@ -1118,6 +1129,21 @@ class _NumaColumns:
                     matrix[slot, column] = min(zone.free.get(name, 0), _UNLIMITED)
 
 
+class _LeafZones:
+    """LevelCounts.leaf_zones for the arrays: computed for every leaf on first use (only a
+    tie between leaves asks for it)."""
+
+    def __init__(self, counting: _NumaCounting, pods: np.ndarray) -> None:
+        self.counting = counting
+        self.pods = pods
+        self._all: np.ndarray | None = None
+
+    def __getitem__(self, positions: np.ndarray) -> np.ndarray:
+        if self._all is None:
+            self._all = self.counting.zones(self.pods)
+        return self._all[positions]
+
+
 @dataclass
 class _NumaCounting:
     """One pod set's zone limits for one placement: its shape (and its leader's), the zones,
@@ -1127,6 +1153,8 @@ class _NumaCounting:
     shape: NumaShape | None
     leader_shape: NumaShape | None
     assumed: dict[int, list[NumaShape]]
+    _cached_room: tuple | None = None  # see _room
+    _cached_python: set[int] | None = None  # see _python_leaves
 
     @classmethod
     def of(
@@ -1158,27 +1186,45 @@ class _NumaCounting:
     def zones(self, pods: np.ndarray) -> np.ndarray:
         """`one_zones` for every leaf, in arrays where a pod aligns one request."""
         out = np.zeros(len(pods), dtype=np.int64)
-        if self.shape is None:
-            return out
-        leaves, free = self.columns.arrays()
-        unit = self._unit(self.shape, free)
-        if unit and len(leaves):
-            per_zone = None
-            for name, value in unit.items():
-                fits = free[name] // value
-                per_zone = fits if per_zone is None else np.minimum(per_zone, fits)
-            room = -np.sort(-np.maximum(per_zone, 0), axis=0)  # most first
+        room = self._room()
+        if room is not None:
+            leaves, per_zone, aligned = room
             wanted = pods[leaves]
-            short = np.cumsum(room, axis=0) < wanted  # zones that do not yet hold them all
-            needed = np.minimum(short.sum(axis=0) + 1, len(room))
-            # a node whose zones report none of the unit's resources aligns nothing
-            unreported = np.logical_and.reduce(
-                [(free[name] >= _UNLIMITED).all(axis=0) for name in unit]
-            )
-            out[leaves] = np.where((wanted > 0) & ~unreported, needed, 0)
+            # Most leaves hold their pods in their roomiest zone, or (two zones) in both; only
+            # the others are sorted.
+            needed = np.where(per_zone.max(axis=0) >= wanted, 1, len(per_zone))
+            if len(per_zone) > 2:
+                rest = np.flatnonzero(needed > 1)
+                ordered = -np.sort(-per_zone[:, rest], axis=0)  # most first
+                short = np.cumsum(ordered, axis=0) < wanted[rest]
+                needed[rest] = np.minimum(short.sum(axis=0) + 1, len(per_zone))
+            out[leaves] = np.where((wanted > 0) & aligned, needed, 0)
         for leaf in self._python_leaves():
             out[leaf] = self.one_zones(leaf, int(pods[leaf]))
         return out
+
+    def _room(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """For the workers' one aligned request: the NUMA leaves, the pods each zone slot of
+        each holds (zone slot x leaf), and whether the leaf's zones report any of the
+        request's resources (computed once per placement)."""
+        if self._cached_room is None:
+            leaves, free = self.columns.arrays()
+            unit = self._unit(self.shape, free)
+            if not unit or not len(leaves):
+                self._cached_room = ()
+            else:
+                per_zone = None
+                for name, value in unit.items():
+                    fits = free[name] // value
+                    per_zone = fits if per_zone is None else np.minimum(per_zone, fits)
+                if self.columns.uniform:  # every NUMA leaf reports every resource
+                    aligned = np.ones(len(leaves), dtype=bool)
+                else:
+                    aligned = ~np.logical_and.reduce(
+                        [(free[name] >= _UNLIMITED).all(axis=0) for name in unit]
+                    )
+                self._cached_room = (leaves, np.maximum(per_zone, 0), aligned)
+        return self._cached_room or None
 
     def one_with_leader(self, leaf: int, by_totals: int) -> tuple[bool, int]:
         """Whether the leaf's zones take the leader, and then how many workers besides."""
@@ -1197,6 +1243,8 @@ class _NumaCounting:
     def _python_leaves(self) -> set[int]:
         """NUMA leaves the arrays cannot count: those holding earlier pod sets' pods, and in
         container scope those where a pod aligns several containers one by one."""
+        if self._cached_python is not None:
+            return self._cached_python
         out = {leaf for leaf in self.assumed if leaf in self.columns.by_leaf}
         shapes = [s for s in (self.shape, self.leader_shape) if s is not None]
         if any(len(s.containers) > 1 for s in shapes):
@@ -1205,6 +1253,7 @@ class _NumaCounting:
                 for leaf, node_numa in self.columns.by_leaf.items()
                 if node_numa.scope == numa.CONTAINER_SCOPE
             )
+        self._cached_python = out
         return out
 
     @staticmethod
@@ -1233,12 +1282,10 @@ class _NumaCounting:
         """`one` for every leaf: in arrays where each NUMA leaf aligns one request per pod,
         in Python for the rest."""
         out = by_totals.copy()
-        if self.shape is None:
-            return out
-        leaves, free = self.columns.arrays()
-        unit = self._unit(self.shape, free)
-        if unit and len(leaves):
-            out[leaves] = np.minimum(out[leaves], self._zone_counts(free, unit, {}))
+        room = self._room() if self.shape is not None else None
+        if room is not None:
+            leaves, per_zone, _ = room
+            out[leaves] = np.minimum(out[leaves], per_zone.sum(axis=0))
         for leaf in self._python_leaves():
             out[leaf] = self.one(leaf, int(by_totals[leaf]))
         return out

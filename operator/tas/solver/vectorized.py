@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -94,7 +95,7 @@ class LevelCounts:
     leaders: list[Array]
     # NUMA zones each leaf's pods need at the fewest (TASNUMAZones), a tie-break after the
     # counts; None: no leaf is counted by zones
-    leaf_zones: Array | None = None
+    leaf_zones: Any = None  # indexable by positions (snapshot._LeafZones), or None
 
     def fill(self, level: int, indices: Array | list[int]) -> list[Domain]:
         """Write the counts of these domains of `level` onto their Domain objects."""
