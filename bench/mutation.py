@@ -133,6 +133,28 @@ EQUIVALENT: dict[str, str] = {
     ),
     "tas.admission.decide.x_decide__mutmut_77": _NEVER_EMPTY,
     "tas.admission.decide.x_decide__mutmut_78": _NEVER_EMPTY,
+    **{
+        f"tas.solver.numa.x_{function}__mutmut_{n}": (
+            "zip's `strict`: False is its default and None is as false; where the mutant makes it "
+            "True the lengths are equal by construction (one room entry per zone)"
+        )
+        for function, numbers in (
+            ("place", (18, 21)),
+            ("taken", (13, 16)),
+            ("fill_zones", (6, 9, 10)),
+        )
+        for n in numbers
+    },
+    "tas.solver.numa.x_fill_zones__mutmut_17": (
+        "`here > 0` -> `>= 0`: extending by zero pods adds nothing"
+    ),
+    "tas.solver.numa.x_zones_needed__mutmut_37": (
+        "a zone lacking the resource counted as 1 milli-unit: it can lower the answer only when "
+        "the zones cannot hold the pods, and placement asks only for counts they hold"
+    ),
+    "tas.solver.numa.x_count__mutmut_8": (
+        "`limit <= 0` -> `< 0`: with a limit of 0 every later branch also returns 0"
+    ),
     "tas.ungater.plan.x_plan__mutmut_28": (
         "`free[domain] > 0` -> `>= 0` when counting pods already there: a full domain's free "
         "count goes to -1 instead of staying at 0, and every later use asks `> 0`"

@@ -165,7 +165,9 @@ def plan(
     pod_units = units(numa, shape)
     aligned = [index for index, unit in enumerate(pod_units) if unit]
     if len(aligned) == 1:
-        return _fill_in_order(numa, frees, pod_units, aligned[0], pods)
+        unit = pod_units[aligned[0]]
+        room = [max(0, min(free.get(n, 0) // v for n, v in unit.items())) for free in frees]
+        return fill_zones(numa, room, pods, aligned[0], len(pod_units))
     out = []
     for _ in range(pods):
         chosen = place(frees, pod_units)
@@ -175,36 +177,19 @@ def plan(
     return out
 
 
-def fill_zones(numa: NodeNuma, room: Sequence[int], pods: int) -> list[tuple[str, ...]] | None:
-    """`plan` for pods with one unit, given how many each zone holds: first fit fills the
-    zones in order."""
+def fill_zones(
+    numa: NodeNuma, room: Sequence[int], pods: int, position: int = 0, width: int = 1
+) -> list[tuple[str, ...]] | None:
+    """`plan` for pods with one aligned unit, given how many each zone holds: first fit fills
+    the zones in order. Each pod's tuple has `width` units, the aligned one at `position`;
+    None when the zones hold fewer than `pods`."""
     out: list[tuple[str, ...]] = []
     for zone, fits in zip(numa.zones, room, strict=True):
         here = min(pods - len(out), fits)
         if here > 0:
-            out.extend([(zone.name,)] * here)
-    return out if len(out) == pods else None
-
-
-def _fill_in_order(
-    numa: NodeNuma,
-    frees: list[dict[str, int]],
-    pod_units: list[dict[str, int]],
-    position: int,
-    pods: int,
-) -> list[tuple[str, ...]] | None:
-    """`plan` for pods with one aligned unit: first fit fills the zones in order, so each zone
-    takes as many as it holds before the next one gets any."""
-    unit = pod_units[position]
-    out: list[tuple[str, ...]] = []
-    for zone, free in zip(numa.zones, frees, strict=True):
-        left = pods - len(out)
-        if left <= 0:
-            break
-        here = min(left, max(0, min(free.get(n, 0) // v for n, v in unit.items())))
-        names = [""] * len(pod_units)
-        names[position] = zone.name
-        out.extend([tuple(names)] * here)
+            names = [""] * width
+            names[position] = zone.name
+            out.extend([tuple(names)] * here)
     return out if len(out) == pods else None
 
 

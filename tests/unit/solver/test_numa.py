@@ -414,3 +414,124 @@ def test_zones_needed_takes_the_roomiest_zones_first() -> None:
     assert numa.zones_needed(zones(1, 4, 2), guaranteed(1), 5) == 2
     assert numa.zones_needed(zones(1, 4, 2), guaranteed(1), 0) == 0
     assert numa.zones_needed(zones(4, 4), guaranteed(1, 1), 2) == 1  # first fit, one zone
+
+
+# -- the pure functions, one by one (mutation testing found these untested) -------------------------
+
+
+def test_a_resource_one_zone_lacks_fits_only_the_zones_that_report_it() -> None:
+    node_numa = NodeNuma(
+        CONTAINER_SCOPE,
+        (
+            NumaZone("node-0", {"cpu": 8000}),
+            NumaZone("node-1", {"cpu": 8000, "example.com/gpu": 2000}),
+        ),
+    )
+    shape = NumaShape(({"cpu": 1000, "example.com/gpu": 1000},))
+    assert numa.count(node_numa, shape, limit=10) == 2
+    assert numa.plan(node_numa, shape, 2) == [("node-1",), ("node-1",)]
+    assert numa.place([dict(z.free) for z in node_numa.zones], [{"example.com/gpu": 1}]) == [1]
+    two = NumaShape(({"cpu": 1000, "example.com/gpu": 1000}, {"cpu": 1000}))
+    assert numa.count(node_numa, two, limit=10) == 2
+
+
+def test_hugepages_and_memory_flow_even_where_zones_report_them() -> None:
+    node_numa = NodeNuma(
+        POD_SCOPE,
+        (NumaZone("node-0", {"cpu": 4000, "memory": 1000, "hugepages-1Gi": 0}),),
+    )
+    shape = NumaShape(({"cpu": 1000, "memory": 10**9, "hugepages-1Gi": 10**9},))
+    assert numa.units(node_numa, shape) == [{"cpu": 1000}]
+    assert numa.count(node_numa, shape, limit=10) == 4
+    assert numa.flows("hugepages-2Mi") and numa.flows("memory") and not numa.flows("cpu")
+
+
+def test_earlier_pods_that_no_longer_fit_leave_no_room() -> None:
+    node_numa = zones(4, 4)
+    assert numa.count(node_numa, guaranteed(1), limit=5, before=[guaranteed(8)]) == 0
+    assert numa.plan(node_numa, guaranteed(1), 1, before=[guaranteed(8)]) is None
+    assert numa.zones_needed(node_numa, guaranteed(1), 1, before=[guaranteed(8)]) == 0
+    assert numa.count(node_numa, guaranteed(1), limit=5, before=[guaranteed(3)]) == 5
+    assert numa.plan(node_numa, guaranteed(3), 1, before=[guaranteed(3)]) == [("node-1",)]
+
+
+def test_a_container_no_zone_aligns_takes_no_zone() -> None:
+    node_numa = zones(4, 4)  # reports cpu only
+    shape = NumaShape(({"cpu": 1000}, {"example.com/nic": 1000}), ("app", "net"))
+    assert numa.units(node_numa, shape) == [{"cpu": 1000}, {}]
+    assert numa.plan(node_numa, shape, 5) == [("node-0", "")] * 4 + [("node-1", "")]
+    several = NumaShape(({"cpu": 3000}, {"example.com/nic": 1000}, {"cpu": 3000}))
+    assert numa.plan(node_numa, several, 1) == [("node-0", "", "node-1")]
+    assert numa.place([{"cpu": 4000}], [{}, {"cpu": 1000}]) == [-1, 0]
+
+
+def test_taken_takes_and_gives_back_what_the_plan_names() -> None:
+    node_numa = zones(4, 4)
+    shape = NumaShape(({"cpu": 1000}, {"cpu": 2000}), ("a", "b"))
+    after = numa.taken(node_numa, shape, [("node-0", "node-1"), ("node-0", "node-0")])
+    assert [dict(z.free) for z in after.zones] == [{"cpu": 0}, {"cpu": 2000}]
+    assert after.scope == node_numa.scope
+    back = numa.taken(after, shape, [("node-0", "node-1"), ("node-0", "node-0")], sign=-1)
+    assert back == node_numa
+    assert numa.taken(node_numa, shape, [("node-9", "")]) == node_numa  # unknown zone: nothing
+
+
+def test_fill_zones_fills_in_zone_order_and_refuses_what_does_not_fit() -> None:
+    node_numa = zones(4, 4, 4)
+    assert numa.fill_zones(node_numa, [1, 0, 3], 3) == [("node-0",), ("node-2",), ("node-2",)]
+    assert numa.fill_zones(node_numa, [1, 0, 3], 5) is None
+    assert numa.fill_zones(node_numa, [2, 2, 2], 0) == []
+    assert numa.fill_zones(node_numa, [2, 2, 2], 1, position=1, width=2) == [("", "node-0")]
+
+
+def test_zones_needed_edges() -> None:
+    assert numa.zones_needed(zones(4, 4), guaranteed(1), 1) == 1
+    assert numa.zones_needed(zones(5, 5, 5), guaranteed(2), 5) == 3  # whole pods per zone
+    assert numa.zones_needed(zones(1, 0, 0), guaranteed(1), 2) == 3  # not held: every zone
+    assert numa.zones_needed(zones(4, 4), NumaShape(({"example.com/nic": 1000},)), 2) == 0
+    # an earlier pod decides where a pod of two containers goes (first fit, container scope)
+    assert numa.zones_needed(zones(4, 4), guaranteed(2, 2), 1) == 1
+    assert numa.zones_needed(zones(4, 4), guaranteed(2, 2), 1, before=[guaranteed(2)]) == 2
+    lacking = NodeNuma(
+        CONTAINER_SCOPE,
+        (NumaZone("node-0", {"cpu": 8000}), NumaZone("node-1", {"cpu": 8000, "x/gpu": 2000})),
+    )
+    gpu = NumaShape(({"cpu": 1000, "x/gpu": 1000},))
+    assert numa.zones_needed(lacking, gpu, 2) == 1
+
+
+def test_requests_of_one_milli_unit_and_of_zero() -> None:
+    tiny = NumaShape(({"cpu": 1000, "x/dev": 1},))
+    node_numa = NodeNuma(
+        POD_SCOPE,
+        (NumaZone("node-0", {"cpu": 4000}), NumaZone("node-1", {"cpu": 4000, "x/dev": 2})),
+    )
+    assert numa.units(node_numa, tiny) == [{"cpu": 1000, "x/dev": 1}]
+    assert numa.count(node_numa, tiny, limit=10) == 2  # node-0 has no x/dev at all
+    assert numa.plan(node_numa, tiny, 2) == [("node-1",), ("node-1",)]
+    assert numa.zones_needed(node_numa, tiny, 2) == 1
+    zero = NumaShape(({"cpu": 1000, "x/dev": 0},))
+    assert numa.units(node_numa, zero) == [{"cpu": 1000}]
+    assert numa.count(node_numa, zero, limit=10) == 8
+
+
+def test_taken_with_repeated_pods_unknown_zones_and_pod_scope() -> None:
+    node_numa = zones(4, 4)
+    one = NumaShape(({"cpu": 1000},), ("c",))
+    after = numa.taken(node_numa, one, [("node-1",), ("node-1",), ("node-1",)])
+    assert [z.free["cpu"] for z in after.zones] == [4000, 1000]
+    two = NumaShape(({"cpu": 1000}, {"cpu": 1000}), ("a", "b"))
+    after = numa.taken(node_numa, two, [("node-9", "node-0")])  # the known zone still counts
+    assert [z.free["cpu"] for z in after.zones] == [3000, 4000]
+    pod_scope = NodeNuma(POD_SCOPE, node_numa.zones)
+    after = numa.taken(pod_scope, two, [("node-1", "node-1")])  # one unit: the pod's sum
+    assert [z.free["cpu"] for z in after.zones] == [4000, 2000]
+    lacking = NodeNuma(CONTAINER_SCOPE, (NumaZone("node-0", {"cpu": 4000}),))
+    after = numa.taken(lacking, NumaShape(({"cpu": 1000},)), [("node-0",)])
+    assert dict(after.zones[0].free) == {"cpu": 3000}
+    both = NodeNuma(
+        CONTAINER_SCOPE,
+        (NumaZone("node-0", {"cpu": 4000}), NumaZone("node-1", {"cpu": 4000, "x/gpu": 1000})),
+    )
+    after = numa.taken(both, NumaShape(({"cpu": 1000, "x/gpu": 1000},)), [("node-0",)])
+    assert dict(after.zones[0].free) == {"cpu": 3000, "x/gpu": -1000}  # as the pin says
