@@ -34,6 +34,7 @@ from tas.kubeconfig import load_connection
 from tas.leader import LeaderElector, LeaseSettings
 from tas.leaderworkerset.controller import LeaderWorkerSetController
 from tas.pods.controller import PodController
+from tas.retry import Backoff
 from tas.serial import SerialWorker
 from tas.solver.types import SolverOptions
 from tas.ungater.worker import Ungater
@@ -133,6 +134,7 @@ class Runtime:
             else None
         )
         self.tasks: list[asyncio.Task] = []
+        self.helpers: list[asyncio.Task] = []  # one-off tasks that end by themselves
         self.active = False
 
     def enabled(self, framework: Framework | None, gate: Gate | None = None) -> bool:
@@ -274,7 +276,8 @@ class Runtime:
                 await self.elector.leading.wait()
         log.info("admitting (leader)")
         if self.settings.gates.enabled(Gate.TAS_NUMA_ZONES):
-            await self._install_numa_crd()
+            # on its own task: admission never waits for it
+            self.helpers.append(asyncio.create_task(self._install_numa_crd(), name="numa-crd"))
         self.active = True
         self.admission.synced.set()
         for worker in self.workers():
@@ -296,18 +299,30 @@ class Runtime:
                 self.ungate_worker.submit(key)
         self.admission.wake()
 
-    async def _install_numa_crd(self) -> None:
+    async def _install_numa_crd(self, backoff: Backoff | None = None) -> None:
         """TASNUMAZones: install the NodeResourceTopology CRD when it is absent, so that node
-        agents started later can publish. Never fails start-up: without it, nodes are
-        counted by their totals."""
+        agents started later can publish. Retried with a capped backoff while the API server
+        does not answer; a refusal (RBAC, another replica first) ends it. Without the CRD,
+        nodes are counted by their totals."""
         name = NODE_RESOURCE_TOPOLOGY.crd_name
-        try:
-            if await self.kube.get(f"{CRDS}/{name}") is None:
-                await self.kube.create(CRDS, upstream_crd(name))
-                log.info("installed CRD %s (TASNUMAZones)", name)
-        except KubeError as exc:
-            if not exc.conflict:  # another replica installed it first
-                log.warning("CRD %s not installed: %s; nodes keep their totals", name, exc)
+        backoff = backoff or Backoff(cap=60.0)
+        failures = 0
+        while True:
+            try:
+                if await self.kube.get(f"{CRDS}/{name}") is None:
+                    await self.kube.create(CRDS, upstream_crd(name))
+                    log.info("installed CRD %s (TASNUMAZones)", name)
+                return
+            except KubeError as exc:
+                if exc.conflict:  # another replica installed it first
+                    return
+                if 400 <= exc.status < 500 and exc.status != 429:
+                    log.warning("CRD %s not installed: %s; nodes keep their totals", name, exc)
+                    return
+                failures += 1
+                delay = backoff.delay(failures, exc.retry_after)
+                log.warning("CRD %s not installed yet (%s); again in %.1fs", name, exc, delay)
+                await asyncio.sleep(delay)
 
     def _lost_lease(self) -> None:
         """Another replica may be admitting now: stop writing at once, then exit so the
@@ -331,9 +346,9 @@ class Runtime:
 
     async def stop(self) -> None:
         dynamic = [task for pairs in self.dynamic.values() for _, task in pairs]
-        for t in [*self.tasks, *dynamic]:
+        for t in [*self.tasks, *dynamic, *self.helpers]:
             t.cancel()
-        await asyncio.gather(*self.tasks, *dynamic, return_exceptions=True)
+        await asyncio.gather(*self.tasks, *dynamic, *self.helpers, return_exceptions=True)
         if self.elector is not None:
             try:
                 await asyncio.wait_for(self.elector.release(), 5)
