@@ -91,11 +91,21 @@ class NumaLedger:
         if zones is None:
             return None
         reported = self.reported.get(node, set())
+        # One `taken` per pod shape, not per pod (the pods of a workload share theirs).
+        pinned: dict[tuple, tuple[NumaShape, list[tuple[str, ...]]]] = {}
         for key in sorted(self.zoned.get(node, ())):
             pod = pods.get(key)
             if key in reported or pod is None or pod.numa is None:
                 continue
-            zones = numa.taken(zones, pod.numa, [parse_numa_zones(pod.numa_zone, pod.numa)])
+            shape_key = (
+                tuple(tuple(sorted(c.items())) for c in pod.numa.containers),
+                pod.numa.names,
+            )
+            pinned.setdefault(shape_key, (pod.numa, []))[1].append(
+                parse_numa_zones(pod.numa_zone, pod.numa)
+            )
+        for shape, pod_zones in pinned.values():
+            zones = numa.taken(zones, shape, pod_zones)
         plans: dict[PodSetKey, list[tuple[str, ...]]] = {}
         for item in pending:
             chosen = numa.plan(zones, item.shape, item.count)
