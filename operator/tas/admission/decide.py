@@ -6,10 +6,15 @@ assumes the returned charge in the cache before it writes the status.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
+from tas.admission import preemption
+from tas.admission.preemption import Preemption
 from tas.api import topologyassignment
 from tas.api.annotations import TopologyRequestError, validate_levels, validate_pod_set_groups
+from tas.api.constants import NEVER
 from tas.api.format import format_milli
 from tas.cache.projections import ClusterQueueInfo, FlavorQuota, WorkloadInfo
 from tas.cache.state import Charge, ClusterState, PodSetCharge, with_pod
@@ -23,6 +28,9 @@ class Decision:
     admission: dict | None = None  # status.admission, Kueue's v1beta1 shape
     charge: Charge | None = None
     invalid: bool = False  # the request itself is wrong: no capacity change will help
+    # Not admitted, but these victims' eviction makes room; `charge` is then what the
+    # preemptor will take once they are gone (held for the rest of the cycle).
+    preemption: Preemption | None = None
 
 
 def _total(pod_sets: tuple[PodSetRequest, ...]) -> dict[str, int]:
@@ -35,21 +43,30 @@ def _total(pod_sets: tuple[PodSetRequest, ...]) -> dict[str, int]:
 
 def _quota_shortfall(
     state: ClusterState, cq: ClusterQueueInfo, fq: FlavorQuota, covered, need
-) -> str | None:
+) -> tuple[str, frozenset[str], bool] | None:
+    """Why the quota does not fit (the first resource short, as Kueue words it), the
+    resources short, and whether preemption could make room (every short resource within
+    nominal quota)."""
     used = state.quota_usage(cq.name, fq.flavor)
+    first, short = None, set()
     for resource in sorted(covered):
         want = need.get(resource, 0)
         if not want:
             continue
         free = fq.nominal.get(resource, 0) - used.get(resource, 0)
         if want > free:
-            more = format_milli(resource, want - max(free, 0))
-            return f"insufficient unused quota for {resource} in flavor {fq.flavor}, {more} more needed"
-    return None
+            short.add(resource)
+            if first is None:
+                more = format_milli(resource, want - max(free, 0))
+                first = f"insufficient unused quota for {resource} in flavor {fq.flavor}, {more} more needed"
+    if first is None:
+        return None
+    within = all(need[r] <= fq.nominal.get(r, 0) for r in short)
+    return first, frozenset(short), within
 
 
 def _admission(cq: str, workload: WorkloadInfo, flavor: str, covered, placements) -> dict:
-    by_name = {p.name: p.assignment for p in placements} if placements else {}
+    by_name = placements or {}
     out = []
     for ps in workload.pod_sets:
         # As Kueue: `pods` is listed only when the ClusterQueue covers it.
@@ -78,7 +95,16 @@ def _check_requests(workload: WorkloadInfo, levels: tuple[str, ...]) -> None:
         validate_levels(ps.topology, levels)
 
 
-def decide(state: ClusterState, workload: WorkloadInfo, cq: ClusterQueueInfo) -> Decision:
+def decide(
+    state: ClusterState,
+    workload: WorkloadInfo,
+    cq: ClusterQueueInfo,
+    now: datetime | None = None,
+) -> Decision:
+    """Admit on the first flavor that fits; failing that, find whom to preempt in the first
+    flavor where preemption makes room. `now` orders victims never admitted by a written
+    QuotaReserved time (Kueue takes the current time for them)."""
+    now = now or datetime.now(UTC).replace(tzinfo=None)
     if workload.spec_error:
         return Decision(False, workload.spec_error, invalid=True)
     if not workload.pod_sets:
@@ -93,11 +119,17 @@ def decide(state: ClusterState, workload: WorkloadInfo, cq: ClusterQueueInfo) ->
         )
 
     reasons = []
+    # Flavors where evicting others could make room, with the resources short there; tried
+    # only when no flavor fits as things are (Kueue's whenCanPreempt: TryNextFlavor).
+    preemptible: list[tuple[FlavorQuota, frozenset[str]]] = []
     for fq in group.flavors:
         flavor = state.flavors[fq.flavor]
         shortfall = _quota_shortfall(state, cq, fq, group.covered, need)
         if shortfall:
-            reasons.append(shortfall)
+            reason, short, within_nominal = shortfall
+            reasons.append(reason)
+            if within_nominal:
+                preemptible.append((fq, short))
             continue
         placements = None
         if flavor.topology_name:
@@ -109,32 +141,56 @@ def decide(state: ClusterState, workload: WorkloadInfo, cq: ClusterQueueInfo) ->
             result = state.snapshot(fq.flavor).find_assignments(workload.pod_sets)
             if not result.admitted:
                 reasons.append(result.failure or "does not fit")
+                preemptible.append((fq, frozenset(need)))
                 continue
-            placements = result.podsets
+            placements = {p.name: p.assignment for p in result.podsets}
         elif any(not ps.topology.implied for ps in workload.pod_sets):
             reasons.append(f"flavor {fq.flavor} does not support TopologyAwareScheduling")
             continue
-        charge = Charge(
-            cluster_queue=cq.name,
-            pod_sets=tuple(
-                PodSetCharge(
-                    name=ps.name,
-                    flavor=fq.flavor,
-                    count=ps.count,
-                    per_pod=with_pod(ps.requests),
-                    assignment=next(
-                        (p.assignment for p in placements or () if p.name == ps.name), None
-                    ),
-                )
-                for ps in workload.pod_sets
-            ),
-        )
+        charge = _charge(cq, workload, fq.flavor, placements)
         admission = _admission(cq.name, workload, fq.flavor, group.covered, placements)
         return Decision(
             True, f"Quota reserved in ClusterQueue {cq.name}", admission=admission, charge=charge
         )
     names = ", ".join(ps.name for ps in workload.pod_sets)
-    return Decision(False, f"couldn't assign flavors to pod set {names}: {'; '.join(reasons)}")
+    message = f"couldn't assign flavors to pod set {names}: {'; '.join(reasons)}"
+    if not preemptible or cq.within_cluster_queue == NEVER:
+        return Decision(False, message)
+    why = []
+    for fq, short in preemptible:
+        topology = state.flavors[fq.flavor].topology_name
+        if topology:
+            try:
+                _check_requests(workload, state.topologies[topology])
+            except TopologyRequestError as exc:
+                why.append(str(exc))
+                continue
+        found = preemption.find(state, workload, cq, fq, group.covered, need, short, now)
+        if isinstance(found, str):
+            why.append(found)
+            continue
+        charge = _charge(cq, workload, fq.flavor, found.placements)
+        return Decision(False, message, charge=charge, preemption=found)
+    # Beyond Kueue, which says nothing more: why evicting others would not help.
+    return Decision(False, f"{message}. No preemption: {'; '.join(dict.fromkeys(why))}")
+
+
+def _charge(
+    cq: ClusterQueueInfo, workload: WorkloadInfo, flavor: str, placements: Mapping | None
+) -> Charge:
+    return Charge(
+        cluster_queue=cq.name,
+        pod_sets=tuple(
+            PodSetCharge(
+                name=ps.name,
+                flavor=flavor,
+                count=ps.count,
+                per_pod=with_pod(ps.requests),
+                assignment=(placements or {}).get(ps.name),
+            )
+            for ps in workload.pod_sets
+        ),
+    )
 
 
 def pending_order(workloads: list[WorkloadInfo]) -> list[WorkloadInfo]:

@@ -20,7 +20,9 @@ import time
 
 from tas import metrics
 from tas.admission.decide import Decision, decide, pending_order
+from tas.admission.holds import Holds
 from tas.admission.ports import WorkloadStatusWriter
+from tas.admission.preemption import message as preemption_message
 from tas.api import conditions as cond
 from tas.api.constants import (
     COND_ACTIVE,
@@ -37,7 +39,7 @@ from tas.hotswap.replace import find_replacement, needs_replacement
 from tas.kube import KubeError
 from tas.retry import Backoff, PerKeyBackoff
 from tas.workload import transitions
-from tas.workload.writer import evict
+from tas.workload.writer import evict, preempt
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +71,7 @@ class AdmissionLoop:
         self._pending_writes: set[Key] = set()  # one pending-status write per workload at once
         self._backoff = PerKeyBackoff()
         self._retry_at: dict[object, float] = {}  # workload key or queue -> monotonic time
+        self._holds = Holds()  # room waiting preemptors hold against later decisions
         self.cycles = 0
         self.write_failures = 0
 
@@ -88,6 +91,7 @@ class AdmissionLoop:
     async def cycle(self) -> None:
         self.cycles += 1
         state = self.state
+        self._holds.begin_cycle()
         # Second pass first: admitted workloads that lost a node get their replacement before
         # anyone else can take the capacity around their surviving pods.
         for key in sorted(state.to_replace):
@@ -133,6 +137,8 @@ class AdmissionLoop:
                     break
             still_pending = sum(1 for w in by_cq[cq_name] if not state.is_assumed(w.key))
             await self._write_cq_status(cq, problem, still_pending)
+        if self._holds.end_cycle():
+            self.wake()  # what the dropped holds blocked is decided again
         await self._write_lq_statuses()
         self._prune()
 
@@ -195,10 +201,32 @@ class AdmissionLoop:
             return False  # nothing changed since it last did not fit
         with metrics.ADMISSION_LATENCY.time():
             decision = decide(self.state, workload, cq)
-        result = "admitted" if decision.admitted else "invalid" if decision.invalid else "pending"
+        result = (
+            "admitted"
+            if decision.admitted
+            else "invalid"
+            if decision.invalid
+            else "preempting"
+            if decision.preemption
+            else "pending"
+        )
         metrics.ADMISSION_ATTEMPTS.labels(result).inc()
+        if decision.preemption is None and self._holds.release(workload.key):
+            self.wake()  # admitted, or no longer preempting: its room is not held any more
+        held = decision.charge is not None and self._holds.blocks(
+            self.state, workload.key, decision
+        )
+        if held:  # a waiting preemptor holds what this one needs
+            # Not remembered in _tried: it is decided again once the hold ends.
+            await self._pending(workload, held)
+            return False
         if decision.admitted:
             return await self._admit(workload, decision)
+        elif decision.preemption is not None:
+            # Not remembered in _tried: while its victims leave it is decided again every
+            # cycle, so that it holds its room against the workloads behind it.
+            await self._preempt(workload, cq, decision)
+            return False
         self._tried[workload.key] = (self.state.generation, workload.generation, decision.message)
         await self._pending(
             workload,
@@ -206,6 +234,35 @@ class AdmissionLoop:
             reason=REASON_INADMISSIBLE if decision.invalid else REASON_PENDING,
         )
         return False
+
+    async def _preempt(self, workload: WorkloadInfo, cq: ClusterQueueInfo, decision) -> None:
+        """Evict the victims not evicted yet, and hold the preemptor's room for the rest of
+        the cycle. Its quota is reserved only once the victims' pods are gone and it fits."""
+        preemption = decision.preemption
+        self._holds.add(self.state, workload.key, decision)
+        failures, first_error = 0, None
+        for target in preemption.targets:
+            victim = target.workload
+            if victim.evicted:
+                continue  # on its way out already
+            victim_cq = self.state.charges().get(victim.key)
+            text = preemption_message(
+                workload, target.reason, cq.name, victim_cq.cluster_queue if victim_cq else cq.name
+            )
+            try:
+                await preempt(self.writer, victim, target.reason, text)
+            except Exception as exc:  # retried with the preemptor's own backoff
+                failures += 1
+                first_error = first_error or exc
+        count = len(preemption.targets) - failures
+        if failures:
+            assert first_error is not None
+            self._failed(workload.key, first_error, workload, "preemption not written")
+            message = f"{decision.message}. Preempting {failures} workload(s) failed, will retry."
+        else:
+            self._backoff.succeeded(workload.key)
+            message = f"{decision.message}. Pending the preemption of {count} workload(s)"
+        await self._pending(workload, message)
 
     async def _replace(self, workload: WorkloadInfo) -> None:
         failed = needs_replacement(workload)

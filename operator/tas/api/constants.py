@@ -8,6 +8,11 @@ PREFIX = "kueue.x-k8s.io/"
 
 # Job-facing label: which LocalQueue a Job is submitted to.
 QUEUE_NAME_LABEL = PREFIX + "queue-name"
+WORKLOAD_PRIORITY_CLASS_LABEL = PREFIX + "priority-class"
+JOB_UID_LABEL = PREFIX + "job-uid"  # Kueue labels a Workload with its owner's uid
+# Workload.spec.priorityClassSource: which kind spec.priorityClassName names.
+WORKLOAD_PRIORITY_CLASS_SOURCE = PREFIX + "workloadpriorityclass"
+POD_PRIORITY_CLASS_SOURCE = "scheduling.k8s.io/priorityclass"
 
 # PodTemplate annotations that make up a topology request.
 PODSET_REQUIRED_TOPOLOGY = PREFIX + "podset-required-topology"
@@ -69,6 +74,7 @@ COND_ADMITTED = "Admitted"
 COND_FINISHED = "Finished"
 COND_EVICTED = "Evicted"
 COND_REQUEUED = "Requeued"
+COND_PREEMPTED = "Preempted"
 
 # Condition reasons, as Kueue writes them.
 REASON_QUOTA_RESERVED = "QuotaReserved"
@@ -79,6 +85,10 @@ REASON_SUCCEEDED = "Succeeded"
 REASON_FAILED = "Failed"
 REASON_NODE_FAILURES = "NodeFailures"
 REASON_EVICTED = "Evicted"
+REASON_PREEMPTED = "Preempted"  # the Evicted condition's reason, and the victim's event
+# The Preempted condition's reasons (Kueue's): why the victim had to go.
+REASON_IN_CLUSTER_QUEUE = "InClusterQueue"
+REASON_IN_COHORT_RECLAMATION = "InCohortReclamation"
 REASON_INVALID_TOPOLOGY_REQUEST = "InvalidTopologyRequest"
 
 # ClusterQueue condition reasons.
@@ -93,6 +103,11 @@ REASON_UNSCHEDULABLE_ON_ASSIGNED_NODE = "UnschedulableOnAssignedNode"
 # ClusterQueue queueing strategies.
 STRICT_FIFO = "StrictFIFO"
 BEST_EFFORT_FIFO = "BestEffortFIFO"
+
+# ClusterQueue.spec.preemption policies.
+NEVER = "Never"
+LOWER_PRIORITY = "LowerPriority"
+LOWER_OR_NEWER_EQUAL_PRIORITY = "LowerOrNewerEqualPriority"
 
 # ClusterQueue and LocalQueue condition type.
 COND_ACTIVE = "Active"

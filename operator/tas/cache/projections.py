@@ -21,6 +21,8 @@ from tas.api.constants import (
     INDEX_LABELS,
     IS_GROUP_WORKLOAD_ANNOTATION,
     JOB_COMPLETION_INDEX_LABEL,
+    JOB_UID_LABEL,
+    NEVER,
     NUMA_ZONE_ANNOTATION,
     PODSET_LABEL,
     STRICT_FIFO,
@@ -221,6 +223,20 @@ def index_labels(labels: Mapping[str, str]) -> dict[str, int]:
 
 
 @dataclass(frozen=True)
+class PodPriorityClass:
+    """A scheduling.k8s.io/v1 PriorityClass, as a Workload's priority reads it."""
+
+    value: int
+    global_default: bool = False
+
+
+def pod_priority_class_from_object(obj: Mapping) -> PodPriorityClass:
+    return PodPriorityClass(
+        value=int(obj.get("value") or 0), global_default=bool(obj.get("globalDefault"))
+    )
+
+
+@dataclass(frozen=True)
 class FlavorInfo:
     name: str
     node_labels: Mapping[str, str]
@@ -256,6 +272,7 @@ class ClusterQueueInfo:
     strict_fifo: bool
     resource_groups: tuple[ResourceGroup, ...]
     namespace_selector: Mapping | None  # None selects nothing, {} selects every namespace
+    within_cluster_queue: str = NEVER  # spec.preemption.withinClusterQueue
 
 
 def cluster_queue_from_object(obj: Mapping) -> ClusterQueueInfo:
@@ -279,6 +296,7 @@ def cluster_queue_from_object(obj: Mapping) -> ClusterQueueInfo:
         strict_fifo=spec.get("queueingStrategy") == STRICT_FIFO,
         resource_groups=tuple(groups),
         namespace_selector=spec.get("namespaceSelector"),
+        within_cluster_queue=(spec.get("preemption") or {}).get("withinClusterQueue") or NEVER,
     )
 
 
@@ -321,6 +339,19 @@ class WorkloadInfo:
     owners: tuple[OwnerRef, ...] = ()
     is_group: bool = False  # a pod group's Workload (Kueue's is-group-workload annotation)
     spec_error: str | None = field(default=None, compare=False)  # why spec.podSets can't be read
+    job_uid: str | None = None  # Kueue's job-uid label: the owner job's uid
+
+    @cached_property
+    def reserved_at(self) -> datetime | None:
+        """When quota was reserved (QuotaReserved True's lastTransitionTime); None while it
+        is not, or when the time is not written."""
+        cond = self.condition(COND_QUOTA_RESERVED)
+        if not cond or cond.get("status") != "True" or not cond.get("lastTransitionTime"):
+            return None
+        try:
+            return _timestamp(cond["lastTransitionTime"])
+        except ValueError:
+            return None
 
     @property
     def owner_uid(self) -> str | None:
@@ -467,6 +498,7 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
         owners=owners,
         is_group=(meta.get("annotations") or {}).get(IS_GROUP_WORKLOAD_ANNOTATION) == "true",
         spec_error=error,
+        job_uid=(meta.get("labels") or {}).get(JOB_UID_LABEL),
     )
 
 

@@ -38,6 +38,7 @@ from tas.cache.projections import (
     FlavorInfo,
     Key,
     PodInfo,
+    PodPriorityClass,
     WorkloadInfo,
     selects_namespace,
 )
@@ -147,6 +148,9 @@ class ClusterState:
         )
         self._snapshots: dict[str, TopologySnapshot] = {}
         self.numa = NumaLedger()  # NUMA zones of the nodes that report them (TASNUMAZones)
+        # Read when a Workload is created (its priority), never by admission itself.
+        self.workload_priority_classes: dict[str, int] = {}
+        self.pod_priority_classes: dict[str, PodPriorityClass] = {}
 
     def bind_to_current_thread(self) -> None:
         self._owner = threading.get_ident()
@@ -440,6 +444,25 @@ class ClusterState:
     def delete_namespace(self, name: str) -> None:
         self._check_thread()
         self.namespaces.pop(name, None)
+
+    # ---- priority classes ---------------------------------------------------------------------
+
+    def upsert_workload_priority_class(self, name: str, value: int | None) -> None:
+        self._check_thread()
+        if value is None:
+            self.workload_priority_classes.pop(name, None)
+        else:
+            self.workload_priority_classes[name] = value
+
+    def upsert_pod_priority_class(self, name: str, pc: PodPriorityClass | None) -> None:
+        self._check_thread()
+        if pc is None:
+            self.pod_priority_classes.pop(name, None)
+        else:
+            self.pod_priority_classes[name] = pc
+
+    def priority_classes(self) -> tuple[Mapping[str, int], Mapping[str, PodPriorityClass]]:
+        return self.workload_priority_classes, self.pod_priority_classes
 
     # ---- workloads and their charges -----------------------------------------------------------
 

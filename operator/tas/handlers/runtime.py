@@ -210,6 +210,17 @@ class Runtime:
         if lws is not None:
             self.lws_worker.submit(("lws", namespace, lws.name))
 
+    def sync_unqueued(self) -> None:
+        """A priority class came or changed: queued Jobs and JobSets without a Workload (one
+        that named a missing class waits for it) are looked at again."""
+        for reconciler, worker in (
+            (self.jobs, self.job_worker),
+            (self.jobsets, self.jobset_worker),
+        ):
+            for key, obj in list(reconciler.objects.items()):
+                if reconciler.workload_of(obj) is None:
+                    worker.submit(key)
+
     def managed_owner(self, uid: str | None) -> bool:
         """A pod's controller is admitted through another integration (a queued Job, a
         JobSet's Job): the pod is not managed on its own."""

@@ -226,6 +226,22 @@ async def on_node_resource_topology(rt: Runtime, kind: str, obj: Obj) -> None:
         )
 
 
+async def on_workload_priority_class(rt: Runtime, kind: str, obj: Obj) -> None:
+    value = obj.get("value")
+    rt.state.upsert_workload_priority_class(
+        obj["metadata"]["name"], None if kind == "DELETED" or value is None else int(value)
+    )
+    rt.sync_unqueued()  # objects that named a missing class get their Workload now
+
+
+async def on_priority_class(rt: Runtime, kind: str, obj: Obj) -> None:
+    rt.state.upsert_pod_priority_class(
+        obj["metadata"]["name"],
+        None if kind == "DELETED" else proj.pod_priority_class_from_object(obj),
+    )
+    rt.sync_unqueued()
+
+
 WatchHandler = Callable[["Runtime", str, Obj], Awaitable[None]]
 
 
@@ -255,6 +271,10 @@ WATCHES: dict[str, Watch] = {
     "clusterqueues": Watch("/apis/kueue.x-k8s.io/v1beta1/clusterqueues", {}, on_cluster_queue),
     "localqueues": Watch("/apis/kueue.x-k8s.io/v1beta1/localqueues", {}, on_local_queue),
     "workloads": Watch("/apis/kueue.x-k8s.io/v1beta1/workloads", {}, on_workload),
+    "workloadpriorityclasses": Watch(
+        "/apis/kueue.x-k8s.io/v1beta1/workloadpriorityclasses", {}, on_workload_priority_class
+    ),
+    "priorityclasses": Watch("/apis/scheduling.k8s.io/v1/priorityclasses", {}, on_priority_class),
     "jobs": Watch(
         "/apis/batch/v1/jobs", {"labelSelector": QUEUE_NAME_LABEL}, on_job, Framework.JOB
     ),

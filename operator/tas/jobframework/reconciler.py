@@ -19,6 +19,7 @@ from tas.api.constants import REASON_INVALID_TOPOLOGY_REQUEST
 from tas.cache.projections import Key, WorkloadInfo
 from tas.cache.state import ClusterState
 from tas.jobframework.interface import GenericJob
+from tas.jobframework.priority import PriorityClassMissing
 from tas.jobframework.workload import (
     build_workload,
     needs_new_workload,
@@ -120,12 +121,21 @@ class JobReconciler:
     async def _create_workload(self, obj: Mapping) -> None:
         meta = obj["metadata"]
         try:
-            workload = build_workload(self.job, obj, multi_layer_enabled=self.multi_layer_enabled)
+            workload = build_workload(
+                self.job,
+                obj,
+                multi_layer_enabled=self.multi_layer_enabled,
+                classes=self.state.priority_classes(),
+            )
         except TopologyRequestError as exc:
             # The validating webhook refuses these; an object that slipped past it gets an event.
             await self.kube.event(
                 self.ref(obj), "Warning", REASON_INVALID_TOPOLOGY_REQUEST, str(exc)
             )
+            return
+        except PriorityClassMissing as exc:
+            # Created once the class appears (its watch syncs the objects again), as Kueue.
+            await self.kube.event(self.ref(obj), "Warning", "PriorityClassNotFound", str(exc))
             return
         try:
             await self.kube.create(f"{KUEUE}/namespaces/{meta['namespace']}/workloads", workload)

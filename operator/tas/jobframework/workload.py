@@ -12,13 +12,17 @@ from collections.abc import Iterable, Mapping
 
 from tas.api import topologyrequest
 from tas.api.annotations import TopologyRequestError, parse_topology_request
-from tas.api.constants import PREFIX, QUEUE_NAME_LABEL
-from tas.cache.projections import PodInfo, WorkloadInfo, workload_from_object
+from tas.api.constants import JOB_UID_LABEL, QUEUE_NAME_LABEL
+from tas.cache.projections import PodInfo, PodPriorityClass, WorkloadInfo, workload_from_object
 from tas.integrations import Resource
 from tas.jobframework.names import workload_name
+from tas.jobframework.priority import Priority
+from tas.jobframework.priority import resolve as resolve_priority
 from tas.solver.types import Node
 
-JOB_UID_LABEL = PREFIX + "job-uid"  # Kueue labels a Workload with its owner's uid
+# (WorkloadPriorityClass values, PriorityClasses) by name, as the cache holds them
+PriorityClasses = tuple[Mapping[str, int], Mapping[str, PodPriorityClass]]
+
 API_VERSION = "kueue.x-k8s.io/v1beta1"
 
 
@@ -71,7 +75,7 @@ def new_workload(
     pod_sets: list[dict],
     owners: list[dict],
     *,
-    priority: int = 0,
+    priority: int | Priority = 0,
     labels: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None,
 ) -> dict:
@@ -84,21 +88,35 @@ def new_workload(
         "apiVersion": API_VERSION,
         "kind": "Workload",
         "metadata": meta,
-        "spec": {"queueName": queue, "priority": int(priority), "podSets": pod_sets},
+        "spec": {"queueName": queue, **_priority(priority).to_spec(), "podSets": pod_sets},
     }
 
 
-def build_workload(job, obj: Mapping, *, multi_layer_enabled: bool = True) -> dict:
-    """The Workload of a GenericJob object, owned by it (Kueue's ConstructWorkload)."""
+def _priority(priority: int | Priority) -> Priority:
+    return priority if isinstance(priority, Priority) else Priority(int(priority))
+
+
+def build_workload(
+    job, obj: Mapping, *, multi_layer_enabled: bool = True, classes: PriorityClasses | None = None
+) -> dict:
+    """The Workload of a GenericJob object, owned by it (Kueue's ConstructWorkload). With the
+    cluster's priority classes its priority is resolved as Kueue does (raises
+    PriorityClassMissing); without them it is the templates' own `priority`."""
     meta = obj["metadata"]
     resource: Resource = job.resource
+    pod_sets = job.pod_sets(obj, multi_layer_enabled=multi_layer_enabled)
+    priority: int | Priority = job.priority(obj)
+    if classes is not None:
+        priority = resolve_priority(
+            meta.get("labels") or {}, (ps["template"] for ps in pod_sets), *classes
+        )
     return new_workload(
         workload_name(resource.kind, resource.group, meta["name"], meta.get("uid") or ""),
         meta.get("namespace") or "",
         queue_name(obj) or "",
-        job.pod_sets(obj, multi_layer_enabled=multi_layer_enabled),
+        pod_sets,
         [owner_reference(resource, meta)],
-        priority=job.priority(obj),
+        priority=priority,
         labels={JOB_UID_LABEL: meta["uid"]} if meta.get("uid") else None,
     )
 

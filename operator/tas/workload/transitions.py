@@ -15,6 +15,7 @@ from tas.api.constants import (
     COND_ADMITTED,
     COND_EVICTED,
     COND_FINISHED,
+    COND_PREEMPTED,
     COND_QUOTA_RESERVED,
     COND_REQUEUED,
     REASON_ADMITTED,
@@ -23,6 +24,7 @@ from tas.api.constants import (
     REASON_NO_RESERVATION,
     REASON_NODE_FAILURES,
     REASON_PENDING,
+    REASON_PREEMPTED,
     REASON_QUOTA_RESERVED,
     REASON_SUCCEEDED,
 )
@@ -80,6 +82,22 @@ def evicted(workload: WorkloadInfo, message: str, reason: str = REASON_NODE_FAIL
         conditions, COND_ADMITTED, False, REASON_EVICTED, message, generation=g
     )
     return {"conditions": conditions, "unhealthyNodes": None}
+
+
+def preempted(workload: WorkloadInfo, reason: str, message: str) -> dict:
+    """Eviction by preemption: Evicted (reason Preempted) and Preempted (why: InClusterQueue,
+    ...), both with the message naming the preemptor. The quota is released as for any
+    eviction, once the pods are gone."""
+    status = evicted(workload, message, REASON_PREEMPTED)
+    status["conditions"] = cond.set_condition(
+        status["conditions"],
+        COND_PREEMPTED,
+        True,
+        reason,
+        message,
+        generation=workload.generation,
+    )
+    return status
 
 
 def released(workload: WorkloadInfo) -> dict:

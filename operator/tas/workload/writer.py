@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from tas import metrics
-from tas.api.constants import REASON_NODE_FAILURES
+from tas.api.constants import REASON_NODE_FAILURES, REASON_PREEMPTED
 from tas.cache.projections import WorkloadInfo
 from tas.kube import KUEUE, Kube, KubeError, Ref, workload_path
 from tas.workload import transitions
@@ -93,4 +93,16 @@ async def evict(writer: WorkloadWriter, workload: WorkloadInfo, message: str) ->
     metrics.EVICTIONS.labels(REASON_NODE_FAILURES).inc()
     log.info("evicted %s/%s: %s", workload.namespace, workload.name, message)
     await writer.record_event(workload, "Warning", "EvictedDueToNodeFailures", message)
+    return True
+
+
+async def preempt(writer: WorkloadWriter, victim: WorkloadInfo, reason: str, message: str) -> bool:
+    """Evict a victim of preemption (Kueue's conditions and events); False when the write was
+    stale or the workload is gone. Its quota is released once its pods are gone."""
+    if not await writer.write_status(victim, transitions.preempted(victim, reason, message)):
+        return False
+    metrics.EVICTIONS.labels(REASON_PREEMPTED).inc()
+    log.info("preempted %s/%s: %s", victim.namespace, victim.name, message)
+    await writer.record_event(victim, "Normal", REASON_PREEMPTED, message)
+    await writer.record_event(victim, "Normal", "EvictedDueTo" + REASON_PREEMPTED, message)
     return True

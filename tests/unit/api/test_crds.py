@@ -26,6 +26,9 @@ CRDS = {name: yaml.safe_load(text) for name, text in RENDERED.items()}
 # Server-side defaults we keep on purpose (Kueue has them too); any other default is a bug.
 ALLOWED_DEFAULTS = {
     ("clusterqueues", "spec.queueingStrategy"): "BestEffortFIFO",
+    ("clusterqueues", "spec.preemption.withinClusterQueue"): "Never",
+    ("clusterqueues", "spec.preemption.reclaimWithinCohort"): "Never",
+    ("clusterqueues", "spec.preemption.borrowWithinCohort.policy"): "Never",
     ("workloads", "spec.podSets[].name"): "main",
     ("workloads", "spec.podSets[].count"): 1,
     ("workloads", "spec.active"): True,

@@ -50,9 +50,16 @@ BASE_RULES = {
     ("", "events", "create", None),
     *{
         ("kueue.x-k8s.io", r, v, None)
-        for r in ("topologies", "resourceflavors", "clusterqueues", "localqueues")
+        for r in (
+            "topologies",
+            "resourceflavors",
+            "clusterqueues",
+            "localqueues",
+            "workloadpriorityclasses",
+        )
         for v in ("list", "watch")
     },
+    *{("scheduling.k8s.io", "priorityclasses", v, None) for v in ("list", "watch")},
     *{
         ("kueue.x-k8s.io", "workloads", v, None)
         for v in ("get", "list", "watch", "create", "delete")

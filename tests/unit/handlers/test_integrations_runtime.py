@@ -32,6 +32,8 @@ def test_only_the_enabled_integrations_kinds_are_listed():
             "clusterqueues",
             "localqueues",
             "workloads",
+            "workloadpriorityclasses",
+            "priorityclasses",
         }
         assert listed(runtime("")) == base
         assert listed(runtime("batch/job")) == base | {"jobs"}

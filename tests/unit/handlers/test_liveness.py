@@ -58,6 +58,8 @@ def test_the_runtime_watches_every_kind_and_binds_the_cache_to_its_thread() -> N
         "clusterqueues",
         "localqueues",
         "workloads",
+        "workloadpriorityclasses",
+        "priorityclasses",
         "jobs",
     }
     assert rt.state._owner is not None

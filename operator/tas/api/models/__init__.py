@@ -16,6 +16,7 @@ from tas.api.models.workload import (
     WorkloadSpec,
     WorkloadStatus,
 )
+from tas.api.models.workloadpriorityclass import WorkloadPriorityClass
 
 # Every resource we serve, in a stable order (crdgen writes one CRD for each).
 RESOURCES: tuple[type[KueueResource], ...] = (
@@ -24,6 +25,7 @@ RESOURCES: tuple[type[KueueResource], ...] = (
     ClusterQueue,
     LocalQueue,
     Workload,
+    WorkloadPriorityClass,
 )
 
 __all__ = [
@@ -50,6 +52,7 @@ __all__ = [
     "TopologyLevel",
     "TopologySpec",
     "Workload",
+    "WorkloadPriorityClass",
     "WorkloadSpec",
     "WorkloadStatus",
 ]

@@ -26,6 +26,15 @@ from tas.api.models.common import (
 )
 
 QueueingStrategy = Literal["StrictFIFO", "BestEffortFIFO"]
+PreemptionPolicy = Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"]
+ReclaimPolicy = Literal["Never", "LowerPriority", "Any"]
+BorrowPolicy = Literal["Never", "LowerPriority"]
+
+BORROW_NEEDS_RECLAIM = cel(
+    "!(self.reclaimWithinCohort == 'Never' && has(self.borrowWithinCohort) && "
+    "self.borrowWithinCohort.policy != 'Never')",
+    "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never",
+)
 
 FLAVORS_COVER_ALL_RESOURCES = cel(
     "self.flavors.all(f, size(f.resources) == size(self.coveredResources))",
@@ -66,6 +75,28 @@ class ResourceGroup(KubeModel):
     """Flavors in the order admission tries them."""
 
 
+class BorrowWithinCohort(KubeModel):
+    policy: BorrowPolicy = Field("Never", json_schema_extra=schema(default="Never"))
+    """Whether to preempt in the cohort while borrowing: Never or LowerPriority."""
+    max_priority_threshold: Int32 | None = None
+    """Only workloads of this priority or lower may be preempted while borrowing."""
+
+
+class ClusterQueuePreemption(KubeModel):
+    """Kueue's preemption policies. Only withinClusterQueue acts until cohorts are served."""
+
+    model_config = ConfigDict(json_schema_extra=schema(BORROW_NEEDS_RECLAIM))
+
+    reclaim_within_cohort: ReclaimPolicy = Field("Never", json_schema_extra=schema(default="Never"))
+    """Preempt workloads of other ClusterQueues in the cohort that borrow this queue's quota."""
+    borrow_within_cohort: BorrowWithinCohort | None = None
+    """Preempt in the cohort while borrowing."""
+    within_cluster_queue: PreemptionPolicy = Field(
+        "Never", json_schema_extra=schema(default="Never")
+    )
+    """Preempt workloads of this ClusterQueue: Never, LowerPriority, LowerOrNewerEqualPriority."""
+
+
 class ClusterQueueSpec(KubeModel):
     resource_groups: list[ResourceGroup] = Field(
         default_factory=list, max_length=16, json_schema_extra=schema(list_type="atomic")
@@ -78,6 +109,8 @@ class ClusterQueueSpec(KubeModel):
     workload that does not fit does not block newer ones that do."""
     namespace_selector: LabelSelector | None = None
     """Namespaces whose LocalQueues may use this ClusterQueue: absent selects none, {} all."""
+    preemption: ClusterQueuePreemption | None = None
+    """When a pending workload may evict admitted ones to make room (default: never)."""
 
 
 class ResourceUsage(KubeModel):

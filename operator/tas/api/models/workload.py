@@ -52,6 +52,10 @@ SLICE_LAYERS_EXCLUSIVE = cel(
 MIN_COUNT_AT_MOST_COUNT = cel(
     "!has(self.minCount) || self.minCount <= self.count", "minCount must not exceed count"
 )
+PriorityClassSource = Literal[
+    "kueue.x-k8s.io/workloadpriorityclass", "scheduling.k8s.io/priorityclass", ""
+]
+
 PRIORITY_WITH_CLASS = cel(
     "!has(self.priorityClassName) || has(self.priority)",
     "priority must be set when priorityClassName is set",
@@ -164,7 +168,9 @@ class WorkloadSpec(KubeModel):
     queue_name: ObjectName | None = None
     """The LocalQueue this workload is submitted to."""
     priority_class_name: ObjectName | None = None
-    """PriorityClass the priority was taken from."""
+    """The class the priority was taken from (a WorkloadPriorityClass or a PriorityClass)."""
+    priority_class_source: PriorityClassSource | None = None
+    """Which kind priorityClassName names."""
     priority: Int32 | None = None
     """Higher is admitted first."""
     active: bool | None = Field(None, json_schema_extra=schema(default=True))
