@@ -1,0 +1,141 @@
+"""Priorities and preemption end to end: a high-priority Job evicts a low-priority one to get
+a block, with Kueue's conditions and events, and the evicted Job runs again once room appears.
+
+The cluster is Kueue's e2e topology (2 blocks x 2 racks x 2 hosts of 8 cpu); block b2 is filled
+by pods outside any queue, so that b1 is the only block either Job can have.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from e2e import jobs
+from e2e.harness import Cluster, wait_for
+from e2e.topology import BLOCK_LABEL
+
+pytestmark = pytest.mark.e2e
+
+REQUIRED = jobs.PREFIX + "podset-required-topology"
+PRIORITY_CLASS_LABEL = jobs.PREFIX + "priority-class"
+CLUSTER_QUEUE = "preemption-cq"
+
+
+def priority_class(name: str, value: int) -> dict:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "WorkloadPriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+        "description": "e2e",
+    }
+
+
+@pytest.fixture
+def preempting_queue(cluster: Cluster, namespace: str, operator):
+    """A ClusterQueue that preempts lower priorities, with quota for everything (only the
+    topology is short), two WorkloadPriorityClasses, and a LocalQueue in the namespace."""
+    cq = jobs.cluster_queue(CLUSTER_QUEUE, {"cpu": 1000, "memory": "1Ti"})
+    cq["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
+    cluster.apply(cq)
+    cluster.apply(priority_class("e2e-low", 100))
+    cluster.apply(priority_class("e2e-high", 1000))
+    cluster.apply(jobs.local_queue("lq", CLUSTER_QUEUE), namespace)
+    yield "lq"
+    cluster.kubectl("delete", "jobs", "--all", "-n", namespace, "--wait=true", check=False)
+    cluster.kubectl("delete", "clusterqueue", CLUSTER_QUEUE, "--wait=false", check=False)
+    for name in ("e2e-low", "e2e-high"):
+        cluster.kubectl("delete", "workloadpriorityclass", name, check=False)
+
+
+def block_job(name: str, queue: str, pods: int, priority: str) -> dict:
+    job = jobs.job(name, queue, pods=pods, cpu="600m", annotations={REQUIRED: BLOCK_LABEL})
+    job["metadata"]["labels"][PRIORITY_CLASS_LABEL] = priority
+    return job
+
+
+def blocks_of(cluster: Cluster, pods: list[dict]) -> set[str]:
+    labels = jobs.node_labels(cluster)
+    return {labels[p["spec"]["nodeName"]][BLOCK_LABEL] for p in pods}
+
+
+def events_of(cluster: Cluster, namespace: str, name: str) -> list[dict]:
+    return cluster.get_json(
+        "events", "-n", namespace, "--field-selector", f"involvedObject.name={name}"
+    )["items"]
+
+
+def test_high_priority_job_preempts_low_priority_job_for_a_block(
+    cluster: Cluster, namespace: str, preempting_queue: str, topology_nodes
+):
+    b2 = [n for n in topology_nodes if n.startswith("b2-")]
+    for node in b2:  # 1 cpu left on each b2 host: room for 4 pods of 600m in the block
+        cluster.apply(jobs.bound_pod(f"fill-{node}", node, "7"), namespace)
+
+    # 48 pods of 600m: b1 (4 hosts, 13 pods each) is the only block with room.
+    cluster.apply(block_job("low", preempting_queue, 48, "e2e-low"), namespace)
+    low = jobs.wait_admitted(cluster, namespace, "low", timeout=90)
+    assert low["spec"]["priority"] == 100
+    assert low["spec"]["priorityClassName"] == "e2e-low"
+    assert low["spec"]["priorityClassSource"] == "kueue.x-k8s.io/workloadpriorityclass"
+    low_pods = jobs.wait_running(cluster, namespace, "low", 48, timeout=120)
+    assert blocks_of(cluster, low_pods) == {"b1"}
+
+    # 40 pods fit no block beside it: the low-priority Job must go.
+    cluster.apply(block_job("high", preempting_queue, 40, "e2e-high"), namespace)
+
+    def evicted():
+        wl = jobs.workload_of(cluster, namespace, "low")
+        cond = jobs.condition(wl, "Evicted")
+        return wl if cond and cond["status"] == "True" else None
+
+    low = wait_for(evicted, timeout=60, what="low evicted")
+    high = jobs.workload_of(cluster, namespace, "high")
+    assert high is not None and high["spec"]["priority"] == 1000
+    evicted_cond = jobs.condition(low, "Evicted")
+    preempted_cond = jobs.condition(low, "Preempted")
+    expected = (
+        f"Preempted to accommodate a workload (UID: {high['metadata']['uid']}, "
+        f"JobUID: {high['metadata']['labels']['kueue.x-k8s.io/job-uid']}) due to "
+        f"prioritization in the ClusterQueue; preemptor path: /{CLUSTER_QUEUE}; "
+        f"preemptee path: /{CLUSTER_QUEUE}"
+    )
+    assert (evicted_cond["reason"], evicted_cond["message"]) == ("Preempted", expected)
+    assert preempted_cond["status"] == "True"
+    assert (preempted_cond["reason"], preempted_cond["message"]) == ("InClusterQueue", expected)
+    reasons = {
+        e["reason"]: e["message"] for e in events_of(cluster, namespace, low["metadata"]["name"])
+    }
+    assert reasons.get("Preempted") == expected
+    assert reasons.get("EvictedDueToPreempted") == expected
+
+    # The high-priority Job waits for the pods to go, then runs in b1.
+    high = jobs.wait_admitted(cluster, namespace, "high", timeout=120)
+    high_events = events_of(cluster, namespace, high["metadata"]["name"])
+    assert any("Pending the preemption of 1 workload(s)" in e["message"] for e in high_events), [
+        e["message"] for e in high_events
+    ]
+    assert not [
+        p
+        for p in jobs.pods_of(cluster, namespace, "low")
+        if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
+    ]
+    high_pods = jobs.wait_running(cluster, namespace, "high", 40, timeout=120)
+    assert blocks_of(cluster, high_pods) == {"b1"}
+
+    # The low-priority Job is requeued: no block has room for 48 pods until b2 is emptied.
+    low = jobs.wait_pending_message(cluster, namespace, "low", "fit", timeout=60)
+    requeued = jobs.condition(low, "Requeued")
+    assert requeued and requeued["status"] == "True"
+    assert "admission" not in low["status"]
+    for node in b2:
+        cluster.kubectl(
+            "delete", "pod", "-n", namespace, f"fill-{node}", "--grace-period=0", "--force"
+        )
+    low = jobs.wait_admitted(cluster, namespace, "low", timeout=120)
+    low_pods = jobs.wait_running(cluster, namespace, "low", 48, timeout=120)
+    assert blocks_of(cluster, low_pods) == {"b2"}
+    assert jobs.condition(low, "Evicted")["status"] == "False"
+    # The high-priority Job was never disturbed.
+    assert (
+        jobs.condition(jobs.workload_of(cluster, namespace, "high"), "Admitted")["status"] == "True"
+    )
