@@ -14,9 +14,10 @@ from tas.admission import preemption
 from tas.admission.preemption import Preemption
 from tas.api import topologyassignment
 from tas.api.annotations import TopologyRequestError, validate_levels, validate_pod_set_groups
-from tas.api.constants import NEVER
+from tas.api.constants import MAY_STOP_SEARCH, NEVER, TRY_NEXT_FLAVOR
 from tas.api.format import format_milli
 from tas.cache.projections import ClusterQueueInfo, FlavorQuota, WorkloadInfo
+from tas.cache.quota import QuotaTree
 from tas.cache.state import Charge, ClusterState, PodSetCharge, with_pod
 from tas.solver.types import PODS, PodSetRequest
 
@@ -41,28 +42,47 @@ def _total(pod_sets: tuple[PodSetRequest, ...]) -> dict[str, int]:
     return total
 
 
-def _quota_shortfall(
-    state: ClusterState, cq: ClusterQueueInfo, fq: FlavorQuota, covered, need
-) -> tuple[str, frozenset[str], bool] | None:
-    """Why the quota does not fit (the first resource short, as Kueue words it), the
-    resources short, and whether preemption could make room (every short resource within
-    nominal quota)."""
-    used = state.quota_usage(cq.name, fq.flavor)
-    first, short = None, set()
+@dataclass(frozen=True)
+class _QuotaFit:
+    message: str | None  # why not now (the first resource short, as Kueue words it)
+    short: frozenset[str] = frozenset()  # resources short of available quota
+    preemptible: bool = False  # evicting others could make room (Kueue's Preempt mode)
+    borrows: bool = False  # fits, or would fit, only beyond nominal quota
+
+
+def _quota_fit(tree: QuotaTree, cq: ClusterQueueInfo, fq: FlavorQuota, covered, need) -> _QuotaFit:
+    """The flavor's quota for this request, cohort included (Kueue's fitsResourceQuota):
+    fits now, fits once others are preempted, or never fits (beyond all it could borrow)."""
+    first, short, borrows, preemptible = None, set(), False, True
+    node = ("cq", cq.name)
     for resource in sorted(covered):
         want = need.get(resource, 0)
         if not want:
             continue
-        free = fq.nominal.get(resource, 0) - used.get(resource, 0)
-        if want > free:
-            short.add(resource)
-            if first is None:
-                more = format_milli(resource, want - max(free, 0))
-                first = f"insufficient unused quota for {resource} in flavor {fq.flavor}, {more} more needed"
-    if first is None:
-        return None
-    within = all(need[r] <= fq.nominal.get(r, 0) for r in short)
-    return first, frozenset(short), within
+        fr = (fq.flavor, resource)
+        borrows = borrows or tree.borrowing_with(node, fr, want)
+        free = tree.available(cq.name, fr)
+        if want <= free:
+            continue
+        short.add(resource)
+        if first is None:
+            more = format_milli(resource, want - free)
+            first = f"insufficient unused quota for {resource} in flavor {fq.flavor}, {more} more needed"
+        if want > tree.potential(cq.name, fr):
+            preemptible = False  # more than it could ever have
+        elif not (
+            want <= fq.nominal.get(resource, 0)
+            or tree.lowest_subtree_that_fits(cq.name, fr, want)
+            or cq.borrow_within_cohort != NEVER
+        ):
+            preemptible = False
+    return _QuotaFit(first, frozenset(short), preemptible and bool(short), borrows)
+
+
+def _preempts(cq: ClusterQueueInfo) -> bool:
+    return cq.within_cluster_queue != NEVER or (
+        cq.cohort is not None and cq.reclaim_within_cohort != NEVER
+    )
 
 
 def _admission(cq: str, workload: WorkloadInfo, flavor: str, covered, placements) -> dict:
@@ -118,18 +138,23 @@ def decide(
             False, f"resource(s) {', '.join(missing)} not covered by ClusterQueue {cq.name}"
         )
 
+    tree = state.quota_tree()
     reasons = []
-    # Flavors where evicting others could make room, with the resources short there; tried
-    # only when no flavor fits as things are (Kueue's whenCanPreempt: TryNextFlavor).
-    preemptible: list[tuple[FlavorQuota, frozenset[str]]] = []
+    borrowing: Decision | None = None  # a fit by borrowing, kept while a later flavor may fit
+    # Flavors where evicting others could make room, with the (flavor, resource) pairs short
+    # there; tried once no flavor fits as things are (whenCanPreempt: TryNextFlavor), or at
+    # once (MayStopSearch).
+    preemptible: list[tuple[FlavorQuota, frozenset[tuple[str, str]]]] = []
     for fq in group.flavors:
         flavor = state.flavors[fq.flavor]
-        shortfall = _quota_shortfall(state, cq, fq, group.covered, need)
-        if shortfall:
-            reason, short, within_nominal = shortfall
-            reasons.append(reason)
-            if within_nominal:
-                preemptible.append((fq, short))
+        pairs = frozenset((fq.flavor, r) for r in group.covered if need.get(r))
+        fit = _quota_fit(tree, cq, fq, group.covered, need)
+        if fit.message:
+            reasons.append(fit.message)
+            if fit.preemptible:
+                preemptible.append((fq, frozenset((fq.flavor, r) for r in fit.short)))
+                if cq.when_can_preempt == MAY_STOP_SEARCH and _preempts(cq):
+                    break
             continue
         placements = None
         if flavor.topology_name:
@@ -141,7 +166,10 @@ def decide(
             result = state.snapshot(fq.flavor).find_assignments(workload.pod_sets)
             if not result.admitted:
                 reasons.append(result.failure or "does not fit")
-                preemptible.append((fq, frozenset(need)))
+                # Kueue: the pod set's every resource in this flavor needs preemption.
+                preemptible.append((fq, pairs))
+                if cq.when_can_preempt == MAY_STOP_SEARCH and _preempts(cq):
+                    break
                 continue
             placements = {p.name: p.assignment for p in result.podsets}
         elif any(not ps.topology.implied for ps in workload.pod_sets):
@@ -149,12 +177,18 @@ def decide(
             continue
         charge = _charge(cq, workload, fq.flavor, placements)
         admission = _admission(cq.name, workload, fq.flavor, group.covered, placements)
-        return Decision(
+        decision = Decision(
             True, f"Quota reserved in ClusterQueue {cq.name}", admission=admission, charge=charge
         )
+        if fit.borrows and cq.when_can_borrow == TRY_NEXT_FLAVOR:
+            borrowing = borrowing or decision  # a later flavor may fit without borrowing
+            continue
+        return decision
+    if borrowing is not None:  # Kueue's default preference: borrowing over preemption
+        return borrowing
     names = ", ".join(ps.name for ps in workload.pod_sets)
     message = f"couldn't assign flavors to pod set {names}: {'; '.join(reasons)}"
-    if not preemptible or cq.within_cluster_queue == NEVER:
+    if not preemptible or not _preempts(cq):
         return Decision(False, message)
     why = []
     for fq, short in preemptible:
@@ -165,7 +199,8 @@ def decide(
             except TopologyRequestError as exc:
                 why.append(str(exc))
                 continue
-        found = preemption.find(state, workload, cq, fq, group.covered, need, short, now)
+        requests = {(fq.flavor, r): need[r] for r in group.covered if need.get(r)}
+        found = preemption.find(state, tree, workload, cq, fq, requests, short, now)
         if isinstance(found, str):
             why.append(found)
             continue

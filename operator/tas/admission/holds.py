@@ -93,30 +93,46 @@ class Holds:
                 held = hold.domains.get(ps.flavor)
                 if held and any(d.values in held for d in ps.assignment.domains):
                     return HELD_MESSAGE
-        cq = state.cluster_queues.get(charge.cluster_queue)
-        if cq is None:
-            return None
-        wanted: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
-        _shift(wanted, charge, 1)
-        if decision.preemption is not None:
+        return self._quota_blocks(state, charge, decision, others)
+
+    def _quota_blocks(self, state, charge: Charge, decision, others: list[_Hold]) -> str | None:
+        """The charge's quota on top of the others' holds (the cohort tree included)."""
+        tree = state.quota_tree()
+        shifts = [(cq, fr, v) for hold in others for (cq, fr), v in _pairs(hold.quota)]
+        if decision.preemption is not None:  # its own victims leave too
+            mine: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
             for target in decision.preemption.targets:
                 victim = state.charges().get(target.workload.key)
                 if victim is not None:
-                    _shift(wanted, victim, -1)
-        for group in cq.resource_groups:
-            for fq in group.flavors:
-                slot = (cq.name, fq.flavor)
-                if slot not in wanted:
-                    continue
-                used = state.quota_usage(cq.name, fq.flavor)
-                for resource in group.covered:
-                    want = wanted[slot].get(resource, 0)
-                    if want <= 0:
-                        continue
-                    held = sum(h.quota.get(slot, {}).get(resource, 0) for h in others)
-                    if used.get(resource, 0) + held + want > fq.nominal.get(resource, 0):
-                        return HELD_MESSAGE
-        return None
+                    _shift(mine, victim, -1)
+            shifts += [(cq, fr, v) for (cq, fr), v in _pairs(mine)]
+        for cq, fr, v in shifts:
+            tree.shift(cq, fr, v)
+        try:
+            wanted: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
+            _shift(wanted, charge, 1)
+            for (cq, fr), value in _pairs(wanted):
+                if value > 0 and value > tree.available(cq, fr) and _covered(state, cq, fr):
+                    return HELD_MESSAGE
+            return None
+        finally:
+            for cq, fr, v in shifts:
+                tree.shift(cq, fr, -v)
+
+
+def _pairs(quota: dict[tuple[str, str], dict[str, int]]):
+    """((ClusterQueue, (flavor, resource)), value) for every entry."""
+    for (cq, flavor), resources in quota.items():
+        for resource, value in resources.items():
+            yield (cq, (flavor, resource)), value
+
+
+def _covered(state: ClusterState, cq: str, fr: tuple[str, str]) -> bool:
+    info = state.cluster_queues.get(cq)
+    return bool(info) and any(
+        fr[1] in g.covered and any(f.flavor == fr[0] for f in g.flavors)
+        for g in info.resource_groups
+    )
 
 
 def _shift(into: dict[tuple[str, str], dict[str, int]], charge: Charge, sign: int) -> None:

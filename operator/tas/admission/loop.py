@@ -245,9 +245,13 @@ class AdmissionLoop:
             victim = target.workload
             if victim.evicted:
                 continue  # on its way out already
-            victim_cq = self.state.charges().get(victim.key)
+            held = self.state.charges().get(victim.key)
+            tree = self.state.quota_tree()
             text = preemption_message(
-                workload, target.reason, cq.name, victim_cq.cluster_queue if victim_cq else cq.name
+                workload,
+                target.reason,
+                tree.path(cq.name),
+                tree.path(held.cluster_queue if held else cq.name),
             )
             try:
                 await preempt(self.writer, victim, target.reason, text)
@@ -448,18 +452,21 @@ class AdmissionLoop:
         state = self.state
         admitted = sum(1 for c in state.charges().values() if c.cluster_queue == cq.name)
         usage = []
+        tree = state.quota_tree()
         for group in cq.resource_groups:
             for fq in group.flavors:
                 used = state.quota_usage(cq.name, fq.flavor)
-                usage.append(
-                    {
-                        "name": fq.flavor,
-                        "resources": [
-                            {"name": r, "total": format_milli(r, used.get(r, 0))}
-                            for r in sorted(group.covered)
-                        ],
-                    }
-                )
+                resources = []
+                for r in sorted(group.covered):
+                    borrowed = tree.borrowed(cq.name, (fq.flavor, r))
+                    resources.append(
+                        {
+                            "name": r,
+                            "total": format_milli(r, used.get(r, 0)),
+                            "borrowed": format_milli(r, borrowed),
+                        }
+                    )
+                usage.append({"name": fq.flavor, "resources": resources})
         metrics.PENDING.labels(cq.name).set(pending)
         metrics.ADMITTED.labels(cq.name).set(admitted)
         reason, message = problem or (REASON_READY, "Can admit new workloads")

@@ -89,6 +89,7 @@ REASON_PREEMPTED = "Preempted"  # the Evicted condition's reason, and the victim
 # The Preempted condition's reasons (Kueue's): why the victim had to go.
 REASON_IN_CLUSTER_QUEUE = "InClusterQueue"
 REASON_IN_COHORT_RECLAMATION = "InCohortReclamation"
+REASON_IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
 REASON_INVALID_TOPOLOGY_REQUEST = "InvalidTopologyRequest"
 
 # ClusterQueue condition reasons.
@@ -108,6 +109,10 @@ BEST_EFFORT_FIFO = "BestEffortFIFO"
 NEVER = "Never"
 LOWER_PRIORITY = "LowerPriority"
 LOWER_OR_NEWER_EQUAL_PRIORITY = "LowerOrNewerEqualPriority"
+ANY = "Any"  # reclaimWithinCohort
+# ClusterQueue.spec.flavorFungibility
+MAY_STOP_SEARCH = "MayStopSearch"
+TRY_NEXT_FLAVOR = "TryNextFlavor"
 
 # ClusterQueue and LocalQueue condition type.
 COND_ACTIVE = "Active"

@@ -22,11 +22,13 @@ from tas.api.constants import (
     IS_GROUP_WORKLOAD_ANNOTATION,
     JOB_COMPLETION_INDEX_LABEL,
     JOB_UID_LABEL,
+    MAY_STOP_SEARCH,
     NEVER,
     NUMA_ZONE_ANNOTATION,
     PODSET_LABEL,
     STRICT_FIFO,
     TOPOLOGY_SCHEDULING_GATE,
+    TRY_NEXT_FLAVOR,
     WORKLOAD_ANNOTATION,
 )
 from tas.api.podrequests import numa_shape, pod_requests
@@ -258,6 +260,8 @@ def flavor_from_object(obj: Mapping) -> FlavorInfo:
 class FlavorQuota:
     flavor: str
     nominal: Mapping[str, int]  # resource -> milli-units
+    borrowing_limit: Mapping[str, int] = field(default_factory=dict)  # absent: no limit
+    lending_limit: Mapping[str, int] = field(default_factory=dict)  # absent: lends it all
 
 
 @dataclass(frozen=True)
@@ -273,31 +277,84 @@ class ClusterQueueInfo:
     resource_groups: tuple[ResourceGroup, ...]
     namespace_selector: Mapping | None  # None selects nothing, {} selects every namespace
     within_cluster_queue: str = NEVER  # spec.preemption.withinClusterQueue
+    cohort: str | None = None
+    reclaim_within_cohort: str = NEVER
+    borrow_within_cohort: str = NEVER  # spec.preemption.borrowWithinCohort.policy
+    borrow_threshold: int | None = None  # ... .maxPriorityThreshold
+    when_can_borrow: str = MAY_STOP_SEARCH  # spec.flavorFungibility
+    when_can_preempt: str = TRY_NEXT_FLAVOR
+
+
+@dataclass(frozen=True)
+class CohortInfo:
+    name: str
+    parent: str | None
+    resource_groups: tuple[ResourceGroup, ...]
+
+
+def _resource_groups(groups: list) -> tuple[ResourceGroup, ...]:
+    out = []
+    for group in groups or []:
+        flavors = []
+        for f in group.get("flavors") or []:
+            resources = f.get("resources") or []
+            flavors.append(
+                FlavorQuota(
+                    flavor=f["name"],
+                    nominal=resources_to_milli(
+                        {r["name"]: r.get("nominalQuota", 0) for r in resources}
+                    ),
+                    borrowing_limit=resources_to_milli(
+                        {r["name"]: r["borrowingLimit"] for r in resources if "borrowingLimit" in r}
+                    ),
+                    lending_limit=resources_to_milli(
+                        {r["name"]: r["lendingLimit"] for r in resources if "lendingLimit" in r}
+                    ),
+                )
+            )
+        out.append(
+            ResourceGroup(
+                covered=frozenset(group.get("coveredResources") or []), flavors=tuple(flavors)
+            )
+        )
+    return tuple(out)
+
+
+def cohort_from_object(obj: Mapping) -> CohortInfo:
+    spec = obj.get("spec") or {}
+    return CohortInfo(
+        name=obj["metadata"]["name"],
+        parent=spec.get("parentName") or None,
+        resource_groups=_resource_groups(spec.get("resourceGroups") or []),
+    )
 
 
 def cluster_queue_from_object(obj: Mapping) -> ClusterQueueInfo:
     spec = obj.get("spec") or {}
-    groups = []
-    for group in spec.get("resourceGroups") or []:
-        flavors = tuple(
-            FlavorQuota(
-                flavor=f["name"],
-                nominal=resources_to_milli(
-                    {r["name"]: r.get("nominalQuota", 0) for r in f.get("resources") or []}
-                ),
-            )
-            for f in group.get("flavors") or []
-        )
-        groups.append(
-            ResourceGroup(covered=frozenset(group.get("coveredResources") or []), flavors=flavors)
-        )
+    preemption = spec.get("preemption") or {}
+    borrow = preemption.get("borrowWithinCohort") or {}
+    fungibility = spec.get("flavorFungibility") or {}
+    threshold = borrow.get("maxPriorityThreshold")
     return ClusterQueueInfo(
         name=obj["metadata"]["name"],
         strict_fifo=spec.get("queueingStrategy") == STRICT_FIFO,
-        resource_groups=tuple(groups),
+        resource_groups=_resource_groups(spec.get("resourceGroups") or []),
         namespace_selector=spec.get("namespaceSelector"),
-        within_cluster_queue=(spec.get("preemption") or {}).get("withinClusterQueue") or NEVER,
+        within_cluster_queue=preemption.get("withinClusterQueue") or NEVER,
+        cohort=spec.get("cohort") or None,
+        reclaim_within_cohort=preemption.get("reclaimWithinCohort") or NEVER,
+        borrow_within_cohort=borrow.get("policy") or NEVER,
+        borrow_threshold=None if threshold is None else int(threshold),
+        # Kueue's old names: Borrow and Preempt mean MayStopSearch.
+        when_can_borrow=_fungibility(fungibility.get("whenCanBorrow"), MAY_STOP_SEARCH),
+        when_can_preempt=_fungibility(fungibility.get("whenCanPreempt"), TRY_NEXT_FLAVOR),
     )
+
+
+def _fungibility(value: str | None, default: str) -> str:
+    if value in ("Borrow", "Preempt"):
+        return MAY_STOP_SEARCH
+    return value or default
 
 
 @dataclass(frozen=True)

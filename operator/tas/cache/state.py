@@ -35,6 +35,7 @@ from tas.api.constants import REASON_FLAVOR_NOT_FOUND, REASON_TOPOLOGY_NOT_FOUND
 from tas.cache.numa import NumaLedger, Pending
 from tas.cache.projections import (
     ClusterQueueInfo,
+    CohortInfo,
     FlavorInfo,
     Key,
     PodInfo,
@@ -42,6 +43,7 @@ from tas.cache.projections import (
     WorkloadInfo,
     selects_namespace,
 )
+from tas.cache.quota import QuotaTree
 from tas.solver import TopologySnapshot
 from tas.solver.types import (
     HOSTNAME_LEVEL,
@@ -120,6 +122,8 @@ class ClusterState:
         self.topologies: dict[str, tuple[str, ...]] = {}
         self.flavors: dict[str, FlavorInfo] = {}
         self.cluster_queues: dict[str, ClusterQueueInfo] = {}
+        self.cohorts: dict[str, CohortInfo] = {}  # Cohort objects; a named cohort needs none
+        self._quota_tree: QuotaTree | None = None  # rebuilt when queues or cohorts change
         self.local_queues: dict[Key, str] = {}  # (namespace, name) -> ClusterQueue
         self.namespaces: dict[str, Mapping[str, str]] = {}  # name -> labels
         self.workloads: dict[Key, WorkloadInfo] = {}
@@ -417,12 +421,33 @@ class ClusterState:
         self._check_thread()
         if self.cluster_queues.get(cq.name) != cq:
             self.cluster_queues[cq.name] = cq
+            self._quota_tree = None
             self._capacity_changed()
 
     def delete_cluster_queue(self, name: str) -> None:
         self._check_thread()
         if self.cluster_queues.pop(name, None) is not None:
+            self._quota_tree = None
             self._capacity_changed()
+
+    def upsert_cohort(self, cohort: CohortInfo) -> None:
+        self._check_thread()
+        if self.cohorts.get(cohort.name) != cohort:
+            self.cohorts[cohort.name] = cohort
+            self._quota_tree = None
+            self.generation += 1  # quota to lend changed; the topology did not
+
+    def delete_cohort(self, name: str) -> None:
+        self._check_thread()
+        if self.cohorts.pop(name, None) is not None:
+            self._quota_tree = None
+            self.generation += 1
+
+    def quota_tree(self) -> QuotaTree:
+        """ClusterQueues and cohorts with their current usage (read live from the charges)."""
+        if self._quota_tree is None:
+            self._quota_tree = QuotaTree(self.cluster_queues, self.cohorts, self.quota_usage)
+        return self._quota_tree
 
     def upsert_local_queue(self, namespace: str, name: str, cluster_queue: str) -> None:
         self._check_thread()

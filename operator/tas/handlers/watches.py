@@ -100,6 +100,14 @@ async def on_cluster_queue(rt: Runtime, kind: str, obj: Obj) -> None:
     rt.admission.wake()
 
 
+async def on_cohort(rt: Runtime, kind: str, obj: Obj) -> None:
+    if kind == "DELETED":
+        rt.state.delete_cohort(obj["metadata"]["name"])
+    else:
+        rt.state.upsert_cohort(proj.cohort_from_object(obj))
+    rt.admission.wake()
+
+
 async def on_local_queue(rt: Runtime, kind: str, obj: Obj) -> None:
     namespace, name = proj.key_of(obj)
     if kind == "DELETED":
@@ -270,6 +278,7 @@ WATCHES: dict[str, Watch] = {
     "resourceflavors": Watch("/apis/kueue.x-k8s.io/v1beta1/resourceflavors", {}, on_flavor),
     "clusterqueues": Watch("/apis/kueue.x-k8s.io/v1beta1/clusterqueues", {}, on_cluster_queue),
     "localqueues": Watch("/apis/kueue.x-k8s.io/v1beta1/localqueues", {}, on_local_queue),
+    "cohorts": Watch("/apis/kueue.x-k8s.io/v1beta1/cohorts", {}, on_cohort),
     "workloads": Watch("/apis/kueue.x-k8s.io/v1beta1/workloads", {}, on_workload),
     "workloadpriorityclasses": Watch(
         "/apis/kueue.x-k8s.io/v1beta1/workloadpriorityclasses", {}, on_workload_priority_class

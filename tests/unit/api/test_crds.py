@@ -29,6 +29,8 @@ ALLOWED_DEFAULTS = {
     ("clusterqueues", "spec.preemption.withinClusterQueue"): "Never",
     ("clusterqueues", "spec.preemption.reclaimWithinCohort"): "Never",
     ("clusterqueues", "spec.preemption.borrowWithinCohort.policy"): "Never",
+    ("clusterqueues", "spec.flavorFungibility.whenCanBorrow"): "MayStopSearch",
+    ("clusterqueues", "spec.flavorFungibility.whenCanPreempt"): "TryNextFlavor",
     ("workloads", "spec.podSets[].name"): "main",
     ("workloads", "spec.podSets[].count"): 1,
     ("workloads", "spec.active"): True,

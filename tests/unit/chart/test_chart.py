@@ -55,6 +55,7 @@ BASE_RULES = {
             "resourceflavors",
             "clusterqueues",
             "localqueues",
+            "cohorts",
             "workloadpriorityclasses",
         )
         for v in ("list", "watch")

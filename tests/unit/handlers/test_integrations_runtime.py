@@ -33,6 +33,7 @@ def test_only_the_enabled_integrations_kinds_are_listed():
             "localqueues",
             "workloads",
             "workloadpriorityclasses",
+            "cohorts",
             "priorityclasses",
         }
         assert listed(runtime("")) == base

@@ -59,6 +59,7 @@ def test_the_runtime_watches_every_kind_and_binds_the_cache_to_its_thread() -> N
         "localqueues",
         "workloads",
         "workloadpriorityclasses",
+        "cohorts",
         "priorityclasses",
         "jobs",
     }

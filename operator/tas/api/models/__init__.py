@@ -1,6 +1,7 @@
 """Pydantic models of the kueue.x-k8s.io objects we serve; the CRDs are generated from them."""
 
 from tas.api.models.clusterqueue import ClusterQueue, ClusterQueueSpec, ClusterQueueStatus
+from tas.api.models.cohort import Cohort, CohortSpec
 from tas.api.models.common import Condition, KueueResource, LabelSelector, ObjectMeta
 from tas.api.models.localqueue import LocalQueue, LocalQueueSpec, LocalQueueStatus
 from tas.api.models.resourceflavor import ResourceFlavor, ResourceFlavorSpec
@@ -23,6 +24,7 @@ RESOURCES: tuple[type[KueueResource], ...] = (
     Topology,
     ResourceFlavor,
     ClusterQueue,
+    Cohort,
     LocalQueue,
     Workload,
     WorkloadPriorityClass,
@@ -34,6 +36,8 @@ __all__ = [
     "ClusterQueue",
     "ClusterQueueSpec",
     "ClusterQueueStatus",
+    "Cohort",
+    "CohortSpec",
     "Condition",
     "KueueResource",
     "LabelSelector",

@@ -30,6 +30,19 @@ PreemptionPolicy = Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"
 ReclaimPolicy = Literal["Never", "LowerPriority", "Any"]
 BorrowPolicy = Literal["Never", "LowerPriority"]
 
+FungibilityPolicy = Literal["MayStopSearch", "TryNextFlavor", "Borrow", "Preempt"]
+
+BORROWING_NEEDS_COHORT = cel(
+    "!has(self.cohort) && has(self.resourceGroups) ? self.resourceGroups.all(rg, "
+    "rg.flavors.all(f, f.resources.all(r, !has(r.borrowingLimit)))) : true",
+    "borrowingLimit must be nil when cohort is empty",
+)
+PREFERENCE_NEEDS_TRY_NEXT = cel(
+    "!has(self.preference) || (self.whenCanBorrow == 'TryNextFlavor' && "
+    "self.whenCanPreempt == 'TryNextFlavor')",
+    "preference can only be set when both whenCanBorrow and whenCanPreempt are TryNextFlavor",
+)
+
 BORROW_NEEDS_RECLAIM = cel(
     "!(self.reclaimWithinCohort == 'Never' && has(self.borrowWithinCohort) && "
     "self.borrowWithinCohort.policy != 'Never')",
@@ -47,6 +60,10 @@ class ResourceQuota(KubeModel):
     """Resource name, e.g. cpu, memory, nvidia.com/gpu."""
     nominal_quota: NonNegativeQuantity
     """How much of the resource this ClusterQueue may admit in this flavor."""
+    borrowing_limit: NonNegativeQuantity | None = None
+    """How much more it may borrow from its cohort's unused quota (absent: no limit)."""
+    lending_limit: NonNegativeQuantity | None = None
+    """How much of its nominal quota the cohort may borrow (absent: all of it)."""
 
 
 class FlavorQuotas(KubeModel):
@@ -97,7 +114,28 @@ class ClusterQueuePreemption(KubeModel):
     """Preempt workloads of this ClusterQueue: Never, LowerPriority, LowerOrNewerEqualPriority."""
 
 
+class FlavorFungibility(KubeModel):
+    """Whether a workload tries the next flavor before borrowing or preempting in this one."""
+
+    model_config = ConfigDict(json_schema_extra=schema(PREFERENCE_NEEDS_TRY_NEXT))
+
+    when_can_borrow: Literal["MayStopSearch", "TryNextFlavor", "Borrow"] = Field(
+        "MayStopSearch", json_schema_extra=schema(default="MayStopSearch")
+    )
+    """MayStopSearch (Borrow, its old name): take a flavor that fits by borrowing.
+    TryNextFlavor: look for a flavor that fits without borrowing first."""
+    when_can_preempt: Literal["MayStopSearch", "TryNextFlavor", "Preempt"] = Field(
+        "TryNextFlavor", json_schema_extra=schema(default="TryNextFlavor")
+    )
+    """TryNextFlavor: look for a flavor that fits without preempting first. MayStopSearch
+    (Preempt, its old name): preempt in the first flavor where preemption makes room."""
+    preference: Literal["BorrowingOverPreemption", "PreemptionOverBorrowing"] | None = None
+    """When every flavor needs borrowing or preemption, which to prefer."""
+
+
 class ClusterQueueSpec(KubeModel):
+    model_config = ConfigDict(json_schema_extra=schema(BORROWING_NEEDS_COHORT))
+
     resource_groups: list[ResourceGroup] = Field(
         default_factory=list, max_length=16, json_schema_extra=schema(list_type="atomic")
     )
@@ -111,6 +149,10 @@ class ClusterQueueSpec(KubeModel):
     """Namespaces whose LocalQueues may use this ClusterQueue: absent selects none, {} all."""
     preemption: ClusterQueuePreemption | None = None
     """When a pending workload may evict admitted ones to make room (default: never)."""
+    cohort: ObjectName | None = None
+    """The cohort whose members lend each other their unused quota."""
+    flavor_fungibility: FlavorFungibility | None = None
+    """Whether to try the next flavor before borrowing or preempting."""
 
 
 class ResourceUsage(KubeModel):
@@ -168,6 +210,9 @@ class ClusterQueue(KueueResource):
         short_names=("cq",),
         status_subresource=True,
         printer_columns=(
+            PrinterColumn(
+                "Cohort", ".spec.cohort", description="Cohort that this ClusterQueue belongs to"
+            ),
             PrinterColumn(
                 "Strategy",
                 ".spec.queueingStrategy",

@@ -1,0 +1,36 @@
+"""Cohort: ClusterQueues that lend each other unused quota; a Cohort object may add quota of
+its own and hang under a parent cohort."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field
+
+from tas.api.models.clusterqueue import ResourceGroup
+from tas.api.models.common import AGE_COLUMN, CRDInfo, KubeModel, KueueResource, ObjectName, schema
+
+
+class CohortSpec(KubeModel):
+    parent_name: ObjectName | None = None
+    """The cohort this one belongs to; its quota is then shared with the parent's members."""
+    resource_groups: list[ResourceGroup] = Field(
+        default_factory=list, max_length=16, json_schema_extra=schema(list_type="atomic")
+    )
+    """Quota of the cohort itself, lent to its members."""
+
+
+class Cohort(KueueResource):
+    """A node of the tree of cohorts. A cohort named by a ClusterQueue exists without one."""
+
+    crd: ClassVar[CRDInfo] = CRDInfo(
+        plural="cohorts",
+        scope="Cluster",
+        versions=("v1beta1",),
+        storage_version="v1beta1",
+        printer_columns=(AGE_COLUMN,),
+    )
+
+    kind: str = "Cohort"
+    spec: CohortSpec = Field(default_factory=CohortSpec)
+    """Its parent and its own quota."""
