@@ -139,3 +139,96 @@ def test_high_priority_job_preempts_low_priority_job_for_a_block(
     assert (
         jobs.condition(jobs.workload_of(cluster, namespace, "high"), "Admitted")["status"] == "True"
     )
+
+
+def cq_usage(cluster: Cluster, name: str) -> dict[str, tuple[str, str]]:
+    """resource -> (total, borrowed) in the ClusterQueue's status.flavorsUsage."""
+    status = cluster.get_json("clusterqueue", name).get("status") or {}
+    return {
+        r["name"]: (r["total"], r.get("borrowed", "0"))
+        for f in status.get("flavorsUsage") or []
+        for r in f["resources"]
+    }
+
+
+@pytest.fixture
+def cohort_queues(cluster: Cluster, namespace: str, operator):
+    """Two ClusterQueues of 8 cpu in one cohort; team-a reclaims what it lends."""
+    names = ("e2e-team-a", "e2e-team-b")
+    for name in names:
+        cq = jobs.cluster_queue(name, {"cpu": 8, "memory": "64Gi"})
+        cq["spec"]["cohort"] = "e2e-team"
+        cq["spec"]["preemption"] = {"reclaimWithinCohort": "Any"}
+        cluster.apply(cq)
+        cluster.apply(jobs.local_queue(name, name), namespace)
+    yield names
+    cluster.kubectl("delete", "jobs", "--all", "-n", namespace, "--wait=true", check=False)
+    for name in names:
+        cluster.kubectl("delete", "clusterqueue", name, "--wait=false", check=False)
+
+
+def test_owner_reclaims_quota_lent_to_its_cohort(cluster: Cluster, namespace: str, cohort_queues):
+    team_a, team_b = cohort_queues
+    # team-b takes 12 cpu: its 8, and 4 borrowed from team-a's idle quota.
+    cluster.apply(jobs.job("borrower", team_b, pods=12, cpu="1"), namespace)
+    jobs.wait_admitted(cluster, namespace, "borrower", timeout=90)
+    wait_for(
+        lambda: (
+            cq_usage(cluster, team_b).get("cpu") == ("12", "4")
+            and cq_usage(cluster, team_a).get("cpu") == ("0", "0")
+        ),
+        timeout=30,
+        what="team-b borrows 4 cpu",
+    )
+    jobs.wait_running(cluster, namespace, "borrower", 12, timeout=120)
+
+    # team-a's own 8 cpu are wanted back: the borrowing Job is reclaimed.
+    cluster.apply(jobs.job("owner", team_a, pods=8, cpu="1"), namespace)
+
+    def reclaimed():
+        wl = jobs.workload_of(cluster, namespace, "borrower")
+        cond = jobs.condition(wl, "Preempted")
+        return wl if cond and cond["status"] == "True" else None
+
+    borrower = wait_for(reclaimed, timeout=60, what="borrower reclaimed")
+    assert jobs.condition(borrower, "Preempted")["reason"] == "InCohortReclamation"
+    assert jobs.condition(borrower, "Evicted")["reason"] == "Preempted"
+    assert (
+        "due to reclamation within the cohort; preemptor path: /e2e-team/e2e-team-a; "
+        "preemptee path: /e2e-team/e2e-team-b" in jobs.condition(borrower, "Evicted")["message"]
+    )
+    # Until the borrower's pods are gone its quota stays charged, and the owner waits.
+    assert (
+        cq_usage(cluster, team_a).get("cpu", ("0", "0"))[0] == "0"
+        or jobs.condition(jobs.workload_of(cluster, namespace, "borrower"), "QuotaReserved")[
+            "status"
+        ]
+        == "False"
+    )
+
+    jobs.wait_admitted(cluster, namespace, "owner", timeout=120)
+    jobs.wait_running(cluster, namespace, "owner", 8, timeout=120)
+    # The borrower is back in its queue: 12 cpu do not fit beside the owner's 8.
+    jobs.wait_pending_message(
+        cluster, namespace, "borrower", "insufficient unused quota", timeout=60
+    )
+    wait_for(
+        lambda: (
+            cq_usage(cluster, team_a).get("cpu") == ("8", "0")
+            and cq_usage(cluster, team_b).get("cpu") == ("0", "0")
+        ),
+        timeout=30,
+        what="team-a uses its own 8 cpu, team-b nothing",
+    )
+
+    # The owner finishes (deleted): team-b may borrow again.
+    cluster.kubectl("delete", "job", "-n", namespace, "owner", "--wait=true")
+    jobs.wait_admitted(cluster, namespace, "borrower", timeout=120)
+    wait_for(
+        lambda: (
+            cq_usage(cluster, team_b).get("cpu") == ("12", "4")
+            and cq_usage(cluster, team_a).get("cpu") == ("0", "0")
+        ),
+        timeout=30,
+        what="team-b borrows again",
+    )

@@ -12,6 +12,7 @@ import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from typing import IO, Any
 
 import yaml
@@ -25,6 +26,7 @@ from tas.api.annotations import (
     validate_levels,
     validate_pod_set_groups,
 )
+from tas.api.format import format_milli
 from tas.api.podrequests import numa_shape, pod_requests
 from tas.api.quantity import parse_milli
 from tas.features import Gate
@@ -65,6 +67,9 @@ class ScenarioError(ValueError):
 class Workload:
     name: str
     podsets: tuple[PodSetRequest, ...]
+    cluster_queue: str | None = None  # with clusterQueues: the queue it is submitted to
+    priority: int = 0
+    running: bool = False  # admitted before the scenario starts: it never preempts
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,10 @@ class Scenario:
     options: SolverOptions
     nodes: tuple[Node, ...]
     workloads: tuple[Workload, ...]
+    # With clusterQueues the workloads go through the operator's admission decision (quota,
+    # cohorts, preemption): Kueue-shaped ClusterQueue and Cohort objects, checked.
+    cluster_queues: tuple[Mapping[str, Any], ...] = ()
+    cohorts: tuple[Mapping[str, Any], ...] = ()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -370,6 +379,117 @@ def _podset(entry: Any, path: str, levels: Sequence[str], multi_layer: bool) -> 
     )
 
 
+SCENARIO_FLAVOR = "default"  # the scenario's one ResourceFlavor, as ClusterQueues name it
+PREEMPTION_POLICIES = {
+    "withinClusterQueue": ("Never", "LowerPriority", "LowerOrNewerEqualPriority"),
+    "reclaimWithinCohort": ("Never", "LowerPriority", "Any"),
+}
+BORROW_POLICIES = ("Never", "LowerPriority")
+INT32 = (-(2**31), 2**31 - 1)
+
+
+def _quota_groups(entry: Mapping[str, Any], path: str, borrowing_allowed: bool) -> list[dict]:
+    """nominalQuota / borrowingLimit / lendingLimit (resource -> quantity) as one Kueue resource
+    group of the scenario's flavor."""
+    nominal = _quantities(_field(entry, "nominalQuota", dict, path, {}), f"{path}.nominalQuota")
+    limits = {}
+    for key in ("borrowingLimit", "lendingLimit"):
+        limits[key] = _quantities(_field(entry, key, dict, path, {}), _join(path, key))
+        for resource, value in limits[key].items():
+            if resource not in nominal:
+                raise ScenarioError(_key(_join(path, key), resource), "has no nominalQuota")
+            if key == "lendingLimit" and value > nominal[resource]:
+                raise ScenarioError(
+                    _key(_join(path, key), resource), "must not exceed the nominalQuota"
+                )
+    if limits["borrowingLimit"] and not borrowing_allowed:
+        raise ScenarioError(
+            f"{path}.borrowingLimit", "borrowingLimit must be nil when cohort is empty"
+        )
+    if not nominal:
+        return []
+    resources = []
+    for resource, value in nominal.items():
+        quota = {"name": resource, "nominalQuota": f"{value}m"}
+        for key in ("borrowingLimit", "lendingLimit"):
+            if resource in limits[key]:
+                quota[key] = f"{limits[key][resource]}m"
+        resources.append(quota)
+    return [
+        {
+            "coveredResources": list(nominal),
+            "flavors": [{"name": SCENARIO_FLAVOR, "resources": resources}],
+        }
+    ]
+
+
+def _preemption(value: Any, path: str) -> dict:
+    policies = _expect(value, dict, path)
+    out: dict[str, Any] = {}
+    for key, allowed in PREEMPTION_POLICIES.items():
+        policy = _field(policies, key, str, path, "Never")
+        if policy not in allowed:
+            raise ScenarioError(_join(path, key), f"must be one of {', '.join(allowed)}")
+        out[key] = policy
+    borrow = _field(policies, "borrowWithinCohort", dict, path, None)
+    if borrow is not None:
+        borrow_path = f"{path}.borrowWithinCohort"
+        policy = _field(borrow, "policy", str, borrow_path, "Never")
+        if policy not in BORROW_POLICIES:
+            raise ScenarioError(f"{borrow_path}.policy", "must be Never or LowerPriority")
+        if policy != "Never" and out["reclaimWithinCohort"] == "Never":
+            raise ScenarioError(
+                borrow_path, "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never"
+            )
+        out["borrowWithinCohort"] = {"policy": policy}
+        threshold = _field(borrow, "maxPriorityThreshold", int, borrow_path, None)
+        if threshold is not None:
+            out["borrowWithinCohort"]["maxPriorityThreshold"] = threshold
+    return out
+
+
+def _cluster_queues(document: Mapping[str, Any]) -> tuple[dict, ...]:
+    queues = []
+    seen: set[str] = set()
+    for index, entry in enumerate(_field(document, "clusterQueues", list, "", [])):
+        path = f"clusterQueues[{index}]"
+        entry = _expect(entry, dict, path)
+        name = _field(entry, "name", str, path)
+        if name in seen:
+            raise ScenarioError(f"{path}.name", f"ClusterQueue {name!r} appears twice")
+        seen.add(name)
+        cohort = _field(entry, "cohort", str, path, None)
+        spec: dict[str, Any] = {
+            "namespaceSelector": {},
+            "resourceGroups": _quota_groups(entry, path, cohort is not None),
+            "preemption": _preemption(
+                _field(entry, "preemption", dict, path, {}), f"{path}.preemption"
+            ),
+        }
+        if cohort:
+            spec["cohort"] = cohort
+        queues.append({"metadata": {"name": name}, "spec": spec})
+    return tuple(queues)
+
+
+def _cohorts(document: Mapping[str, Any]) -> tuple[dict, ...]:
+    cohorts = []
+    seen: set[str] = set()
+    for index, entry in enumerate(_field(document, "cohorts", list, "", [])):
+        path = f"cohorts[{index}]"
+        entry = _expect(entry, dict, path)
+        name = _field(entry, "name", str, path)
+        if name in seen:
+            raise ScenarioError(f"{path}.name", f"Cohort {name!r} appears twice")
+        seen.add(name)
+        spec: dict[str, Any] = {"resourceGroups": _quota_groups(entry, path, True)}
+        parent = _field(entry, "parentName", str, path, None)
+        if parent:
+            spec["parentName"] = parent
+        cohorts.append({"metadata": {"name": name}, "spec": spec})
+    return tuple(cohorts)
+
+
 def _workloads(
     document: Mapping[str, Any], levels: Sequence[str], multi_layer: bool
 ) -> tuple[Workload, ...]:
@@ -400,7 +520,18 @@ def _workloads(
         except TopologyRequestError as error:
             podset_path = f"{path}.podSets[{error.podset_index}].annotations"
             raise ScenarioError(_key(podset_path, error.annotation), error.detail) from None
-        workloads.append(Workload(name=name, podsets=podsets))
+        priority = _field(entry, "priority", int, path, 0)
+        if not INT32[0] <= priority <= INT32[1]:
+            raise ScenarioError(f"{path}.priority", "must be a 32-bit integer")
+        workloads.append(
+            Workload(
+                name=name,
+                podsets=podsets,
+                cluster_queue=_field(entry, "clusterQueue", str, path, None),
+                priority=priority,
+                running=_field(entry, "running", bool, path, False),
+            )
+        )
     return tuple(workloads)
 
 
@@ -409,6 +540,22 @@ def parse_scenario(document: Any) -> Scenario:
     document = _expect(document, dict, "(document)")
     levels = _levels(document)
     gates = _gates(document)
+    queues = _cluster_queues(document)
+    cohorts = _cohorts(document)
+    workloads = _workloads(document, levels, gates.enabled(Gate.TAS_MULTI_LAYER_TOPOLOGY))
+    names = [q["metadata"]["name"] for q in queues]
+    for index, workload in enumerate(workloads):
+        if queues and workload.cluster_queue is None and len(queues) > 1:
+            raise ScenarioError(
+                f"workloads[{index}].clusterQueue", "is required when there are several"
+            )
+        if workload.cluster_queue is not None and workload.cluster_queue not in names:
+            raise ScenarioError(
+                f"workloads[{index}].clusterQueue",
+                f"ClusterQueue {workload.cluster_queue!r} is not in clusterQueues",
+            )
+    if cohorts and not queues:
+        raise ScenarioError("cohorts", "need clusterQueues")
     return Scenario(
         levels=levels,
         flavor=_flavor(document),
@@ -417,7 +564,9 @@ def parse_scenario(document: Any) -> Scenario:
             balanced_placement=gates.enabled(features.Gate.TAS_BALANCED_PLACEMENT),
         ),
         nodes=_nodes(document, gates.enabled(Gate.TAS_NUMA_ZONES)),
-        workloads=_workloads(document, levels, gates.enabled(Gate.TAS_MULTI_LAYER_TOPOLOGY)),
+        workloads=workloads,
+        cluster_queues=queues,
+        cohorts=cohorts,
     )
 
 
@@ -589,7 +738,10 @@ class Timings:
 
 
 def solve(scenario: Scenario, timings: Timings | None = None) -> dict[str, Any]:
-    """Place every workload in order on one snapshot; an admitted one keeps its capacity."""
+    """Place every workload in order on one snapshot; an admitted one keeps its capacity.
+    With ClusterQueues, every workload goes through the operator's admission decision."""
+    if scenario.cluster_queues:
+        return admit(scenario, timings)
     from tas.solver.snapshot import TopologySnapshot
 
     started = time.perf_counter()
@@ -712,17 +864,188 @@ def main(path: str, stdout: IO[str], stderr: IO[str], stats: bool = False) -> in
         if len(text) > MAX_BYTES:
             raise ScenarioError("(document)", f"larger than {MAX_BYTES // 2**20} MiB")
         scenario = parse_scenario(load_document(text))
+        timings = Timings(
+            parse=time.perf_counter() - started, parse_cpu=time.process_time() - started_cpu
+        )
+        # A `running` workload that does not fit is found only while deciding.
+        result = solve(scenario, timings)
     except ScenarioError as error:
         line = " ".join(str(error).split())  # one line, whatever the message holds
         if len(line) > MAX_MESSAGE:
             line = line[:MAX_MESSAGE] + f"... ({len(line)} characters)"
         stderr.write(line + "\n")
         return 1
-    timings = Timings(
-        parse=time.perf_counter() - started, parse_cpu=time.process_time() - started_cpu
-    )
-    result = solve(scenario, timings)
     stdout.write(json.dumps(result, indent=2) + "\n")
     if stats:
         stderr.write(stats_line(timings) + "\n")
     return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# With clusterQueues: the operator's own admission decision, offline.
+
+SCENARIO_NAMESPACE = "scenario"
+SCENARIO_TOPOLOGY = "scenario"
+_EPOCH = datetime(2000, 1, 1)
+
+
+def admit(scenario: Scenario, timings: Timings | None = None) -> dict[str, Any]:
+    """Decide every workload in order as the admission loop does, on a cache built from the
+    scenario: quota, cohorts and borrowing, then the topology, then preemption. A preemptor's
+    victims are evicted at once (their pods gone) and it is admitted in their room; the
+    victims are not requeued. A `running` workload is admitted before the others are tried
+    and never preempts."""
+    from tas.admission.decide import decide
+    from tas.cache import projections
+    from tas.cache.state import ClusterState
+
+    started = time.perf_counter()
+    state = ClusterState(scenario.options)
+    state.upsert_topology(SCENARIO_TOPOLOGY, scenario.levels)
+    state.upsert_flavor(
+        projections.FlavorInfo(
+            SCENARIO_FLAVOR,
+            scenario.flavor.node_labels,
+            scenario.flavor.tolerations,
+            SCENARIO_TOPOLOGY,
+        )
+    )
+    for obj in scenario.cohorts:
+        state.upsert_cohort(projections.cohort_from_object(obj))
+    for obj in scenario.cluster_queues:
+        state.upsert_cluster_queue(projections.cluster_queue_from_object(obj))
+        name = obj["metadata"]["name"]
+        state.upsert_local_queue(SCENARIO_NAMESPACE, name, name)
+    state.upsert_namespace(SCENARIO_NAMESPACE, {})
+    for node in scenario.nodes:
+        state.upsert_node(node)
+    if timings is not None:
+        timings.snapshot = time.perf_counter() - started
+
+    default_queue = scenario.cluster_queues[0]["metadata"]["name"]
+    results: dict[str, dict[str, Any]] = {}
+    order = sorted(range(len(scenario.workloads)), key=lambda i: not scenario.workloads[i].running)
+    for step, index in enumerate(order):
+        workload = scenario.workloads[index]
+        queue = workload.cluster_queue or default_queue
+        info = _workload_info(workload, queue, index)
+        started, started_cpu = time.perf_counter(), time.process_time()
+        state.upsert_workload(info)
+        decision = decide(state, info, state.cluster_queues[queue], now=_at(len(order) + 1))
+        preempted: list[str] = []
+        if decision.preemption is not None and not workload.running:
+            for target in decision.preemption.targets:
+                victim = target.workload
+                state.delete_workload(*victim.key)
+                results[victim.name] |= {
+                    "evicted": True,
+                    "preemptedBy": workload.name,
+                    "preemptionReason": target.reason,
+                }
+                preempted.append(victim.name)
+            decision = decide(state, info, state.cluster_queues[queue], now=_at(len(order) + 1))
+        if decision.admitted:
+            state.upsert_workload(_admitted_info(info, decision, step))
+        if timings is not None:
+            wall, cpu = time.perf_counter() - started, time.process_time() - started_cpu
+            timings.placements.append((decision.admitted, wall, cpu))
+        if workload.running and not decision.admitted:
+            raise ScenarioError(f"workloads[{index}].running", f"does not fit: {decision.message}")
+        results[workload.name] = _decision_result(workload, queue, decision, preempted)
+    tree = state.quota_tree()
+    queues = []
+    for obj in scenario.cluster_queues:
+        name = obj["metadata"]["name"]
+        used = state.quota_usage(name, SCENARIO_FLAVOR)
+        covered = [r for g in state.cluster_queues[name].resource_groups for r in g.covered]
+        queues.append(
+            {
+                "name": name,
+                "usage": {r: format_milli(r, used.get(r, 0)) for r in sorted(covered)},
+                "borrowed": {
+                    r: format_milli(r, tree.borrowed(name, (SCENARIO_FLAVOR, r)))
+                    for r in sorted(covered)
+                },
+            }
+        )
+    return {
+        "workloads": [results[w.name] for w in scenario.workloads],
+        "clusterQueues": queues,
+    }
+
+
+def _at(step: int) -> datetime:
+    return _EPOCH + timedelta(seconds=step)
+
+
+def _workload_info(workload: Workload, queue: str, index: int):
+    from tas.cache.projections import WorkloadInfo
+
+    return WorkloadInfo(
+        namespace=SCENARIO_NAMESPACE,
+        name=workload.name,
+        uid=workload.name,
+        resource_version="1",
+        generation=1,
+        queue_name=queue,
+        priority=workload.priority,
+        created=_at(index),  # the scenario's order is the queue's age order
+        pod_sets=workload.podsets,
+        admission_cq=None,
+        admissions=(),
+        conditions=(),
+        unhealthy_nodes=(),
+    )
+
+
+def _admitted_info(info, decision, step: int):
+    """The workload as its status would read once admitted at `step` (its charge comes from
+    it, and its admission time orders it among preemption candidates)."""
+    from tas.cache.projections import PodSetAdmission
+
+    at = _at(step).isoformat() + "Z"
+    conditions = tuple(
+        {"type": t, "status": "True", "reason": t, "lastTransitionTime": at}
+        for t in ("QuotaReserved", "Admitted")
+    )
+    return replace(
+        info,
+        resource_version="2",
+        admission_cq=decision.charge.cluster_queue,
+        admissions=tuple(
+            PodSetAdmission(ps.name, ps.flavor, ps.count, ps.assignment)
+            for ps in decision.charge.pod_sets
+        ),
+        conditions=conditions,
+    )
+
+
+def _decision_result(workload: Workload, queue: str, decision, preempted: list[str]) -> dict:
+    if not decision.admitted:
+        return {
+            "name": workload.name,
+            "admitted": False,
+            "clusterQueue": queue,
+            "message": decision.message,
+        }
+    out: dict[str, Any] = {
+        "name": workload.name,
+        "admitted": True,
+        "clusterQueue": queue,
+        "podSets": [
+            {"name": ps.name, "count": ps.count}
+            | (
+                {
+                    "topologyAssignment": topologyassignment.to_api(
+                        ps.assignment, sort_by_values=True
+                    )
+                }
+                if ps.assignment is not None
+                else {}
+            )
+            for ps in decision.charge.pod_sets
+        ],
+    }
+    if preempted:
+        out["preempted"] = preempted
+    return out

@@ -1,0 +1,93 @@
+"""A new Workload's priority, resolved as Kueue resolves it."""
+
+from __future__ import annotations
+
+import pytest
+
+from tas.cache.projections import PodPriorityClass, pod_priority_class_from_object
+from tas.jobframework.priority import Priority, PriorityClassMissing, resolve
+from tas.jobframework.workload import build_workload
+from tas.jobs.lifecycle import JOB
+
+WPC = {"high": 1000, "low": 10}
+PCS = {
+    "system": PodPriorityClass(2000),
+    "default-b": PodPriorityClass(5, global_default=True),
+    "default-a": PodPriorityClass(3, global_default=True),
+}
+
+
+def template(name: str | None = None) -> dict:
+    spec: dict = {"containers": [{"name": "c"}]}
+    if name:
+        spec["priorityClassName"] = name
+    return {"spec": spec}
+
+
+def test_the_workload_priority_class_label_wins_over_the_pod_template():
+    got = resolve({"kueue.x-k8s.io/priority-class": "high"}, [template("system")], WPC, PCS)
+    assert got == Priority(1000, "high", "kueue.x-k8s.io/workloadpriorityclass")
+    assert got.to_spec() == {
+        "priority": 1000,
+        "priorityClassName": "high",
+        "priorityClassSource": "kueue.x-k8s.io/workloadpriorityclass",
+    }
+
+
+def test_the_first_template_naming_a_priority_class():
+    got = resolve({}, [template(), template("system")], WPC, PCS)
+    assert got == Priority(2000, "system", "scheduling.k8s.io/priorityclass")
+
+
+def test_the_lowest_global_default_when_nothing_is_named():
+    assert resolve({}, [template()], WPC, PCS) == Priority(
+        3, "default-a", "scheduling.k8s.io/priorityclass"
+    )
+    assert resolve({}, [template()], WPC, {}) == Priority(0)
+    assert Priority(0).to_spec() == {"priority": 0}
+
+
+@pytest.mark.parametrize(
+    ("labels", "templates", "field"),
+    [
+        ({"kueue.x-k8s.io/priority-class": "nope"}, [template()], "metadata.labels"),
+        ({}, [template("nope")], "spec.template.spec.priorityClassName"),
+    ],
+)
+def test_a_missing_class_names_the_field(labels, templates, field):
+    with pytest.raises(PriorityClassMissing, match=field) as err:
+        resolve(labels, templates, WPC, PCS)
+    assert "'nope' not found" in str(err.value)
+
+
+def test_priority_class_projection():
+    assert pod_priority_class_from_object({"value": 7, "globalDefault": True}) == PodPriorityClass(
+        7, True
+    )
+    assert pod_priority_class_from_object({"value": -3}) == PodPriorityClass(-3, False)
+
+
+def job(labels: dict | None = None, pc: str | None = None) -> dict:
+    tmpl = template(pc)
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": "j",
+            "namespace": "ns",
+            "uid": "u1",
+            "labels": {"kueue.x-k8s.io/queue-name": "lq", **(labels or {})},
+        },
+        "spec": {"parallelism": 2, "completions": 2, "template": tmpl},
+    }
+
+
+def test_a_jobs_workload_carries_the_resolved_priority():
+    wl = build_workload(JOB, job({"kueue.x-k8s.io/priority-class": "low"}), classes=(WPC, PCS))
+    assert wl["spec"]["priority"] == 10
+    assert wl["spec"]["priorityClassName"] == "low"
+    assert wl["spec"]["priorityClassSource"] == "kueue.x-k8s.io/workloadpriorityclass"
+    wl = build_workload(JOB, job(pc="system"), classes=(WPC, PCS))
+    assert (wl["spec"]["priority"], wl["spec"]["priorityClassName"]) == (2000, "system")
+    with pytest.raises(PriorityClassMissing):
+        build_workload(JOB, job(pc="gone"), classes=(WPC, PCS))
