@@ -448,16 +448,22 @@ def _preemption(value: Any, path: str) -> dict:
     return out
 
 
-def _cluster_queues(document: Mapping[str, Any]) -> tuple[dict, ...]:
-    queues = []
+def _named(document: Mapping[str, Any], key: str, kind: str):
+    """(path, entry, name) for each entry of the list `key`; a name may appear once."""
     seen: set[str] = set()
-    for index, entry in enumerate(_field(document, "clusterQueues", list, "", [])):
-        path = f"clusterQueues[{index}]"
+    for index, entry in enumerate(_field(document, key, list, "", [])):
+        path = f"{key}[{index}]"
         entry = _expect(entry, dict, path)
         name = _field(entry, "name", str, path)
         if name in seen:
-            raise ScenarioError(f"{path}.name", f"ClusterQueue {name!r} appears twice")
+            raise ScenarioError(f"{path}.name", f"{kind} {name!r} appears twice")
         seen.add(name)
+        yield path, entry, name
+
+
+def _cluster_queues(document: Mapping[str, Any]) -> tuple[dict, ...]:
+    queues = []
+    for path, entry, name in _named(document, "clusterQueues", "ClusterQueue"):
         cohort = _field(entry, "cohort", str, path, None)
         spec: dict[str, Any] = {
             "namespaceSelector": {},
@@ -474,14 +480,7 @@ def _cluster_queues(document: Mapping[str, Any]) -> tuple[dict, ...]:
 
 def _cohorts(document: Mapping[str, Any]) -> tuple[dict, ...]:
     cohorts = []
-    seen: set[str] = set()
-    for index, entry in enumerate(_field(document, "cohorts", list, "", [])):
-        path = f"cohorts[{index}]"
-        entry = _expect(entry, dict, path)
-        name = _field(entry, "name", str, path)
-        if name in seen:
-            raise ScenarioError(f"{path}.name", f"Cohort {name!r} appears twice")
-        seen.add(name)
+    for path, entry, name in _named(document, "cohorts", "Cohort"):
         spec: dict[str, Any] = {"resourceGroups": _quota_groups(entry, path, True)}
         parent = _field(entry, "parentName", str, path, None)
         if parent:
