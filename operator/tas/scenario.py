@@ -555,6 +555,14 @@ def parse_scenario(document: Any) -> Scenario:
             )
     if cohorts and not queues:
         raise ScenarioError("cohorts", "need clusterQueues")
+    parents = {c["metadata"]["name"]: c["spec"].get("parentName") for c in cohorts}
+    for index, cohort in enumerate(cohorts):
+        seen, name = set(), cohort["metadata"]["name"]
+        while name is not None:
+            if name in seen:
+                raise ScenarioError(f"cohorts[{index}].parentName", "the parents form a cycle")
+            seen.add(name)
+            name = parents.get(name)
     return Scenario(
         levels=levels,
         flavor=_flavor(document),

@@ -139,75 +139,86 @@ def decide(
         )
 
     tree = state.quota_tree()
-    reasons = []
+    reasons: list[str] = []  # why each flavor does not fit now
+    why: list[str] = []  # why preemption found no victims, per flavor where it was tried
     borrowing: Decision | None = None  # a fit by borrowing, kept while a later flavor may fit
     # Flavors where evicting others could make room, with the (flavor, resource) pairs short
-    # there; tried once no flavor fits as things are (whenCanPreempt: TryNextFlavor), or at
-    # once (MayStopSearch).
+    # there: tried once no flavor fits (whenCanPreempt: TryNextFlavor), or at once when the
+    # queue stops at the first flavor where preemption makes room (MayStopSearch).
     preemptible: list[tuple[FlavorQuota, frozenset[tuple[str, str]]]] = []
-    for fq in group.flavors:
-        flavor = state.flavors[fq.flavor]
-        pairs = frozenset((fq.flavor, r) for r in group.covered if need.get(r))
-        fit = _quota_fit(tree, cq, fq, group.covered, need)
-        if fit.message:
-            reasons.append(fit.message)
-            if fit.preemptible:
-                preemptible.append((fq, frozenset((fq.flavor, r) for r in fit.short)))
-                if cq.when_can_preempt == MAY_STOP_SEARCH and _preempts(cq):
-                    break
-            continue
-        placements = None
-        if flavor.topology_name:
-            levels = state.topologies[flavor.topology_name]
-            try:
-                _check_requests(workload, levels)
-            except TopologyRequestError as exc:
-                return Decision(False, str(exc), invalid=True)
-            result = state.snapshot(fq.flavor).find_assignments(workload.pod_sets)
-            if not result.admitted:
-                reasons.append(result.failure or "does not fit")
-                # Kueue: the pod set's every resource in this flavor needs preemption.
-                preemptible.append((fq, pairs))
-                if cq.when_can_preempt == MAY_STOP_SEARCH and _preempts(cq):
-                    break
-                continue
-            placements = {p.name: p.assignment for p in result.podsets}
-        elif any(not ps.topology.implied for ps in workload.pod_sets):
-            reasons.append(f"flavor {fq.flavor} does not support TopologyAwareScheduling")
-            continue
-        charge = _charge(cq, workload, fq.flavor, placements)
-        admission = _admission(cq.name, workload, fq.flavor, group.covered, placements)
-        decision = Decision(
-            True, f"Quota reserved in ClusterQueue {cq.name}", admission=admission, charge=charge
-        )
-        if fit.borrows and cq.when_can_borrow == TRY_NEXT_FLAVOR:
-            borrowing = borrowing or decision  # a later flavor may fit without borrowing
-            continue
-        return decision
-    if borrowing is not None:  # Kueue's default preference: borrowing over preemption
-        return borrowing
-    names = ", ".join(ps.name for ps in workload.pod_sets)
-    message = f"couldn't assign flavors to pod set {names}: {'; '.join(reasons)}"
-    if not preemptible or not _preempts(cq):
-        return Decision(False, message)
-    why = []
-    for fq, short in preemptible:
-        topology = state.flavors[fq.flavor].topology_name
-        if topology:
-            try:
-                _check_requests(workload, state.topologies[topology])
-            except TopologyRequestError as exc:
-                why.append(str(exc))
-                continue
+
+    def preempt_in(fq: FlavorQuota, short: frozenset[tuple[str, str]]) -> Decision | None:
         requests = {(fq.flavor, r): need[r] for r in group.covered if need.get(r)}
         found = preemption.find(state, tree, workload, cq, fq, requests, short, now)
         if isinstance(found, str):
             why.append(found)
-            continue
+            return None
         charge = _charge(cq, workload, fq.flavor, found.placements)
-        return Decision(False, message, charge=charge, preemption=found)
-    # Beyond Kueue, which says nothing more: why evicting others would not help.
-    return Decision(False, f"{message}. No preemption: {'; '.join(dict.fromkeys(why))}")
+        return Decision(False, _unassigned(workload, reasons), charge=charge, preemption=found)
+
+    for fq in group.flavors:
+        flavor = state.flavors[fq.flavor]
+        # As Kueue, the flavor must suit the topology request before its quota is looked at.
+        if flavor.topology_name:
+            try:
+                _check_requests(workload, state.topologies[flavor.topology_name])
+            except TopologyRequestError as exc:
+                return Decision(False, str(exc), invalid=True)
+        elif any(not ps.topology.implied for ps in workload.pod_sets):
+            reasons.append(f"flavor {fq.flavor} does not support TopologyAwareScheduling")
+            continue
+        fit = _quota_fit(tree, cq, fq, group.covered, need)
+        short: frozenset[tuple[str, str]] | None = None
+        placements = None
+        if fit.message:
+            reasons.append(fit.message)
+            if not fit.preemptible:
+                continue
+            short = frozenset((fq.flavor, r) for r in fit.short)
+        elif flavor.topology_name:
+            result = state.snapshot(fq.flavor).find_assignments(workload.pod_sets)
+            if result.admitted:
+                placements = {p.name: p.assignment for p in result.podsets}
+            else:
+                reasons.append(result.failure or "does not fit")
+                # Kueue: every resource of the pod set in this flavor needs preemption.
+                short = frozenset((fq.flavor, r) for r in group.covered if need.get(r))
+        if short is None:
+            charge = _charge(cq, workload, fq.flavor, placements)
+            admission = _admission(cq.name, workload, fq.flavor, group.covered, placements)
+            decision = Decision(
+                True,
+                f"Quota reserved in ClusterQueue {cq.name}",
+                admission=admission,
+                charge=charge,
+            )
+            if fit.borrows and cq.when_can_borrow == TRY_NEXT_FLAVOR:
+                borrowing = borrowing or decision  # a later flavor may fit without borrowing
+                continue
+            return decision
+        if not _preempts(cq):
+            continue
+        if cq.when_can_preempt == MAY_STOP_SEARCH:
+            decision = preempt_in(fq, short)
+            if decision is not None:
+                return decision
+        else:
+            preemptible.append((fq, short))
+    if borrowing is not None:  # Kueue's default preference: borrowing over preemption
+        return borrowing
+    for fq, short in preemptible:
+        decision = preempt_in(fq, short)
+        if decision is not None:
+            return decision
+    message = _unassigned(workload, reasons)
+    if why:  # beyond Kueue, which says nothing more: why evicting others would not help
+        message += f". No preemption: {'; '.join(dict.fromkeys(why))}"
+    return Decision(False, message)
+
+
+def _unassigned(workload: WorkloadInfo, reasons: list[str]) -> str:
+    names = ", ".join(ps.name for ps in workload.pod_sets)
+    return f"couldn't assign flavors to pod set {names}: {'; '.join(reasons)}"
 
 
 def _charge(
@@ -225,6 +236,26 @@ def _charge(
             )
             for ps in workload.pod_sets
         ),
+    )
+
+
+def borrows_first(state: ClusterState, workload: WorkloadInfo, cq: ClusterQueueInfo) -> bool:
+    """Whether the workload would borrow in the first flavor of its resource group: Kueue
+    orders the queues' heads in a cycle with those within nominal quota first. An estimate
+    for ordering only (the decision itself tries every flavor)."""
+    if cq.cohort is None or workload.spec_error or not workload.pod_sets:
+        return False
+    need = _total(workload.pod_sets)
+    requested = {r for r in need if r != PODS}
+    group = next((g for g in cq.resource_groups if requested <= g.covered), None)
+    if group is None or not group.flavors:
+        return False
+    tree = state.quota_tree()
+    flavor = group.flavors[0].flavor
+    return any(
+        tree.borrowing_with(("cq", cq.name), (flavor, r), need[r])
+        for r in group.covered
+        if need.get(r)
     )
 
 

@@ -1,10 +1,10 @@
-"""Room that preemptors wait for, held for the rest of one admission cycle.
+"""Room that waiting preemptors hold against the decisions behind them.
 
 A preemptor is not admitted until its victims' pods are gone, so its quota and nodes are not
-charged meanwhile. Without a hold, a workload behind it in the same cycle could take what
-the victims free, or the free nodes the preemptor's placement counts on, and the preemptor
-would have to preempt again. As in Kueue's scheduler, later decisions of the cycle must fit
-beside the held room: their quota on top of it, their pods on nodes outside it, and no two
+charged meanwhile. Without a hold, a workload decided after it could take what the victims
+free, or the free nodes the preemptor's placement counts on, and the preemptor would have to
+preempt again. As in Kueue's scheduler, later decisions must fit beside the held room: their
+quota on top of it (the cohort tree included), their pods on nodes outside it, and no two
 preemptors with a victim in common. A waiting preemptor is decided again, and holds again, on
 every cycle until it is admitted.
 """
@@ -12,6 +12,7 @@ every cycle until it is admitted.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,18 +26,17 @@ HELD_MESSAGE = "Workload no longer fits after processing another workload"
 OVERLAP_MESSAGE = "Workload has overlapping preemption targets with another workload"
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Hold:
-    quota: dict[tuple[str, str], dict[str, int]]  # beyond what its victims free
-    domains: dict[str, set[tuple[str, ...]]]  # flavor -> lowest-level domains it will take
+    charge: Charge  # what the preemptor will take
     victims: frozenset[Key]
+    domains: dict[str, frozenset[tuple[str, ...]]]  # flavor -> lowest-level domains it takes
 
 
 class Holds:
     """One hold per waiting preemptor. A hold outlives its cycle until the preemptor is
-    decided again (ClusterQueues are walked one after another, so a queue walked before the
-    preemptor's still sees it), and ends when it is admitted, stops preempting, or is not
-    decided in a whole cycle."""
+    decided again (queues walked before the preemptor's still see it), and ends when it is
+    admitted, stops preempting, or is not decided in a whole cycle."""
 
     def __init__(self) -> None:
         self._holds: dict[Key, _Hold] = {}
@@ -59,19 +59,17 @@ class Holds:
     def release(self, key: Key) -> bool:
         return self._holds.pop(key, None) is not None
 
-    def add(self, state: ClusterState, key: Key, decision: Decision) -> None:
+    def add(self, key: Key, decision: Decision) -> None:
         assert decision.charge is not None and decision.preemption is not None
-        hold = _Hold(defaultdict(dict), defaultdict(set), frozenset())
-        _shift(hold.quota, decision.charge, 1)
-        for target in decision.preemption.targets:
-            victim = state.charges().get(target.workload.key)
-            if victim is not None:
-                _shift(hold.quota, victim, -1)
+        domains: dict[str, set[tuple[str, ...]]] = defaultdict(set)
         for ps in decision.charge.pod_sets:
             if ps.assignment is not None:
-                hold.domains[ps.flavor].update(d.values for d in ps.assignment.domains)
-        hold.victims = frozenset(t.workload.key for t in decision.preemption.targets)
-        self._holds[key] = hold
+                domains[ps.flavor].update(d.values for d in ps.assignment.domains)
+        self._holds[key] = _Hold(
+            decision.charge,
+            frozenset(t.workload.key for t in decision.preemption.targets),
+            {flavor: frozenset(values) for flavor, values in domains.items()},
+        )
         self._renewed.add(key)
 
     def blocks(self, state: ClusterState, key: Key, decision: Decision) -> str | None:
@@ -80,12 +78,15 @@ class Holds:
         others = [hold for k, hold in self._holds.items() if k != key]
         if not others:
             return None
-        if decision.preemption is not None:
-            mine = {t.workload.key for t in decision.preemption.targets}
-            if any(hold.victims & mine for hold in others):
-                return OVERLAP_MESSAGE
         charge = decision.charge
         assert charge is not None
+        mine = (
+            {t.workload.key for t in decision.preemption.targets}
+            if decision.preemption is not None
+            else set()
+        )
+        if any(hold.victims & mine for hold in others):
+            return OVERLAP_MESSAGE
         for ps in charge.pod_sets:
             if ps.assignment is None:
                 continue
@@ -93,38 +94,45 @@ class Holds:
                 held = hold.domains.get(ps.flavor)
                 if held and any(d.values in held for d in ps.assignment.domains):
                     return HELD_MESSAGE
-        return self._quota_blocks(state, charge, decision, others)
-
-    def _quota_blocks(self, state, charge: Charge, decision, others: list[_Hold]) -> str | None:
-        """The charge's quota on top of the others' holds (the cohort tree included)."""
-        tree = state.quota_tree()
-        shifts = [(cq, fr, v) for hold in others for (cq, fr), v in _pairs(hold.quota)]
-        if decision.preemption is not None:  # its own victims leave too
-            mine: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
-            for target in decision.preemption.targets:
-                victim = state.charges().get(target.workload.key)
-                if victim is not None:
-                    _shift(mine, victim, -1)
-            shifts += [(cq, fr, v) for (cq, fr), v in _pairs(mine)]
-        for cq, fr, v in shifts:
-            tree.shift(cq, fr, v)
-        try:
-            wanted: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
-            _shift(wanted, charge, 1)
-            for (cq, fr), value in _pairs(wanted):
-                if value > 0 and value > tree.available(cq, fr) and _covered(state, cq, fr):
-                    return HELD_MESSAGE
-            return None
-        finally:
-            for cq, fr, v in shifts:
-                tree.shift(cq, fr, -v)
+        return HELD_MESSAGE if _over_quota(state, charge, others, mine) else None
 
 
-def _pairs(quota: dict[tuple[str, str], dict[str, int]]):
-    """((ClusterQueue, (flavor, resource)), value) for every entry."""
-    for (cq, flavor), resources in quota.items():
-        for resource, value in resources.items():
-            yield (cq, (flavor, resource)), value
+def _over_quota(
+    state: ClusterState, charge: Charge, others: list[_Hold], victims: set[Key]
+) -> bool:
+    """The charge does not fit the quota left beside the holds: each hold adds its
+    preemptor's charge and takes away those of its victims that still hold quota (one that
+    has left is already out of the usage), and the decision's own victims leave too."""
+    leaving = set(victims)
+    shifts = []
+    for hold in others:
+        shifts += list(_amounts(hold.charge, 1))
+        leaving |= hold.victims
+    charges = state.charges()
+    for victim in leaving:
+        if victim in charges:
+            shifts += list(_amounts(charges[victim], -1))
+    tree = state.quota_tree()
+    for cq, fr, value in shifts:
+        tree.shift(cq, fr, value)
+    try:
+        wanted: dict[tuple[str, tuple[str, str]], int] = defaultdict(int)
+        for cq, fr, value in _amounts(charge, 1):
+            wanted[(cq, fr)] += value
+        return any(
+            value > 0 and _covered(state, cq, fr) and value > tree.available(cq, fr)
+            for (cq, fr), value in wanted.items()
+        )
+    finally:
+        for cq, fr, value in shifts:
+            tree.shift(cq, fr, -value)
+
+
+def _amounts(charge: Charge, sign: int) -> Iterator[tuple[str, tuple[str, str], int]]:
+    """(ClusterQueue, (flavor, resource), amount) of a charge."""
+    for ps in charge.pod_sets:
+        for resource, value in ps.per_pod.items():
+            yield charge.cluster_queue, (ps.flavor, resource), sign * ps.count * value
 
 
 def _covered(state: ClusterState, cq: str, fr: tuple[str, str]) -> bool:
@@ -133,10 +141,3 @@ def _covered(state: ClusterState, cq: str, fr: tuple[str, str]) -> bool:
         fr[1] in g.covered and any(f.flavor == fr[0] for f in g.flavors)
         for g in info.resource_groups
     )
-
-
-def _shift(into: dict[tuple[str, str], dict[str, int]], charge: Charge, sign: int) -> None:
-    for ps in charge.pod_sets:
-        slot = into[(charge.cluster_queue, ps.flavor)]
-        for resource, value in ps.per_pod.items():
-            slot[resource] = slot.get(resource, 0) + sign * ps.count * value

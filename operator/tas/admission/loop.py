@@ -15,11 +15,12 @@ other failure the workload waits out its own capped, jittered backoff before it 
 from __future__ import annotations
 
 import asyncio
+import heapq
 import logging
 import time
 
 from tas import metrics
-from tas.admission.decide import Decision, decide, pending_order
+from tas.admission.decide import Decision, borrows_first, decide, pending_order
 from tas.admission.holds import Holds
 from tas.admission.ports import WorkloadStatusWriter
 from tas.admission.preemption import message as preemption_message
@@ -42,6 +43,8 @@ from tas.workload import transitions
 from tas.workload.writer import evict, preempt
 
 log = logging.getLogger(__name__)
+
+PARALLEL_PREEMPTIONS = 8  # victims evicted at once (Kueue's parallelPreemptions)
 
 # Reading a Workload back after a write that may have landed unseen: until the read succeeds the
 # capacity stays assumed (nothing else can be admitted onto it meanwhile).
@@ -118,29 +121,53 @@ class AdmissionLoop:
             else:
                 by_cq[cq_name].append(workload)
 
+        # The queues' heads are merged in Kueue's order across queues (a workload within its
+        # queue's nominal quota before one that borrows, then priority, then age); each queue
+        # keeps its own order, and a StrictFIFO queue stops at its first workload that does
+        # not fit.
+        problems = {}
+        heads: list[tuple[tuple, str, int]] = []
+        queues: dict[str, list[WorkloadInfo]] = {}
+        for cq_name, waiting in by_cq.items():
+            cq = state.cluster_queues[cq_name]
+            problems[cq_name] = state.cluster_queue_problem(cq)
+            queues[cq_name] = pending_order(waiting)
+            if queues[cq_name]:
+                heapq.heappush(heads, (self._head_key(cq, queues[cq_name][0]), cq_name, 0))
+        while heads:
+            _, cq_name, index = heapq.heappop(heads)
+            cq = state.cluster_queues.get(cq_name)
+            if cq is None:  # deleted while an earlier workload's writes were awaited
+                continue
+            workload = queues[cq_name][index]
+            problem = problems[cq_name]
+            go_on = True
+            if problem:
+                await self._pending(workload, f"ClusterQueue {cq_name} is inactive")
+            elif not state.namespace_allowed(cq, workload.namespace):
+                await self._pending(
+                    workload, "Workload namespace doesn't match ClusterQueue selector"
+                )
+            else:
+                admitted = await self._guarded(self._try(workload, cq), workload)
+                go_on = admitted or not cq.strict_fifo
+            if go_on and index + 1 < len(queues[cq_name]):
+                after = queues[cq_name][index + 1]
+                heapq.heappush(heads, (self._head_key(cq, after), cq_name, index + 1))
         for cq_name in sorted(by_cq):
             cq = state.cluster_queues.get(cq_name)
-            if cq is None:  # deleted while an earlier queue's writes were awaited
-                continue
-            problem = state.cluster_queue_problem(cq)
-            for workload in pending_order(by_cq[cq_name]):
-                if problem:
-                    await self._pending(workload, f"ClusterQueue {cq_name} is inactive")
-                    continue
-                if not state.namespace_allowed(cq, workload.namespace):
-                    await self._pending(
-                        workload, "Workload namespace doesn't match ClusterQueue selector"
-                    )
-                    continue
-                admitted = await self._guarded(self._try(workload, cq), workload)
-                if not admitted and cq.strict_fifo:
-                    break
-            still_pending = sum(1 for w in by_cq[cq_name] if not state.is_assumed(w.key))
-            await self._write_cq_status(cq, problem, still_pending)
+            if cq is not None:
+                still_pending = sum(1 for w in by_cq[cq_name] if not state.is_assumed(w.key))
+                await self._write_cq_status(cq, problems[cq_name], still_pending)
         if self._holds.end_cycle():
             self.wake()  # what the dropped holds blocked is decided again
         await self._write_lq_statuses()
         self._prune()
+
+    def _head_key(self, cq: ClusterQueueInfo, workload: WorkloadInfo) -> tuple:
+        """Kueue's order of the queues' heads in a cycle."""
+        borrows = borrows_first(self.state, workload, cq)
+        return (borrows, -workload.priority, workload.created, workload.name)
 
     def _prune(self) -> None:
         """Forget what was kept for workloads that are gone. Amortised: only once the
@@ -239,25 +266,26 @@ class AdmissionLoop:
         """Evict the victims not evicted yet, and hold the preemptor's room for the rest of
         the cycle. Its quota is reserved only once the victims' pods are gone and it fits."""
         preemption = decision.preemption
-        self._holds.add(self.state, workload.key, decision)
-        failures, first_error = 0, None
-        for target in preemption.targets:
+        self._holds.add(workload.key, decision)
+        tree = self.state.quota_tree()
+        errors: list[BaseException] = []
+        slots = asyncio.Semaphore(PARALLEL_PREEMPTIONS)
+
+        async def evict_one(target) -> None:
             victim = target.workload
-            if victim.evicted:
-                continue  # on its way out already
-            held = self.state.charges().get(victim.key)
-            tree = self.state.quota_tree()
+            victim_cq = victim.admission_cq or cq.name
             text = preemption_message(
-                workload,
-                target.reason,
-                tree.path(cq.name),
-                tree.path(held.cluster_queue if held else cq.name),
+                workload, target.reason, tree.path(cq.name), tree.path(victim_cq)
             )
             try:
-                await preempt(self.writer, victim, target.reason, text)
+                async with slots:
+                    await preempt(self.writer, victim, target.reason, text)
             except Exception as exc:  # retried with the preemptor's own backoff
-                failures += 1
-                first_error = first_error or exc
+                errors.append(exc)
+
+        # Victims already on their way out are not evicted again.
+        await asyncio.gather(*(evict_one(t) for t in preemption.targets if not t.workload.evicted))
+        failures, first_error = len(errors), (errors[0] if errors else None)
         count = len(preemption.targets) - failures
         if failures:
             assert first_error is not None

@@ -175,7 +175,9 @@ class _Search:
         self.by_queue: dict[str, list[tuple[WorkloadInfo, Charge]]] = {}
         for key, charge in state.charges().items():
             workload = state.workloads.get(key)
-            if key != preemptor.key and workload is not None:
+            # An admission whose write has not landed is no candidate yet: its eviction
+            # would race its own admission write (both guarded by the same version).
+            if key != preemptor.key and workload is not None and not state.is_assumed(key):
                 self.by_queue.setdefault(charge.cluster_queue, []).append((workload, charge))
         self.sim = _Simulation(state, tree, flavor)
 

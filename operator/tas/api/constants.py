@@ -96,6 +96,7 @@ REASON_INVALID_TOPOLOGY_REQUEST = "InvalidTopologyRequest"
 REASON_READY = "Ready"
 REASON_TOPOLOGY_NOT_FOUND = "TopologyNotFound"
 REASON_FLAVOR_NOT_FOUND = "FlavorNotFound"
+REASON_COHORT_CYCLE = "CohortHasCycle"  # ours: Kueue leaves such a queue inactive, unexplained
 
 # Pod condition set when a pod pinned to a failed node is terminated.
 POD_COND_TERMINATED_BY_KUEUE = "TerminatedByKueue"

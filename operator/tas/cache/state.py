@@ -31,7 +31,11 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from tas.api.constants import REASON_FLAVOR_NOT_FOUND, REASON_TOPOLOGY_NOT_FOUND
+from tas.api.constants import (
+    REASON_COHORT_CYCLE,
+    REASON_FLAVOR_NOT_FOUND,
+    REASON_TOPOLOGY_NOT_FOUND,
+)
 from tas.cache.numa import NumaLedger, Pending
 from tas.cache.projections import (
     ClusterQueueInfo,
@@ -638,6 +642,11 @@ class ClusterState:
 
     def cluster_queue_problem(self, cq: ClusterQueueInfo) -> tuple[str, str] | None:
         """Why a ClusterQueue cannot admit (reason, message), or None when it is active."""
+        if self.quota_tree().has_cycle(cq.name):  # Kueue leaves it out of its snapshot
+            return (
+                REASON_COHORT_CYCLE,
+                f"Can't admit new workloads: the parents of cohort {cq.cohort!r} form a cycle",
+            )
         for group in cq.resource_groups:
             for fq in group.flavors:
                 flavor = self.flavors.get(fq.flavor)

@@ -156,3 +156,48 @@ def test_preemption_write_failure_backs_off_the_preemptor():
 async def _cycle_quiet(c: Cluster) -> None:
     await c.loop.cycle()
     await c.loop.drain()
+
+
+def cohort_queues() -> list[dict]:
+    """a lends everything (nominal 0 of its own); b owns 8 cpu; both in cohort "co"."""
+    queues = []
+    for name, cpu in (("a", "0"), ("b", "8")):
+        cq = cluster_queue(name=name, cpu=cpu)
+        cq["spec"]["cohort"] = "co"
+        cq["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
+        queues.append(cq)
+    return queues
+
+
+def in_queue(obj: dict, queue: str) -> dict:
+    obj["spec"]["queueName"] = queue
+    return obj
+
+
+def test_in_a_cohort_heads_within_nominal_go_first_and_a_preemptor_keeps_its_room():
+    from tas.cache import projections as proj
+
+    c = Cluster(preempting())
+    for cq in cohort_queues():
+        c.state.upsert_cluster_queue(proj.cluster_queue_from_object(cq))
+        c.state.upsert_local_queue("ns", cq["metadata"]["name"], cq["metadata"]["name"])
+    c.submit(in_queue(workload("victim", pods=8, priority=0), "b"))
+    c.cycle()
+    assert admitted(c.writer) == ["victim"]
+
+    # Both arrive in one cycle: the borrower in a (walked first by name) and the preemptor in
+    # b, which needs only its own quota: the preemptor is decided first and holds the room.
+    c.submit(
+        in_queue(workload("borrower", pods=4, priority=0, created="2026-01-01T00:00:00Z"), "a")
+    )
+    c.submit(in_queue(workload("owner", pods=8, priority=10, created="2026-01-02T00:00:00Z"), "b"))
+    c.cycle()
+    assert c.condition("victim", "Evicted")["status"] == "True"
+    assert "borrower" not in admitted(c.writer)
+
+    c.release("victim")
+    c.cycle()  # the release lands: 8 cpu free in the cohort
+    c.cycle()
+    assert admitted(c.writer)[-1] == "owner"
+    assert "borrower" not in admitted(c.writer)  # b's quota is the owner's now
+    assert c.condition("owner", "Evicted") is None

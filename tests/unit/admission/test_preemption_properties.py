@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from tas.admission.decide import decide
 from tas.cache import projections as proj
+from tas.workload import transitions
 from tests.unit.admission.fixtures import HOST, RACK, make_state, node, workload
 
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -64,18 +65,22 @@ def test_victims_make_room_and_have_lower_priority(racks, hosts, quota, running,
     state = make_state(nodes, preempting_queue(str(quota)))
     cq = state.cluster_queues["cq"]
     for i, (pods, priority, request) in enumerate(running):
-        wl = proj.workload_from_object(
-            workload(f"w{i}", pods=pods, priority=priority, annotations_request=request)
-        )
+        obj = workload(f"w{i}", pods=pods, priority=priority, annotations_request=request)
+        wl = proj.workload_from_object(obj)
         state.upsert_workload(wl)
         d = decide(state, wl, cq)
         if d.admitted:
-            state.assume(wl, d.charge)
+            admit(state, obj, wl, d)
     pods, priority, request = incoming
     preemptor = proj.workload_from_object(
         workload("in", pods=pods, priority=priority, annotations_request=request)
     )
+    snapshot = state.snapshot("tas")
+    before = snapshot._free.copy()
     d = decide(state, preemptor, cq)
+    # The search's simulation is undone, whatever it found.
+    assert (snapshot._free == before).all()
+    assert not any(state.quota_tree()._shifts.values())
     if d.preemption is None:
         return
     assert not d.admitted and d.preemption.targets
@@ -86,6 +91,14 @@ def test_victims_make_room_and_have_lower_priority(racks, hosts, quota, running,
         state.delete_workload(*target.workload.key)
     after = decide(state, preemptor, cq)
     assert after.admitted, after.message
+
+
+def admit(state, obj: dict, wl, decision) -> None:
+    """The workload as the watch shows it once its admission is written."""
+    obj["status"] = transitions.admitted(wl, decision.admission, decision.message)
+    obj["metadata"]["resourceVersion"] = str(int(obj["metadata"]["resourceVersion"]) + 1)
+    state.upsert_workload(proj.workload_from_object(obj))
+    assert state.charges()[wl.key] == decision.charge
 
 
 def cohort_queue(name: str, nominal: int, borrowing: int | None, lending: int | None) -> dict:
@@ -144,7 +157,7 @@ def test_borrowing_stays_within_limits(queues, arrivals):
         d = decide(state, wl, state.cluster_queues[name])
         if not d.admitted:
             continue
-        state.assume(wl, d.charge)
+        admit(state, obj, wl, d)
         total_used = 0
         for cq_name, (nominal, borrowing, _) in limits.items():
             used = state.quota_usage(cq_name, "tas").get("cpu", 0)
