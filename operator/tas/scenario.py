@@ -903,29 +903,9 @@ def admit(scenario: Scenario, timings: Timings | None = None) -> dict[str, Any]:
     victims are not requeued. A `running` workload is admitted before the others are tried
     and never preempts."""
     from tas.admission.decide import decide
-    from tas.cache import projections
-    from tas.cache.state import ClusterState
 
     started = time.perf_counter()
-    state = ClusterState(scenario.options)
-    state.upsert_topology(SCENARIO_TOPOLOGY, scenario.levels)
-    state.upsert_flavor(
-        projections.FlavorInfo(
-            SCENARIO_FLAVOR,
-            scenario.flavor.node_labels,
-            scenario.flavor.tolerations,
-            SCENARIO_TOPOLOGY,
-        )
-    )
-    for obj in scenario.cohorts:
-        state.upsert_cohort(projections.cohort_from_object(obj))
-    for obj in scenario.cluster_queues:
-        state.upsert_cluster_queue(projections.cluster_queue_from_object(obj))
-        name = obj["metadata"]["name"]
-        state.upsert_local_queue(SCENARIO_NAMESPACE, name, name)
-    state.upsert_namespace(SCENARIO_NAMESPACE, {})
-    for node in scenario.nodes:
-        state.upsert_node(node)
+    state = cluster_state(scenario)
     if timings is not None:
         timings.snapshot = time.perf_counter() - started
 
@@ -979,6 +959,34 @@ def admit(scenario: Scenario, timings: Timings | None = None) -> dict[str, Any]:
         "workloads": [results[w.name] for w in scenario.workloads],
         "clusterQueues": queues,
     }
+
+
+def cluster_state(scenario: Scenario):
+    """The operator's cache as the scenario's cluster: its topology, flavor, queues, cohorts
+    and nodes, no workload yet."""
+    from tas.cache import projections
+    from tas.cache.state import ClusterState
+
+    state = ClusterState(scenario.options)
+    state.upsert_topology(SCENARIO_TOPOLOGY, scenario.levels)
+    state.upsert_flavor(
+        projections.FlavorInfo(
+            SCENARIO_FLAVOR,
+            scenario.flavor.node_labels,
+            scenario.flavor.tolerations,
+            SCENARIO_TOPOLOGY,
+        )
+    )
+    for obj in scenario.cohorts:
+        state.upsert_cohort(projections.cohort_from_object(obj))
+    for obj in scenario.cluster_queues:
+        state.upsert_cluster_queue(projections.cluster_queue_from_object(obj))
+        name = obj["metadata"]["name"]
+        state.upsert_local_queue(SCENARIO_NAMESPACE, name, name)
+    state.upsert_namespace(SCENARIO_NAMESPACE, {})
+    for node in scenario.nodes:
+        state.upsert_node(node)
+    return state
 
 
 def _at(step: int) -> datetime:

@@ -91,6 +91,7 @@ REASON_IN_CLUSTER_QUEUE = "InClusterQueue"
 REASON_IN_COHORT_RECLAMATION = "InCohortReclamation"
 REASON_IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
 REASON_INVALID_TOPOLOGY_REQUEST = "InvalidTopologyRequest"
+REASON_PRIORITY_CLASS_NOT_FOUND = "PriorityClassNotFound"  # ours: the Workload waits for it
 
 # ClusterQueue condition reasons.
 REASON_READY = "Ready"

@@ -211,8 +211,9 @@ class Runtime:
             self.lws_worker.submit(("lws", namespace, lws.name))
 
     def sync_unqueued(self) -> None:
-        """A priority class came or changed: queued Jobs and JobSets without a Workload (one
-        that named a missing class waits for it) are looked at again."""
+        """A priority class came or changed (rare): queued objects without a Workload (one that
+        named a missing class waits for it) are looked at again; pods and LeaderWorkerSets are
+        all resubmitted, as at start-up (a sync with nothing to do writes nothing)."""
         for reconciler, worker in (
             (self.jobs, self.job_worker),
             (self.jobsets, self.jobset_worker),
@@ -220,6 +221,11 @@ class Runtime:
             for key, obj in list(reconciler.objects.items()):
                 if reconciler.workload_of(obj) is None:
                     worker.submit(key)
+        for pod in list(self.pod_groups.pods.values()):
+            for key in self.pod_groups.upsert(pod):
+                self.pod_worker.submit(key)
+        for key in list(self.leaderworkersets.objects):
+            self.lws_worker.submit(("lws", *key))
 
     def managed_owner(self, uid: str | None) -> bool:
         """A pod's controller is admitted through another integration (a queued Job, a

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Mapping
 
 from tas.api.annotations import TopologyRequestError
-from tas.api.constants import REASON_INVALID_TOPOLOGY_REQUEST
+from tas.api.constants import REASON_INVALID_TOPOLOGY_REQUEST, REASON_PRIORITY_CLASS_NOT_FOUND
 from tas.cache.projections import Key, WorkloadInfo
 from tas.cache.state import ClusterState
 from tas.jobframework.interface import GenericJob
@@ -135,7 +135,9 @@ class JobReconciler:
             return
         except PriorityClassMissing as exc:
             # Created once the class appears (its watch syncs the objects again), as Kueue.
-            await self.kube.event(self.ref(obj), "Warning", "PriorityClassNotFound", str(exc))
+            await self.kube.event(
+                self.ref(obj), "Warning", REASON_PRIORITY_CLASS_NOT_FOUND, str(exc)
+            )
             return
         try:
             await self.kube.create(f"{KUEUE}/namespaces/{meta['namespace']}/workloads", workload)

@@ -105,11 +105,7 @@ def build_workload(
     meta = obj["metadata"]
     resource: Resource = job.resource
     pod_sets = job.pod_sets(obj, multi_layer_enabled=multi_layer_enabled)
-    priority: int | Priority = job.priority(obj)
-    if classes is not None:
-        priority = resolve_priority(
-            meta.get("labels") or {}, (ps["template"] for ps in pod_sets), *classes
-        )
+    priority = workload_priority(meta, pod_sets, job.priority(obj), classes)
     return new_workload(
         workload_name(resource.kind, resource.group, meta["name"], meta.get("uid") or ""),
         meta.get("namespace") or "",
@@ -119,6 +115,16 @@ def build_workload(
         priority=priority,
         labels={JOB_UID_LABEL: meta["uid"]} if meta.get("uid") else None,
     )
+
+
+def workload_priority(
+    meta: Mapping, pod_sets: list[dict], fallback: int, classes: PriorityClasses | None
+) -> int | Priority:
+    """The priority a new Workload takes: resolved from the cluster's classes as Kueue does
+    (raises PriorityClassMissing), or without them the templates' own `fallback`."""
+    if classes is None:
+        return fallback
+    return resolve_priority(meta.get("labels") or {}, (ps["template"] for ps in pod_sets), *classes)
 
 
 def template_priority(template: Mapping) -> int:

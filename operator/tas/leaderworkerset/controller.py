@@ -10,9 +10,14 @@ import logging
 from collections.abc import Mapping
 
 from tas.api.annotations import TopologyRequestError
-from tas.api.constants import POD_GROUP_NAME_LABEL, REASON_INVALID_TOPOLOGY_REQUEST
+from tas.api.constants import (
+    POD_GROUP_NAME_LABEL,
+    REASON_INVALID_TOPOLOGY_REQUEST,
+    REASON_PRIORITY_CLASS_NOT_FOUND,
+)
 from tas.cache.state import ClusterState
 from tas.integrations import LEADERWORKERSET, Framework
+from tas.jobframework.priority import PriorityClassMissing
 from tas.jobframework.workload import queue_name
 from tas.kube import KUEUE, Kube, KubeError, Ref, pod_path, workload_path
 from tas.leaderworkerset import lws as L
@@ -98,17 +103,25 @@ class LeaderWorkerSetController:
 
     async def _create(self, lws: Mapping, index: int) -> None:
         meta = lws["metadata"]
+        ref = Ref(
+            LEADERWORKERSET.api_version,
+            LEADERWORKERSET.kind,
+            meta["namespace"],
+            meta["name"],
+            meta["uid"],
+        )
         try:
-            workload = L.group_workload(lws, index, multi_layer_enabled=self.multi_layer_enabled)
-        except TopologyRequestError as exc:
-            ref = Ref(
-                LEADERWORKERSET.api_version,
-                LEADERWORKERSET.kind,
-                meta["namespace"],
-                meta["name"],
-                meta["uid"],
+            workload = L.group_workload(
+                lws,
+                index,
+                multi_layer_enabled=self.multi_layer_enabled,
+                classes=self.state.priority_classes(),
             )
+        except TopologyRequestError as exc:
             await self.kube.event(ref, "Warning", REASON_INVALID_TOPOLOGY_REQUEST, str(exc))
+            return
+        except PriorityClassMissing as exc:
+            await self.kube.event(ref, "Warning", REASON_PRIORITY_CLASS_NOT_FOUND, str(exc))
             return
         try:
             await self.kube.create(f"{KUEUE}/namespaces/{meta['namespace']}/workloads", workload)

@@ -112,15 +112,24 @@ def pod_sets(lws: Mapping, *, multi_layer_enabled: bool = True) -> list[dict]:
     return out
 
 
-def group_workload(lws: Mapping, group_index: int, *, multi_layer_enabled: bool = True) -> dict:
+def group_workload(
+    lws: Mapping,
+    group_index: int,
+    *,
+    multi_layer_enabled: bool = True,
+    classes: framework.PriorityClasses | None = None,
+) -> dict:
     meta = lws["metadata"]
+    sets = pod_sets(lws, multi_layer_enabled=multi_layer_enabled)
     return framework.new_workload(
         group_workload_name(lws, group_index),
         meta.get("namespace") or "",
         framework.queue_name(lws) or "",
-        pod_sets(lws, multi_layer_enabled=multi_layer_enabled),
+        sets,
         [framework.owner_reference(LEADERWORKERSET, meta, controller=False)],
-        priority=framework.template_priority(worker_template(lws)),
+        priority=framework.workload_priority(
+            meta, sets, framework.template_priority(worker_template(lws)), classes
+        ),
         annotations={IS_GROUP_WORKLOAD_ANNOTATION: "true"},
     )
 

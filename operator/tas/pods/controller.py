@@ -23,12 +23,14 @@ from tas.api.constants import (
     PODSET_LABEL,
     PODSET_UNCONSTRAINED_TOPOLOGY,
     REASON_INVALID_TOPOLOGY_REQUEST,
+    REASON_PRIORITY_CLASS_NOT_FOUND,
     TOPOLOGY_SCHEDULING_GATE,
     WORKLOAD_ANNOTATION,
 )
 from tas.cache.projections import FlavorInfo, PodSetAdmission, WorkloadInfo
 from tas.cache.state import ClusterState
 from tas.jobframework.podset import with_flavor_tolerations
+from tas.jobframework.priority import PriorityClassMissing
 from tas.jobframework.workload import pods_hold_capacity
 from tas.kube import JSON_PATCH, KUEUE, Kube, KubeError, Ref, pod_path, workload_path
 from tas.pods import group as g
@@ -183,9 +185,16 @@ class PodController:
 
     async def _create_single(self, pod: Mapping) -> None:
         try:
-            workload = g.single_workload(pod, multi_layer_enabled=self.multi_layer_enabled)
+            workload = g.single_workload(
+                pod,
+                multi_layer_enabled=self.multi_layer_enabled,
+                classes=self.state.priority_classes(),
+            )
         except TopologyRequestError as exc:
             await self.kube.event(_ref(pod), "Warning", REASON_INVALID_TOPOLOGY_REQUEST, str(exc))
+            return
+        except PriorityClassMissing as exc:
+            await self.kube.event(_ref(pod), "Warning", REASON_PRIORITY_CLASS_NOT_FOUND, str(exc))
             return
         await self._create(workload, f"pod {'/'.join(p.key(pod))}")
 
@@ -270,10 +279,19 @@ class PodController:
             await self._delete_pods(extra, "excess pod in group")
             return  # created once the watch shows them gone
         try:
-            workload = g.group_workload(group, multi_layer_enabled=self.multi_layer_enabled)
+            workload = g.group_workload(
+                group,
+                multi_layer_enabled=self.multi_layer_enabled,
+                classes=self.state.priority_classes(),
+            )
         except TopologyRequestError as exc:
             await self.kube.event(
                 _ref(group.first), "Warning", REASON_INVALID_TOPOLOGY_REQUEST, str(exc)
+            )
+            return
+        except PriorityClassMissing as exc:
+            await self.kube.event(
+                _ref(group.first), "Warning", REASON_PRIORITY_CLASS_NOT_FOUND, str(exc)
             )
             return
         if len(workload["spec"]["podSets"]) > g.MAX_ROLES:

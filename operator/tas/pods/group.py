@@ -49,8 +49,14 @@ def pod_set_template(pod: Mapping) -> dict:
     return {"metadata": {"annotations": annotations}, "spec": spec}
 
 
-def single_workload(pod: Mapping, *, multi_layer_enabled: bool = True) -> dict:
-    """A pod alone: its Workload, owned by it (raises TopologyRequestError)."""
+def single_workload(
+    pod: Mapping,
+    *,
+    multi_layer_enabled: bool = True,
+    classes: framework.PriorityClasses | None = None,
+) -> dict:
+    """A pod alone: its Workload, owned by it (raises TopologyRequestError, and
+    PriorityClassMissing with `classes`)."""
     meta = p.meta(pod)
     pod_sets = [
         framework.pod_set(
@@ -67,7 +73,9 @@ def single_workload(pod: Mapping, *, multi_layer_enabled: bool = True) -> dict:
         p.queue(pod) or "",
         pod_sets,
         [framework.owner_reference(POD, meta)],
-        priority=int((pod.get("spec") or {}).get("priority") or 0),
+        priority=framework.workload_priority(
+            meta, pod_sets, int((pod.get("spec") or {}).get("priority") or 0), classes
+        ),
         labels={framework.JOB_UID_LABEL: meta["uid"]} if meta.get("uid") else None,
     )
 
@@ -174,15 +182,23 @@ def group_owners(pods: Iterable[Mapping]) -> list[dict]:
     return [framework.owner_reference(POD, p.meta(pod), controller=False) for pod in pods]
 
 
-def group_workload(group: Group, *, multi_layer_enabled: bool = True) -> dict:
+def group_workload(
+    group: Group,
+    *,
+    multi_layer_enabled: bool = True,
+    classes: framework.PriorityClasses | None = None,
+) -> dict:
     first = group.first
+    pod_sets = group_pod_sets(group, multi_layer_enabled=multi_layer_enabled)
     return framework.new_workload(
         group.workload,
         group.namespace,
         p.queue(first) or "",
-        group_pod_sets(group, multi_layer_enabled=multi_layer_enabled),
+        pod_sets,
         group_owners(group.active()),
-        priority=int((first.get("spec") or {}).get("priority") or 0),
+        priority=framework.workload_priority(
+            p.meta(first), pod_sets, int((first.get("spec") or {}).get("priority") or 0), classes
+        ),
         annotations={IS_GROUP_WORKLOAD_ANNOTATION: "true"},
     )
 

@@ -91,3 +91,25 @@ def test_a_jobs_workload_carries_the_resolved_priority():
     assert (wl["spec"]["priority"], wl["spec"]["priorityClassName"]) == (2000, "system")
     with pytest.raises(PriorityClassMissing):
         build_workload(JOB, job(pc="gone"), classes=(WPC, PCS))
+
+
+def test_pods_and_leaderworkersets_resolve_their_priority_too():
+    from tas.leaderworkerset import lws as L
+    from tas.pods import group as g
+    from tests.unit.integrations.builders import pod
+    from tests.unit.integrations.test_lws_and_statefulset import leaderworkerset
+
+    lone = pod("p", labels={"kueue.x-k8s.io/priority-class": "high"})
+    wl = g.single_workload(lone, classes=(WPC, PCS))
+    assert (wl["spec"]["priority"], wl["spec"]["priorityClassName"]) == (1000, "high")
+    # Without the cluster's classes, the pod's own spec.priority (what the API server set).
+    lone["spec"]["priority"] = 7
+    assert g.single_workload(lone)["spec"]["priority"] == 7
+    lws = leaderworkerset()
+    lws["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "low"
+    wl = L.group_workload(lws, 0, classes=(WPC, PCS))
+    assert wl["spec"]["priority"] == 10
+    assert wl["spec"]["priorityClassSource"] == "kueue.x-k8s.io/workloadpriorityclass"
+    lws["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "missing"
+    with pytest.raises(PriorityClassMissing):
+        L.group_workload(lws, 0, classes=(WPC, PCS))
