@@ -49,6 +49,9 @@ MODULES = [
     "ungater/ranks.py",
     "hotswap/health.py",
     "admission/decide.py",
+    "admission/preemption.py",
+    "admission/holds.py",
+    "cache/quota.py",
     "api/annotations.py",
     "solver/",
 ]
