@@ -76,6 +76,7 @@ def test_victims_make_room_and_have_lower_priority(racks, hosts, quota, running,
         workload("in", pods=pods, priority=priority, annotations_request=request)
     )
     snapshot = state.snapshot("tas")
+    snapshot.build()  # the capacity arrays exist before the decision, to compare after it
     before = snapshot._free.copy()
     d = decide(state, preemptor, cq)
     # The search's simulation is undone, whatever it found.
