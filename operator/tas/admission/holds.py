@@ -42,9 +42,6 @@ class Holds:
         self._holds: dict[Key, _Hold] = {}
         self._renewed: set[Key] = set()
 
-    def __bool__(self) -> bool:
-        return bool(self._holds)
-
     def begin_cycle(self) -> None:
         self._renewed.clear()
 
