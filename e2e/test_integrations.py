@@ -331,6 +331,24 @@ def jobset_crd(cluster: Cluster, operator) -> None:
 
     wait_for(handled, timeout=60, what="the operator to pick up the JobSet CRD")
 
+    # kopf finds the new resource on its own watch of CRDs, a moment after ours: until then
+    # the API server's calls to the JobSet webhooks get 404. A server-side dry run goes
+    # through the webhooks without creating anything.
+    def webhooks_answer():
+        out = cluster.kubectl(
+            "create",
+            "-n",
+            "default",
+            "--dry-run=server",
+            "-f",
+            "-",
+            input=kueue_examples.JOBSET_REQUIRED,
+            check=False,
+        )
+        return out.returncode == 0
+
+    wait_for(webhooks_answer, timeout=60, what="the JobSet webhooks to answer")
+
 
 def test_a_queued_jobset_is_suspended_and_gets_one_workload(
     cluster: Cluster, namespace: str, user_queue: str, jobset_crd
