@@ -16,7 +16,7 @@ from tas.api import topologyassignment
 from tas.api.annotations import TopologyRequestError, validate_levels, validate_pod_set_groups
 from tas.api.constants import MAY_STOP_SEARCH, NEVER, TRY_NEXT_FLAVOR
 from tas.api.format import format_milli
-from tas.cache.projections import ClusterQueueInfo, FlavorQuota, WorkloadInfo
+from tas.cache.projections import ClusterQueueInfo, FlavorQuota, ResourceGroup, WorkloadInfo
 from tas.cache.quota import QuotaTree
 from tas.cache.state import Charge, ClusterState, PodSetCharge, with_pod
 from tas.solver.types import PODS, PodSetRequest
@@ -48,6 +48,12 @@ class _QuotaFit:
     short: frozenset[str] = frozenset()  # resources short of available quota
     preemptible: bool = False  # evicting others could make room (Kueue's Preempt mode)
     borrows: bool = False  # fits, or would fit, only beyond nominal quota
+
+
+def _group_for(cq: ClusterQueueInfo, need: Mapping[str, int]) -> ResourceGroup | None:
+    """The first resource group that covers every requested resource (`pods` aside)."""
+    requested = {r for r in need if r != PODS}
+    return next((g for g in cq.resource_groups if requested <= g.covered), None)
 
 
 def _quota_fit(tree: QuotaTree, cq: ClusterQueueInfo, fq: FlavorQuota, covered, need) -> _QuotaFit:
@@ -130,9 +136,9 @@ def decide(
     if not workload.pod_sets:
         return Decision(False, "spec.podSets is empty", invalid=True)
     need = _total(workload.pod_sets)
-    requested = {r for r in need if r != PODS}
-    group = next((g for g in cq.resource_groups if requested <= g.covered), None)
+    group = _group_for(cq, need)
     if group is None:
+        requested = {r for r in need if r != PODS}
         missing = sorted(requested - set().union(*(g.covered for g in cq.resource_groups)))
         return Decision(
             False, f"resource(s) {', '.join(missing)} not covered by ClusterQueue {cq.name}"
@@ -246,8 +252,7 @@ def borrows_first(state: ClusterState, workload: WorkloadInfo, cq: ClusterQueueI
     if cq.cohort is None or workload.spec_error or not workload.pod_sets:
         return False
     need = _total(workload.pod_sets)
-    requested = {r for r in need if r != PODS}
-    group = next((g for g in cq.resource_groups if requested <= g.covered), None)
+    group = _group_for(cq, need)
     if group is None or not group.flavors:
         return False
     tree = state.quota_tree()

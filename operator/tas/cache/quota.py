@@ -114,20 +114,8 @@ class QuotaTree:
         names = [name for _, name in self.path_to_root(("cq", cq))]
         return "/" + "/".join([*reversed(names), cq])
 
-    def root(self, node: Node) -> Node:
-        for ancestor in self.path_to_root(node):
-            node = ancestor
-        return node
-
     def children(self, cohort: str) -> list[Node]:
         return self._children.get(cohort, [])
-
-    def cluster_queues_under(self, cohort: str) -> Iterator[str]:
-        for kind, name in self.children(cohort):
-            if kind == "cq":
-                yield name
-            else:
-                yield from self.cluster_queues_under(name)
 
     # ---- quantities -------------------------------------------------------------------------
 
