@@ -1,4 +1,4 @@
-"""The `tas` command: `tas solve`, `tas operator`."""
+"""The `tas` command: `tas solve`, `tas simulate`, `tas operator`."""
 
 from __future__ import annotations
 
@@ -14,6 +14,18 @@ def _solve(args: argparse.Namespace) -> int:
     from tas import scenario
 
     return scenario.main(args.file, sys.stdout, sys.stderr, stats=args.stats)
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from tas.simulate import run
+
+    return run.main(args.file, sys.stdout, sys.stderr, plot=args.plot, compare_gates=args.compare)
+
+
+def _contest(args: argparse.Namespace) -> int:
+    from tas.contest import adapter
+
+    return adapter.main(sys.stdin, sys.stdout, sys.stderr)
 
 
 def _operator(args: argparse.Namespace) -> int:
@@ -137,6 +149,22 @@ def build_parser() -> argparse.ArgumentParser:
         "per workload (total, p50, p99), all workloads and admitted and rejected apart",
     )
     solve.set_defaults(func=_solve)
+
+    simulate = sub.add_parser(
+        "simulate", help="replay a trace of arrivals and departures offline and report on it"
+    )
+    simulate.add_argument("file", help="trace YAML or JSON (see the README)")
+    simulate.add_argument("--plot", metavar="FILE.png", help="also draw the report over time")
+    simulate.add_argument(
+        "--compare", metavar="GATES", help="A=true,B=false: run again with these gates on top"
+    )
+    simulate.set_defaults(func=_simulate)
+
+    contest = sub.add_parser(
+        "contest",
+        help="serve seed 001's VM placement protocol on stdin/stdout (placement groups)",
+    )
+    contest.set_defaults(func=_contest)
 
     op = sub.add_parser("operator", help="run the operator against a cluster")
     op.add_argument(

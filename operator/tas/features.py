@@ -30,6 +30,7 @@ class Gate(StrEnum):
     SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS = "SkipReassignmentForPodOwnedWorkloads"
     TAS_MULTIPLE_NODE_REPLACEMENT = "TASMultipleNodeReplacement"
     TAS_NUMA_ZONES = "TASNUMAZones"
+    TAS_PLACEMENT_GROUPS = "TASPlacementGroups"
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,14 @@ GATES: dict[str, GateSpec] = {
             _TAS,
             "Count Guaranteed whole-CPU pods per NUMA zone on nodes whose NodeResourceTopology "
             "reports the single-numa-node policy.",
+        ),
+        GateSpec(
+            Gate.TAS_PLACEMENT_GROUPS,
+            False,
+            "Alpha (tas-operator)",
+            _TAS,
+            "Placement groups across workloads (tas-operator.io/placement-group annotations, "
+            "PlacementGroup objects): affinity, anti-affinity, partitions, exclusive domains.",
         ),
     )
 }

@@ -569,6 +569,7 @@ def parse_scenario(document: Any) -> Scenario:
         options=SolverOptions(
             profile_mixed=gates.enabled(features.Gate.TAS_PROFILE_MIXED),
             balanced_placement=gates.enabled(features.Gate.TAS_BALANCED_PLACEMENT),
+            placement_groups=gates.enabled(features.Gate.TAS_PLACEMENT_GROUPS),
         ),
         nodes=_nodes(document, gates.enabled(Gate.TAS_NUMA_ZONES)),
         workloads=workloads,
@@ -760,13 +761,7 @@ def solve(scenario: Scenario, timings: Timings | None = None) -> dict[str, Any]:
     placements = []
     for workload in scenario.workloads:
         started, started_cpu = time.perf_counter(), time.process_time()
-        placement = snapshot.find_assignments(workload.podsets)
-        if placement.admitted:
-            placement = snapshot.numa_zones(workload.podsets, placement)
-            requests = {podset.name: podset.requests for podset in workload.podsets}
-            for placed in placement.podsets:
-                snapshot.add_usage(placed.assignment, requests[placed.name])
-            _take_zones(snapshot, nodes, workload, placement)
+        placement = place(snapshot, nodes, workload)
         if timings is not None:
             wall, cpu = time.perf_counter() - started, time.process_time() - started_cpu
             timings.placements.append((placement.admitted, wall, cpu))
@@ -781,11 +776,39 @@ def solve(scenario: Scenario, timings: Timings | None = None) -> dict[str, Any]:
     }
 
 
+def place(snapshot: Any, nodes: dict[str, Node], workload: Workload) -> WorkloadPlacement:
+    """The workload's placement on the snapshot; when admitted, it holds its capacity there
+    (and its NUMA zones in `nodes`) from now on."""
+    placement = snapshot.find_assignments(workload.podsets)
+    if placement.admitted:
+        placement = snapshot.numa_zones(workload.podsets, placement)
+        hold(snapshot, nodes, workload, placement)
+    return placement
+
+
+def hold(
+    snapshot: Any,
+    nodes: dict[str, Node],
+    workload: Workload,
+    placement: WorkloadPlacement,
+    sign: int = 1,
+) -> None:
+    """Take (sign -1: give back) the capacity and NUMA zones of an admitted placement."""
+    requests = {podset.name: podset.requests for podset in workload.podsets}
+    for placed in placement.podsets:
+        snapshot.add_usage(placed.assignment, requests[placed.name], sign)
+    _take_zones(snapshot, nodes, workload, placement, sign)
+
+
 def _take_zones(
-    snapshot: Any, nodes: dict[str, Node], workload: Workload, placement: WorkloadPlacement
+    snapshot: Any,
+    nodes: dict[str, Node],
+    workload: Workload,
+    placement: WorkloadPlacement,
+    sign: int = 1,
 ) -> None:
     """What the operator's cache does after an admission: the zones the placement chose give
-    up what its pods align there."""
+    up what its pods align there (sign -1: get it back when the pods leave)."""
     shapes = {podset.name: podset.numa for podset in workload.podsets}
     for placed in placement.podsets:
         shape = shapes[placed.name]
@@ -793,7 +816,7 @@ def _take_zones(
             node = nodes[host]
             if node.numa is None or shape is None:
                 continue
-            nodes[host] = replace(node, numa=numa.taken(node.numa, shape, pods))
+            nodes[host] = replace(node, numa=numa.taken(node.numa, shape, pods, sign))
             snapshot.upsert_node(nodes[host])
 
 
@@ -877,15 +900,20 @@ def main(path: str, stdout: IO[str], stderr: IO[str], stats: bool = False) -> in
         # A `running` workload that does not fit is found only while deciding.
         result = solve(scenario, timings)
     except ScenarioError as error:
-        line = " ".join(str(error).split())  # one line, whatever the message holds
-        if len(line) > MAX_MESSAGE:
-            line = line[:MAX_MESSAGE] + f"... ({len(line)} characters)"
-        stderr.write(line + "\n")
+        stderr.write(error_line(error) + "\n")
         return 1
     stdout.write(json.dumps(result, indent=2) + "\n")
     if stats:
         stderr.write(stats_line(timings) + "\n")
     return 0
+
+
+def error_line(error: ScenarioError) -> str:
+    """A malformed file's one line on stderr, whatever the message holds, and not too long."""
+    line = " ".join(str(error).split())
+    if len(line) > MAX_MESSAGE:
+        line = line[:MAX_MESSAGE] + f"... ({len(line)} characters)"
+    return line
 
 
 # ---------------------------------------------------------------------------------------------
@@ -915,10 +943,10 @@ def admit(scenario: Scenario, timings: Timings | None = None) -> dict[str, Any]:
     for step, index in enumerate(order):
         workload = scenario.workloads[index]
         queue = workload.cluster_queue or default_queue
-        info = _workload_info(workload, queue, index)
+        info = workload_info(workload, queue, index)
         started, started_cpu = time.perf_counter(), time.process_time()
         state.upsert_workload(info)
-        decision = decide(state, info, state.cluster_queues[queue], now=_at(len(order) + 1))
+        decision = decide(state, info, state.cluster_queues[queue], now=at(len(order) + 1))
         preempted: list[str] = []
         if decision.preemption is not None and not workload.running:
             for target in decision.preemption.targets:
@@ -930,9 +958,9 @@ def admit(scenario: Scenario, timings: Timings | None = None) -> dict[str, Any]:
                     "preemptionReason": target.reason,
                 }
                 preempted.append(victim.name)
-            decision = decide(state, info, state.cluster_queues[queue], now=_at(len(order) + 1))
+            decision = decide(state, info, state.cluster_queues[queue], now=at(len(order) + 1))
         if decision.admitted:
-            state.upsert_workload(_admitted_info(info, decision, step))
+            state.upsert_workload(admitted_info(info, decision, step))
         if timings is not None:
             wall, cpu = time.perf_counter() - started, time.process_time() - started_cpu
             timings.placements.append((decision.admitted, wall, cpu))
@@ -989,11 +1017,13 @@ def cluster_state(scenario: Scenario):
     return state
 
 
-def _at(step: int) -> datetime:
-    return _EPOCH + timedelta(seconds=step)
+def at(seconds: float) -> datetime:
+    """A scenario's step, or a trace's simulated second, as a time for the admission code."""
+    return _EPOCH + timedelta(seconds=seconds)
 
 
-def _workload_info(workload: Workload, queue: str, index: int):
+def workload_info(workload: Workload, queue: str, index: float):
+    """The workload as a pending Workload; `index` (a step or a second) is its creation."""
     from tas.cache.projections import WorkloadInfo
 
     return WorkloadInfo(
@@ -1004,7 +1034,7 @@ def _workload_info(workload: Workload, queue: str, index: int):
         generation=1,
         queue_name=queue,
         priority=workload.priority,
-        created=_at(index),  # the scenario's order is the queue's age order
+        created=at(index),  # the scenario's order is the queue's age order
         pod_sets=workload.podsets,
         admission_cq=None,
         admissions=(),
@@ -1013,14 +1043,14 @@ def _workload_info(workload: Workload, queue: str, index: int):
     )
 
 
-def _admitted_info(info, decision, step: int):
+def admitted_info(info, decision, step: float):
     """The workload as its status would read once admitted at `step` (its charge comes from
     it, and its admission time orders it among preemption candidates)."""
     from tas.cache.projections import PodSetAdmission
 
-    at = _at(step).isoformat() + "Z"
+    when = at(step).isoformat() + "Z"
     conditions = tuple(
-        {"type": t, "status": "True", "reason": t, "lastTransitionTime": at}
+        {"type": t, "status": "True", "reason": t, "lastTransitionTime": when}
         for t in ("QuotaReserved", "Admitted")
     )
     return replace(

@@ -16,9 +16,12 @@ from tas.api import topologyassignment
 from tas.api.annotations import TopologyRequestError, validate_levels, validate_pod_set_groups
 from tas.api.constants import MAY_STOP_SEARCH, NEVER, TRY_NEXT_FLAVOR
 from tas.api.format import format_milli
+from tas.api.placementgroups import SPEC_FIELDS, GroupSpec, PlacementGroupError, rules_for
+from tas.cache import placementgroups
 from tas.cache.projections import ClusterQueueInfo, FlavorQuota, ResourceGroup, WorkloadInfo
 from tas.cache.quota import QuotaTree
 from tas.cache.state import Charge, ClusterState, PodSetCharge, with_pod
+from tas.solver import groups
 from tas.solver.types import PODS, PodSetRequest
 
 
@@ -32,6 +35,47 @@ class Decision:
     # Not admitted, but these victims' eviction makes room; `charge` is then what the
     # preemptor will take once they are gone (held for the rest of the cycle).
     preemption: Preemption | None = None
+    # A placement group's member: the group to write before the admission (ours).
+    group: GroupDecision | None = None
+
+
+@dataclass(frozen=True)
+class GroupDecision:
+    key: tuple[str, str]
+    spec: GroupSpec
+    flavor: str
+    new_partitions: Mapping[tuple[str, ...], int]
+
+
+def _place(state: ClusterState, workload: WorkloadInfo, flavor: str):
+    """The flavor's placement of the workload: (WorkloadPlacement, GroupDecision | None).
+    With placement groups on, every workload keeps out of domains exclusive groups hold, and
+    a member is placed by its group's constraints; raises PlacementGroupError."""
+    snapshot = state.snapshot(flavor)
+    if not state.options.placement_groups:
+        return snapshot.find_assignments(workload.pod_sets), None
+    if workload.placement_group_error:
+        raise PlacementGroupError(workload.placement_group_error)
+    key = workload.group_key
+    owned = placementgroups.owned_by_others(state, key, flavor, snapshot)
+    if key is None or workload.placement_group is None:
+        excluded = groups.excluded_leaves(snapshot.group_layout(), owned) if owned else None
+        return snapshot.find_assignments(workload.pod_sets, excluded=excluded), None
+    ref = workload.placement_group
+    group = state.placement_groups.get(key)
+    spec = group.spec if group is not None else (ref.spec or GroupSpec())
+    if group is not None and ref.spec is not None and ref.spec != spec:
+        fields = ", ".join(SPEC_FIELDS[f] for f in ref.spec.differences(spec))
+        raise PlacementGroupError(
+            f"the pod template's placement-group annotations differ from PlacementGroup "
+            f"{ref.name} in {fields}"
+        )
+    rules = rules_for(spec, snapshot.levels)
+    current = placementgroups.group_state(state, key, rules, flavor, snapshot)
+    placement, planned = snapshot.find_group_assignment(workload.pod_sets[0], rules, current, owned)
+    if planned is None:
+        return placement, None
+    return placement, GroupDecision(key, spec, flavor, dict(planned.new_partition_domains))
 
 
 def _total(pod_sets: tuple[PodSetRequest, ...]) -> dict[str, int]:
@@ -176,13 +220,17 @@ def decide(
         fit = _quota_fit(tree, cq, fq, group.covered, need)
         short: frozenset[tuple[str, str]] | None = None
         placements = None
+        group_decision = None
         if fit.message:
             reasons.append(fit.message)
             if not fit.preemptible:
                 continue
             short = frozenset((fq.flavor, r) for r in fit.short)
         elif flavor.topology_name:
-            result = state.snapshot(fq.flavor).find_assignments(workload.pod_sets)
+            try:
+                result, group_decision = _place(state, workload, fq.flavor)
+            except PlacementGroupError as exc:
+                return Decision(False, str(exc), invalid=True)
             if result.admitted:
                 placements = {p.name: p.assignment for p in result.podsets}
             else:
@@ -197,6 +245,7 @@ def decide(
                 f"Quota reserved in ClusterQueue {cq.name}",
                 admission=admission,
                 charge=charge,
+                group=group_decision,
             )
             if fit.borrows and cq.when_can_borrow == TRY_NEXT_FLAVOR:
                 borrowing = borrowing or decision  # a later flavor may fit without borrowing

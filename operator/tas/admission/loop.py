@@ -34,7 +34,14 @@ from tas.api.constants import (
     REASON_READY,
 )
 from tas.api.format import format_milli
-from tas.cache.projections import ClusterQueueInfo, Key, WorkloadInfo
+from tas.api.placementgroups import PlacementGroupError, spec_to_object
+from tas.cache import placementgroups
+from tas.cache.projections import (
+    ClusterQueueInfo,
+    Key,
+    WorkloadInfo,
+    placement_group_status_key,
+)
 from tas.cache.state import ClusterState
 from tas.hotswap.replace import find_replacement, needs_replacement
 from tas.kube import KubeError
@@ -68,6 +75,7 @@ class AdmissionLoop:
             Key, tuple[int, int, str]
         ] = {}  # key -> (generation, spec generation, message)
         self._cq_status: dict[str, dict] = {}
+        self._group_status: dict[tuple[str, str], dict] = {}  # as last written
         self._lq_status: dict[Key, dict] = {}
         self._writes: set[asyncio.Task] = set()
         self._write_slots = asyncio.Semaphore(16)  # workload status writes in flight at once
@@ -162,6 +170,8 @@ class AdmissionLoop:
         if self._holds.end_cycle():
             self.wake()  # what the dropped holds blocked is decided again
         await self._write_lq_statuses()
+        if state.options.placement_groups:
+            await self._write_group_statuses()
         self._prune()
 
     def _head_key(self, cq: ClusterQueueInfo, workload: WorkloadInfo) -> tuple:
@@ -346,6 +356,10 @@ class AdmissionLoop:
     async def _admit(self, workload: WorkloadInfo, decision: Decision) -> bool:
         assert decision.charge is not None and decision.admission is not None
         self.state.assume(workload, decision.charge)
+        if decision.group is not None and decision.group.new_partitions:
+            self.state.assumed_partitions[decision.group.key][workload.key] = dict(
+                decision.group.new_partitions
+            )
         if log.isEnabledFor(logging.DEBUG):
             log.debug(
                 "assumed %s/%s on %s: %s",
@@ -370,6 +384,9 @@ class AdmissionLoop:
     ) -> None:
         try:
             async with self._write_slots:
+                if decision.group is not None:
+                    # The group first: a restart must find every partition the admission used.
+                    await self._write_group(decision.group.key, decision.group.spec)
                 written = await self.writer.write_status(workload, status)
         except asyncio.CancelledError:  # the lease is lost: this process decides nothing more
             self.state.forget(workload)
@@ -513,6 +530,49 @@ class AdmissionLoop:
             ("cq", cq.name), self.writer.write_cluster_queue_status, cq.name, status
         ):
             self._cq_status[cq.name] = status
+
+    async def _write_group(self, key: tuple[str, str], spec) -> None:
+        status = placementgroups.status_now(self.state, key, spec)
+        await self.writer.write_placement_group(key[0], key[1], spec_to_object(spec), status)
+        self._group_status[key] = status
+
+    async def _write_group_statuses(self) -> None:
+        """Each group's status as its members' charges give it (members come and go)."""
+        state = self.state
+        for key in sorted(set(state.group_members) | set(state.placement_groups)):
+            group = state.placement_groups.get(key)
+            if group is None and not state.group_members.get(key):
+                continue
+            spec = placementgroups.spec_of(
+                state,
+                key,
+                placementgroups.annotated_spec(state, state.group_members.get(key, set())),
+            )
+            if spec is None:
+                continue
+            try:
+                status = placementgroups.status_now(state, key, spec)
+            except PlacementGroupError:
+                continue
+            written = self._group_status.get(key)
+            if written is None and group is not None:
+                if placement_group_status_key(status) == group.written:
+                    continue
+            elif written == status:
+                continue
+            if group is None and not status["members"]:
+                continue  # nothing to make an object for
+            if self._backing_off(("pg", key)):
+                continue
+            try:
+                await self.writer.write_placement_group(
+                    key[0], key[1], spec_to_object(spec), status
+                )
+            except Exception as exc:
+                self._failed(("pg", key), exc)
+                continue
+            self._backoff.succeeded(("pg", key))
+            self._group_status[key] = status
 
     async def _write_queue_status(self, key: tuple, write, *args) -> bool:
         """A queue's status is remembered only once written; a failure backs off, and its

@@ -26,3 +26,8 @@ class WorkloadStatusWriter(Protocol):
     async def write_local_queue_status(
         self, namespace: str, name: str, status: Mapping
     ) -> None: ...
+
+    async def write_placement_group(
+        self, namespace: str, name: str, spec: Mapping, status: Mapping
+    ) -> None:
+        """Write a PlacementGroup's status, making the object first when it does not exist."""

@@ -124,3 +124,19 @@ REASON_INADMISSIBLE = "Inadmissible"
 
 # Default PodSet name (Kueue's CRD default).
 DEFAULT_PODSET_NAME = "main"
+
+# --- Beyond Kueue: placement groups (gate TASPlacementGroups), under our own API group ---------
+TAS_GROUP = "tas-operator.io"
+TAS_PREFIX = TAS_GROUP + "/"
+# PodTemplate annotations: the group a pod set joins, and the group's constraints (each at a
+# topology level). The PlacementGroup object, made from the first member's annotations when it
+# does not exist, holds the constraints and the group's state.
+PLACEMENT_GROUP = TAS_PREFIX + "placement-group"
+PLACEMENT_GROUP_AFFINITY = TAS_PREFIX + "placement-group-affinity-topology"
+PLACEMENT_GROUP_ANTI_AFFINITY = TAS_PREFIX + "placement-group-anti-affinity-topology"
+PLACEMENT_GROUP_PARTITIONS = TAS_PREFIX + "placement-group-partitions"
+PLACEMENT_GROUP_PARTITION_TOPOLOGY = TAS_PREFIX + "placement-group-partition-topology"
+PLACEMENT_GROUP_EXCLUSIVE = TAS_PREFIX + "placement-group-exclusive-topology"
+# Pod label: the partition (1..K) of a pod of a partitioned group, set when it is ungated.
+PLACEMENT_GROUP_PARTITION_LABEL = TAS_PREFIX + "placement-group-partition"
+REASON_PLACEMENT_GROUP_INVALID = "PlacementGroupInvalid"

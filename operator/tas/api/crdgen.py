@@ -21,7 +21,6 @@ from typing import Any
 
 import yaml
 
-from tas.api.constants import GROUP
 from tas.api.models import RESOURCES
 from tas.api.models.common import CRD_DEFAULT, CRD_REQUIRED, KueueResource
 
@@ -198,15 +197,15 @@ def crd_for(resource: type[KueueResource]) -> dict[str, Any]:
         # `helm uninstall` keeps the CRDs, and with them the users' Topologies, queues and
         # Workloads, as Kueue's chart does; deleting them is a deliberate `kubectl delete crd`.
         "metadata": {
-            "name": f"{info.plural}.{GROUP}",
+            "name": f"{info.plural}.{info.group}",
             "annotations": {"helm.sh/resource-policy": "keep"},
         },
-        "spec": {"group": GROUP, "names": names, "scope": info.scope, "versions": versions},
+        "spec": {"group": info.group, "names": names, "scope": info.scope, "versions": versions},
     }
 
 
 def filename(resource: type[KueueResource]) -> str:
-    return f"{GROUP}_{resource.crd.plural}.yaml"
+    return f"{resource.crd.group}_{resource.crd.plural}.yaml"
 
 
 def render(resource: type[KueueResource]) -> str:

@@ -31,6 +31,13 @@ from tas.api.constants import (
     TRY_NEXT_FLAVOR,
     WORKLOAD_ANNOTATION,
 )
+from tas.api.placementgroups import (
+    GroupRef,
+    GroupSpec,
+    PlacementGroupError,
+    parse_annotations,
+    spec_from_object,
+)
 from tas.api.podrequests import numa_shape, pod_requests
 from tas.api.quantity import parse_milli, resources_to_milli
 from tas.solver.types import (
@@ -286,6 +293,56 @@ class ClusterQueueInfo:
 
 
 @dataclass(frozen=True)
+class PlacementGroupInfo:
+    """A PlacementGroup object: its constraints and the partition of each domain it holds."""
+
+    namespace: str
+    name: str
+    spec: GroupSpec
+    partitions: Mapping[tuple[str, ...], int] = field(default_factory=dict)
+    written: tuple = ()  # the status as read, to skip writing an unchanged one
+
+
+def placement_group_from_object(obj: Mapping) -> PlacementGroupInfo:
+    meta = obj["metadata"]
+    status = obj.get("status") or {}
+    partitions = {
+        tuple(domain): int(p["partition"])
+        for p in status.get("partitions") or []
+        for domain in p.get("domains") or []
+    }
+    return PlacementGroupInfo(
+        namespace=meta.get("namespace", ""),
+        name=meta["name"],
+        spec=spec_from_object(obj.get("spec") or {}),
+        partitions=partitions,
+        written=_status_key(status),
+    )
+
+
+def _status_key(status: Mapping) -> tuple:
+    """A comparable form of a PlacementGroup status."""
+    return (
+        tuple(status.get("members") or ()),
+        int(status.get("pods") or 0),
+        tuple(status.get("affinityDomain") or ()),
+        tuple(tuple(d) for d in status.get("ownedDomains") or ()),
+        tuple(
+            (
+                int(p["partition"]),
+                tuple(tuple(d) for d in p.get("domains") or ()),
+                int(p.get("pods") or 0),
+            )
+            for p in status.get("partitions") or ()
+        ),
+    )
+
+
+def placement_group_status_key(status: Mapping) -> tuple:
+    return _status_key(status)
+
+
+@dataclass(frozen=True)
 class CohortInfo:
     name: str
     parent: str | None
@@ -397,6 +454,16 @@ class WorkloadInfo:
     is_group: bool = False  # a pod group's Workload (Kueue's is-group-workload annotation)
     spec_error: str | None = field(default=None, compare=False)  # why spec.podSets can't be read
     job_uid: str | None = None  # Kueue's job-uid label: the owner job's uid
+    # The placement group its pod set joins (ours, gate TASPlacementGroups), or why the
+    # annotations cannot be read.
+    placement_group: GroupRef | None = None
+    placement_group_error: str | None = field(default=None, compare=False)
+
+    @property
+    def group_key(self) -> tuple[str, str] | None:
+        if self.placement_group is None:
+            return None
+        return (self.namespace, self.placement_group.name)
 
     @cached_property
     def reserved_at(self) -> datetime | None:
@@ -495,9 +562,23 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
     status = obj.get("status") or {}
     pod_sets: list[PodSetRequest] = []
     error = None
+    group: GroupRef | None = None
+    group_error = None
     for ps in spec.get("podSets") or []:
         template = ps.get("template") or {}
         pod_spec = template.get("spec") or {}
+        try:
+            ref = parse_annotations((template.get("metadata") or {}).get("annotations") or {})
+        except PlacementGroupError as exc:
+            group_error = f"spec.podSets[{ps.get('name', '?')}].template: {exc}"
+            ref = None
+        if ref is not None:
+            if group is not None or len(spec.get("podSets") or []) > 1:
+                group_error = group_error or (
+                    f"spec.podSets[{ps.get('name', '?')}].template: a placement group takes "
+                    "workloads of one pod set"
+                )
+            group = ref
         try:
             pod_sets.append(
                 PodSetRequest(
@@ -556,6 +637,8 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
         is_group=(meta.get("annotations") or {}).get(IS_GROUP_WORKLOAD_ANNOTATION) == "true",
         spec_error=error,
         job_uid=(meta.get("labels") or {}).get(JOB_UID_LABEL),
+        placement_group=group,
+        placement_group_error=group_error,
     )
 
 

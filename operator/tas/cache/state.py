@@ -42,6 +42,7 @@ from tas.cache.projections import (
     CohortInfo,
     FlavorInfo,
     Key,
+    PlacementGroupInfo,
     PodInfo,
     PodPriorityClass,
     WorkloadInfo,
@@ -159,6 +160,13 @@ class ClusterState:
         # Read when a Workload is created (its priority), never by admission itself.
         self.workload_priority_classes: dict[str, int] = {}
         self.pod_priority_classes: dict[str, PodPriorityClass] = {}
+        # Placement groups (ours): the objects, each group's members, and the partitions of
+        # domains decided for members whose admission (and group status) is still being written.
+        self.placement_groups: dict[Key, PlacementGroupInfo] = {}
+        self.group_members: dict[Key, set[Key]] = defaultdict(set)
+        self.assumed_partitions: dict[Key, dict[Key, dict[tuple[str, ...], int]]] = defaultdict(
+            dict
+        )
 
     def bind_to_current_thread(self) -> None:
         self._owner = threading.get_ident()
@@ -447,6 +455,22 @@ class ClusterState:
             self._quota_tree = None
             self.generation += 1
 
+    def upsert_placement_group(self, group: PlacementGroupInfo) -> None:
+        self._check_thread()
+        key = (group.namespace, group.name)
+        self.placement_groups[key] = group
+        # partitions now in the object no longer need the in-memory copy
+        assumed = self.assumed_partitions.get(key)
+        if assumed:
+            for member in [
+                m for m, domains in assumed.items() if domains.items() <= group.partitions.items()
+            ]:
+                del assumed[member]
+
+    def delete_placement_group(self, namespace: str, name: str) -> None:
+        self._check_thread()
+        self.placement_groups.pop((namespace, name), None)
+
     def quota_tree(self) -> QuotaTree:
         """ClusterQueues and cohorts with their current usage (read live from the charges)."""
         if self._quota_tree is None:
@@ -509,6 +533,10 @@ class ClusterState:
                 held.resource_version,
             )
             return False
+        if held is not None and held.group_key != workload.group_key and held.group_key:
+            self.group_members[held.group_key].discard(workload.key)
+        if workload.group_key:
+            self.group_members[workload.group_key].add(workload.key)
         self.workloads[workload.key] = workload
         _index(self.pending, workload.key, workload.pending)
         _index(self.to_replace, workload.key, bool(workload.nodes_to_replace))
@@ -541,6 +569,9 @@ class ClusterState:
         self.to_replace.discard((namespace, name))
         if old and old.owner_uid and self.workload_by_owner.get(old.owner_uid) == old.key:
             del self.workload_by_owner[old.owner_uid]
+        if old and old.group_key:
+            self.group_members[old.group_key].discard(old.key)
+            self.assumed_partitions[old.group_key].pop(old.key, None)
         self._drop_assumption((namespace, name))
         self._recharge((namespace, name))
 
@@ -560,6 +591,8 @@ class ClusterState:
         if self._assumed_on.get(
             workload.key
         ) == workload.resource_version and self._drop_assumption(workload.key):
+            if workload.group_key:
+                self.assumed_partitions[workload.group_key].pop(workload.key, None)
             self._recharge(workload.key)
 
     def _drop_assumption(self, key: Key) -> bool:

@@ -59,6 +59,7 @@ NAMESPACED = (
     "jobsets",
     "managed-pods",
     "leaderworkersets",
+    "placementgroups",
 )
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 # The workers that write: cancelled at once when the lease is lost.
@@ -73,6 +74,7 @@ class Runtime:
             SolverOptions(
                 profile_mixed=gates.enabled(Gate.TAS_PROFILE_MIXED),
                 balanced_placement=gates.enabled(Gate.TAS_BALANCED_PLACEMENT),
+                placement_groups=gates.enabled(Gate.TAS_PLACEMENT_GROUPS),
             )
         )
         self.state.bind_to_current_thread()  # the loop's thread: any other mutator is a bug

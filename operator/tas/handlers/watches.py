@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tas.api.constants import HOSTNAME_LABEL, MANAGED_LABEL, QUEUE_NAME_LABEL
+from tas.api.constants import HOSTNAME_LABEL, MANAGED_LABEL, QUEUE_NAME_LABEL, TAS_GROUP
 from tas.cache import projections as proj
 from tas.features import Gate
 from tas.integrations import JOBSET, LEADERWORKERSET, NODE_RESOURCE_TOPOLOGY, Framework
@@ -105,6 +105,15 @@ async def on_cohort(rt: Runtime, kind: str, obj: Obj) -> None:
         rt.state.delete_cohort(obj["metadata"]["name"])
     else:
         rt.state.upsert_cohort(proj.cohort_from_object(obj))
+    rt.admission.wake()
+
+
+async def on_placement_group(rt: Runtime, kind: str, obj: Obj) -> None:
+    namespace, name = proj.key_of(obj)
+    if kind == "DELETED":
+        rt.state.delete_placement_group(namespace, name)
+    else:
+        rt.state.upsert_placement_group(proj.placement_group_from_object(obj))
     rt.admission.wake()
 
 
@@ -318,5 +327,11 @@ WATCHES: dict[str, Watch] = {
         on_node_resource_topology,
         crd=NODE_RESOURCE_TOPOLOGY.crd_name,
         gate=Gate.TAS_NUMA_ZONES,
+    ),
+    "placementgroups": Watch(
+        f"/apis/{TAS_GROUP}/v1alpha1/placementgroups",
+        {},
+        on_placement_group,
+        gate=Gate.TAS_PLACEMENT_GROUPS,
     ),
 }

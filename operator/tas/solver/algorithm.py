@@ -24,6 +24,7 @@ class ExclusionStats:
     node_selector: int = 0
     affinity: int = 0
     topology_domain: int = 0
+    exclusive_group: int = 0  # ours: inside domains an exclusive placement group holds
     taints: dict[str, int] = field(default_factory=dict)
     resources: dict[str, int] = field(default_factory=dict)
     # Leaves that node totals allow more pods than their NUMA zones do (not excluded:
@@ -46,6 +47,7 @@ class ExclusionStats:
             or self.affinity
             or self.taints
             or self.topology_domain
+            or self.exclusive_group
             or self.resources
         )
 
@@ -58,6 +60,8 @@ class ExclusionStats:
             reasons.append(f"affinity: {self.affinity}")
         if self.topology_domain:
             reasons.append(f"topologyDomain: {self.topology_domain}")
+        if self.exclusive_group:
+            reasons.append(f"exclusive placement group: {self.exclusive_group}")
         reasons.extend(f'taint "{taint}": {n}' for taint, n in self.taints.items())
         reasons.extend(f'resource "{res}": {n}' for res, n in self.resources.items())
         return ", ".join(sorted(reasons))

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from tas.solver import balanced, numa, vectorized
+from tas.solver import balanced, groups, numa, vectorized
 from tas.solver.algorithm import (
     PlacementFailure,
     PlacementParams,
@@ -108,6 +108,8 @@ class TopologySnapshot:
         self._label_columns: dict[str, tuple[np.ndarray, dict[str, int]]] = {}
         self._tainted_leaves: list[int] = []  # leaves whose node has taints
         self._numa = _NumaColumns()  # the zones of leaves whose node reports them
+        self._group_layout: groups.Layout | None = None
+        self._group_layout_of: DomainTree | None = None
 
     # -- cache maintenance ---------------------------------------------------------------------
 
@@ -190,7 +192,10 @@ class TopologySnapshot:
         if self._numa.by_leaf:
             self._numa.arrays()
 
-    def find_assignments(self, podsets: Sequence[PodSetRequest]) -> WorkloadPlacement:
+    def find_assignments(
+        self, podsets: Sequence[PodSetRequest], *, excluded: np.ndarray | None = None
+    ) -> WorkloadPlacement:
+        """`excluded`: leaves no pod may use (domains an exclusive placement group owns)."""
         tree = self._ensure_tree()
         assumed: dict[int, dict[str, int]] = {}  # leaf index -> usage of earlier pod sets
         # leaf index -> the NUMA shapes of earlier pods there, in placement order
@@ -200,7 +205,9 @@ class TopologySnapshot:
         for position, group in enumerate(groups, start=1):
             try:
                 leader, workers = _leader_and_workers(group)
-                result = self._place_group(tree, workers, leader, assumed, (), assumed_shapes)
+                result = self._place_group(
+                    tree, workers, leader, assumed, (), assumed_shapes, excluded
+                )
             except (PlacementFailure, _Invalid) as failure:
                 return WorkloadPlacement(failure=str(failure))
             later = position < len(groups)  # only later groups see it
@@ -218,6 +225,80 @@ class TopologySnapshot:
                 PodSetPlacement(name=ps.name, count=ps.count, assignment=placed[ps.name])
                 for ps in podsets
             )
+        )
+
+    # -- placement groups (ours: solver/groups.py) ---------------------------------------------
+
+    def group_layout(self) -> groups.Layout:
+        """The tree as the group planner sees it (rebuilt with the tree)."""
+        tree = self._ensure_tree()
+        if self._group_layout is None or self._group_layout_of is not tree:
+            self._group_layout = groups.Layout(self.levels, [leaf.values for leaf in tree.leaves])
+            self._group_layout_of = tree
+        return self._group_layout
+
+    def leaf_path(self, values: Sequence[str]) -> tuple[str, ...] | None:
+        """The full level values of an assigned domain (which may name the hostname only)."""
+        tree = self._ensure_tree()
+        index = self._leaf_by_key.get(self._key_of_assigned(values))
+        return None if index is None else tree.leaves[index].values
+
+    def find_group_assignment(
+        self,
+        podset: PodSetRequest,
+        rules: groups.GroupRules,
+        state: groups.GroupState,
+        owned_by_others: Mapping[int, set[tuple[str, ...]]],
+    ) -> tuple[WorkloadPlacement, groups.GroupPlacement | None]:
+        """Place one pod set of a placement group's member (no NUMA zones, no leader)."""
+        tree = self._ensure_tree()
+        layout = self.group_layout()
+        requests = _with_one_pod(podset.requests)
+        if self._free.dtype == object:
+            capacity = np.array(self._counts_per_leaf(requests), dtype=np.int64)
+        else:
+            capacity = vectorized.pods_that_fit(
+                vectorized.resource_fits(self._free, self._rows, requests)[1]
+            )
+        allowed = self._eligibility(podset).allowed
+        if allowed is not None:
+            capacity = np.where(allowed, capacity, 0)
+        required = None
+        if podset.topology.required:
+            try:
+                required = self._level_index(
+                    podset.topology.required, "no requested topology level"
+                )
+            except _Invalid as failure:
+                return WorkloadPlacement(failure=str(failure)), None
+        occupied = np.array([bool(self._tas_usage.get(key)) for key in self._leaf_keys], dtype=bool)
+        try:
+            placed = groups.place(
+                layout,
+                capacity,
+                podset.count,
+                rules,
+                state,
+                required=required,
+                occupied=occupied,
+                foreign=groups.excluded_leaves(layout, owned_by_others),
+            )
+        except groups.GroupPlacementFailure as failure:
+            return (
+                WorkloadPlacement(
+                    failure=f"placement group: {failure} ({podset.count} pod(s) requested)"
+                ),
+                None,
+            )
+        leaves = [(tree.leaves[layout.leaf_of[path]], n) for path, n in placed.pods.items()]
+        assignment = self._assignment(leaves)
+        return (
+            WorkloadPlacement(
+                podsets=(
+                    PodSetPlacement(name=podset.name, count=podset.count, assignment=assignment),
+                )
+            ),
+            placed,
         )
 
     def numa_zones(
@@ -412,6 +493,7 @@ class TopologySnapshot:
         assumed: dict[int, dict[str, int]],
         within: tuple[str, ...] = (),
         assumed_shapes: dict[int, list[NumaShape]] | None = None,
+        excluded: np.ndarray | None = None,
     ) -> dict[str, TopologyAssignment]:
         """`within`: only leaves under the domain with these leading level values count."""
         params = self._params(workers, leader)
@@ -419,6 +501,11 @@ class TopologySnapshot:
         requests = _with_one_pod(workers.requests)
         leader_requests = _with_one_pod(leader.requests) if leader is not None else None
         allowed = self._allowed_leaves(tree, workers, params, within)
+        if excluded is not None and excluded.any():
+            params.stats.exclusive_group = int(
+                (excluded if allowed is None else excluded & allowed).sum()
+            )
+            allowed = ~excluded if allowed is None else allowed & ~excluded
         balanced_placement = (
             self.options.balanced_placement and not params.required and not params.unconstrained
         )

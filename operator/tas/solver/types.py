@@ -161,6 +161,7 @@ class SolverOptions:
 
     profile_mixed: bool = True  # TASProfileMixed: LeastFreeCapacity for unconstrained/implied
     balanced_placement: bool = False  # TASBalancedPlacement
+    placement_groups: bool = False  # TASPlacementGroups (ours): solver/groups.py
 
 
 @dataclass(frozen=True)

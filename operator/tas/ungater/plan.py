@@ -27,6 +27,7 @@ class Ungate:
     node_selector: Selector  # the domain's level labels, to merge into the pod's nodeSelector
     domain: tuple[str, ...]
     numa_zone: str | None = None  # NUMA_ZONE_ANNOTATION's value, on a node counted by zones
+    partition: int | None = None  # a partitioned placement group's partition (ours)
 
 
 def domain_selectors(assignment: TopologyAssignment) -> list[tuple[tuple[str, ...], Selector, int]]:

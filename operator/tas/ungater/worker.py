@@ -11,10 +11,12 @@ from tas.api.conditions import pod_terminated_by_kueue
 from tas.api.constants import (
     HOSTNAME_LABEL,
     NUMA_ZONE_ANNOTATION,
+    PLACEMENT_GROUP_PARTITION_LABEL,
     REASON_UNSCHEDULABLE_ON_ASSIGNED_NODE,
     TOPOLOGY_SCHEDULING_GATE,
 )
 from tas.api.numazones import format_numa_zones
+from tas.cache import placementgroups
 from tas.cache.projections import Key
 from tas.cache.state import ClusterState
 from tas.kube import STRATEGIC, Kube, KubeError, gather_bounded, pod_path
@@ -76,6 +78,8 @@ class Ungater:
             await self._fail_stray(pod, workload.name)
         if self.state.numa.reports:
             ungates = self._with_zones(key, workload, ungates)
+        if workload.group_key and self.state.options.placement_groups:
+            ungates = self._with_partitions(workload, ungates)
         # Each pod's domain is recorded before its patch is sent, so no pod gets two domains.
         for ungate in ungates:
             self.expected[ungate.pod.uid] = ungate.domain
@@ -125,6 +129,30 @@ class Ungater:
             out.append(replace(ungate, numa_zone=zone) if zone else ungate)
         return out
 
+    def _with_partitions(self, workload, ungates: list[Ungate]) -> list[Ungate]:
+        """Pods of a partitioned placement group carry their partition, known from the domain
+        of the partition level they go to."""
+        state = self.state
+        key = workload.group_key
+        group = state.placement_groups.get(key)
+        spec = group.spec if group is not None else workload.placement_group.spec
+        admission = next((a for a in workload.admissions if a.assignment is not None), None)
+        if spec is None or not spec.partitions or admission is None or not admission.flavor:
+            return ungates
+        flavor = state.flavors.get(admission.flavor)
+        levels = state.topologies.get(flavor.topology_name or "") if flavor else None
+        if not levels or spec.partition_topology not in levels:
+            return ungates
+        depth = levels.index(spec.partition_topology)
+        snapshot = state.snapshot(admission.flavor)
+        partitions = placementgroups.partitions_of(state, key)
+        out = []
+        for ungate in ungates:
+            path = snapshot.leaf_path(ungate.domain)
+            partition = partitions.get(path[: depth + 1]) if path else None
+            out.append(replace(ungate, partition=partition) if partition else ungate)
+        return out
+
     async def _fail_stray(self, pod, workload: str) -> None:
         """An unbound pod is failed; a bound one is deleted, as the taint manager evicts: its
         node's kubelet owns its phase and would write Running over a Failed one (seen with
@@ -161,6 +189,9 @@ class Ungater:
         }
         if ungate.numa_zone:
             patch["metadata"] = {"annotations": {NUMA_ZONE_ANNOTATION: ungate.numa_zone}}
+        if ungate.partition is not None:
+            labels = {PLACEMENT_GROUP_PARTITION_LABEL: str(ungate.partition)}
+            patch.setdefault("metadata", {})["labels"] = labels
         try:
             await self.kube.patch(pod_path(ungate.pod.namespace, ungate.pod.name), patch, STRATEGIC)
         except KubeError as exc:

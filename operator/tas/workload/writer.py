@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from tas import metrics
-from tas.api.constants import REASON_NODE_FAILURES, REASON_PREEMPTED
+from tas.api.constants import REASON_NODE_FAILURES, REASON_PREEMPTED, TAS_GROUP
 from tas.cache.projections import WorkloadInfo
 from tas.kube import KUEUE, Kube, KubeError, Ref, workload_path
 from tas.workload import transitions
@@ -78,6 +78,31 @@ class WorkloadWriter:
 
     async def write_cluster_queue_status(self, name: str, status: Mapping) -> None:
         await self.kube.patch(f"{KUEUE}/clusterqueues/{name}/status", {"status": dict(status)})
+
+    async def write_placement_group(
+        self, namespace: str, name: str, spec: Mapping, status: Mapping
+    ) -> None:
+        """Write a PlacementGroup's status, creating the group (from its first member's
+        annotations) when it does not exist yet."""
+        collection = f"/apis/{TAS_GROUP}/v1alpha1/namespaces/{namespace}/placementgroups"
+        try:
+            await self.kube.patch(f"{collection}/{name}/status", {"status": dict(status)})
+            return
+        except KubeError as exc:
+            if not exc.not_found:
+                raise
+        body = {
+            "apiVersion": f"{TAS_GROUP}/v1alpha1",
+            "kind": "PlacementGroup",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": dict(spec),
+        }
+        try:
+            await self.kube.create(collection, body)
+        except KubeError as exc:
+            if not exc.conflict:  # made meanwhile by someone else: write the status on it
+                raise
+        await self.kube.patch(f"{collection}/{name}/status", {"status": dict(status)})
 
     async def write_local_queue_status(self, namespace: str, name: str, status: Mapping) -> None:
         await self.kube.patch(

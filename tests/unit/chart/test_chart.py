@@ -37,7 +37,7 @@ CHART = ROOT / "helm" / "tas-operator"
 CHART_CRDS = CHART / "templates" / "crds"
 RELEASE, NAMESPACE = "tas", "tas-system"
 FULLNAME = "tas-tas-operator"  # <release>-<chart>, from _helpers.tpl
-CRD_PLURALS = sorted(resource.crd.plural for resource in RESOURCES)
+CRD_NAMES = sorted(f"{resource.crd.plural}.{resource.crd.group}" for resource in RESOURCES)
 
 # (apiGroup, resource, verb, resourceName or None). Change it together with rbac.yaml and the
 # README's "Permissions" table: an added or dropped verb must be a decision, not an accident.
@@ -269,7 +269,7 @@ def test_a_missing_helm_fails_under_ci_and_skips_elsewhere(monkeypatch) -> None:
 
 def test_renders_the_expected_objects() -> None:
     kinds = sorted((d["kind"], d["metadata"]["name"]) for d in render())
-    crds = [("CustomResourceDefinition", f"{plural}.kueue.x-k8s.io") for plural in CRD_PLURALS]
+    crds = [("CustomResourceDefinition", name) for name in CRD_NAMES]
     assert kinds == sorted(
         [
             *crds,
@@ -414,6 +414,21 @@ def test_rbac_is_exactly_what_the_enabled_integrations_need(integrations) -> Non
     )
 
 
+# With the TASPlacementGroups gate on: the groups' objects, made by the operator, and their status.
+GROUP_RULES = {
+    *{("tas-operator.io", "placementgroups", v, None) for v in ("get", "list", "watch", "create")},
+    ("tas-operator.io", "placementgroups/status", "patch", None),
+}
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_rbac_adds_the_placement_group_rules_only_with_the_gate_on(enabled: bool) -> None:
+    gate = {"featureGates": [{"name": "TASPlacementGroups", "enabled": enabled}]}
+    actual = list(rules(render(gate)))
+    assert len(actual) == len(set(actual)), "a verb is granted twice"
+    assert set(actual) == EXPECTED_RULES | (GROUP_RULES if enabled else set())
+
+
 @pytest.mark.parametrize("enabled", [True, False])
 def test_rbac_adds_the_numa_rules_only_with_the_gate_on(enabled: bool) -> None:
     gate = {"featureGates": [{"name": "TASNUMAZones", "enabled": enabled}]}
@@ -467,7 +482,13 @@ def test_rbac_lets_the_operator_list_and_watch_everything_it_caches() -> None:
         # /api/v1/<resource> is the core group; /apis/<group>/<version>/<resource> the others.
         watched.add(("", parts[2]) if parts[0] == "api" else (parts[1], parts[3]))
     assert ("", "pods") in watched and ("batch", "jobs") in watched
-    granted = set(rules(render(NUMA_GATE)))  # every gated watch on
+    every_gate = {
+        "featureGates": [
+            {"name": "TASNUMAZones", "enabled": True},
+            {"name": "TASPlacementGroups", "enabled": True},
+        ]
+    }
+    granted = set(rules(render(every_gate)))  # every gated watch on
     for group, resource in sorted(watched):
         for verb in ("list", "watch"):
             assert (group, resource, verb, None) in granted, f"{verb} {group}/{resource}"

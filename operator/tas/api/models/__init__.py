@@ -4,6 +4,7 @@ from tas.api.models.clusterqueue import ClusterQueue, ClusterQueueSpec, ClusterQ
 from tas.api.models.cohort import Cohort, CohortSpec
 from tas.api.models.common import Condition, KueueResource, LabelSelector, ObjectMeta
 from tas.api.models.localqueue import LocalQueue, LocalQueueSpec, LocalQueueStatus
+from tas.api.models.placementgroup import PlacementGroup, PlacementGroupSpec
 from tas.api.models.resourceflavor import ResourceFlavor, ResourceFlavorSpec
 from tas.api.models.topology import Topology, TopologyLevel, TopologySpec
 from tas.api.models.workload import (
@@ -28,6 +29,7 @@ RESOURCES: tuple[type[KueueResource], ...] = (
     LocalQueue,
     Workload,
     WorkloadPriorityClass,
+    PlacementGroup,
 )
 
 __all__ = [
@@ -45,6 +47,8 @@ __all__ = [
     "LocalQueueSpec",
     "LocalQueueStatus",
     "ObjectMeta",
+    "PlacementGroup",
+    "PlacementGroupSpec",
     "PodSet",
     "PodSetAssignment",
     "PodSetTopologyRequest",

@@ -304,6 +304,7 @@ class CRDInfo:
     status_subresource: bool = False
     printer_columns: tuple[PrinterColumn, ...] = ()
     categories: tuple[str, ...] = ("kueue",)
+    group: str = GROUP  # our own kinds (beyond Kueue) live in TAS_GROUP
 
 
 class KueueResource(KubeModel):

@@ -1,0 +1,239 @@
+"""Placement groups (solver/groups.py): each constraint on its own, then random sequences of
+members arriving and leaving with every invariant checked after each step."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tas.solver.groups import (
+    GroupPlacementFailure,
+    GroupRules,
+    GroupState,
+    Layout,
+    excluded_leaves,
+    place,
+)
+
+LEVELS = ("block", "rack", "host")
+BLOCK, RACK, HOST = 0, 1, 2
+
+
+def layout(blocks: int = 2, racks: int = 2, hosts: int = 2) -> Layout:
+    paths = [
+        (f"b{b}", f"b{b}-r{r}", f"b{b}-r{r}-h{h}")
+        for b in range(blocks)
+        for r in range(racks)
+        for h in range(hosts)
+    ]
+    return Layout(LEVELS, paths)
+
+
+def at(path: tuple[str, ...], depth: int) -> tuple[str, ...]:
+    return path[: depth + 1]
+
+
+def test_affinity_first_member_chooses_and_later_members_follow():
+    lay = layout()
+    cap = np.full(8, 2)
+    rules = GroupRules(affinity=RACK)
+    state = GroupState()
+    first = place(lay, cap, 3, rules, state)
+    state.add(first)
+    racks = {at(p, RACK) for p in first.pods}
+    assert len(racks) == 1
+    for leaf in first.pods:
+        cap[lay.leaf_of[leaf]] -= first.pods[leaf]
+    second = place(lay, cap, 1, rules, state)
+    assert {at(p, RACK) for p in second.pods} == racks
+    state.add(second)
+    for leaf in second.pods:
+        cap[lay.leaf_of[leaf]] -= second.pods[leaf]
+    # the rack is full now: a third member waits even though other racks are empty
+    with pytest.raises(GroupPlacementFailure, match="rack"):
+        place(lay, cap, 1, rules, state)
+
+
+def test_affinity_domain_is_released_when_the_group_empties():
+    lay = layout()
+    cap = np.full(8, 2)
+    rules = GroupRules(affinity=RACK)
+    state = GroupState()
+    first = place(lay, cap, 4, rules, state)
+    state.add(first)
+    (rack,) = {at(p, RACK) for p in first.pods}
+    state.remove(first.pods)
+    assert state.empty
+    # the old rack is now closed to the pods (its capacity taken by others): a new member may go
+    for leaf in range(8):
+        if at(lay.leaf_paths[leaf], RACK) == rack:
+            cap[leaf] = 0
+    again = place(lay, cap, 4, rules, state)
+    assert {at(p, RACK) for p in again.pods} != {rack}
+
+
+def test_anti_affinity_puts_each_pod_in_its_own_rack_and_remembers_them():
+    lay = layout()
+    cap = np.full(8, 4)
+    rules = GroupRules(anti_affinity=RACK)
+    state = GroupState()
+    first = place(lay, cap, 3, rules, state)
+    assert sum(first.pods.values()) == 3
+    assert len({at(p, RACK) for p in first.pods}) == 3
+    state.add(first)
+    second = place(lay, cap, 1, rules, state)
+    assert not {at(p, RACK) for p in second.pods} & {at(p, RACK) for p in first.pods}
+    state.add(second)
+    with pytest.raises(GroupPlacementFailure):
+        place(lay, cap, 1, rules, state)
+
+
+def test_partitions_stay_balanced_and_apart():
+    lay = layout(blocks=1, racks=4, hosts=2)
+    cap = np.full(8, 3)
+    rules = GroupRules(partitions=2, partition_level=RACK)
+    state = GroupState()
+    first = place(lay, cap, 5, rules, state)
+    assert sorted(first.partition_counts.values()) == [2, 3]
+    state.add(first)
+    owners: dict[tuple[str, ...], set[int]] = {}
+    for leaf, partition in first.partition_of_leaf.items():
+        owners.setdefault(at(leaf, RACK), set()).add(partition)
+    assert all(len(p) == 1 for p in owners.values())
+    second = place(lay, cap, 1, rules, state)
+    state.add(second)
+    assert sorted(state.partition_sizes.values()) == [3, 3]
+
+
+def test_partitions_refuse_a_request_that_cannot_rebalance():
+    lay = layout(blocks=1, racks=4, hosts=2)
+    state = GroupState(partition_sizes={1: 5, 2: 0})
+    with pytest.raises(GroupPlacementFailure, match="balance"):
+        place(lay, np.full(8, 3), 2, GroupRules(partitions=2, partition_level=RACK), state)
+
+
+def test_exclusive_group_takes_only_empty_blocks_and_others_keep_out():
+    lay = layout()
+    cap = np.full(8, 2)
+    occupied = np.zeros(8, dtype=bool)
+    occupied[0] = True  # a foreign pod in block b0
+    rules = GroupRules(exclusive=BLOCK)
+    state = GroupState()
+    member = place(lay, cap, 2, rules, state, occupied=occupied)
+    assert {at(p, BLOCK) for p in member.pods} == {("b1",)}
+    state.add(member)
+    foreign = excluded_leaves(lay, {BLOCK: state.domains_at(BLOCK)})
+    other = place(lay, cap, 2, GroupRules(), GroupState(), foreign=foreign)
+    assert {at(p, BLOCK) for p in other.pods} == {("b0",)}
+
+
+def test_combination_rack_affinity_and_host_anti_affinity():
+    lay = layout(blocks=1, racks=2, hosts=4)
+    cap = np.array([5, 5, 5, 5, 1, 1, 1, 1])
+    rules = GroupRules(affinity=RACK, anti_affinity=HOST)
+    state = GroupState()
+    member = place(lay, cap, 4, rules, state)
+    assert len(member.pods) == 4
+    assert all(n == 1 for n in member.pods.values())
+    assert len({at(p, RACK) for p in member.pods}) == 1
+
+
+# -- random sequences ----------------------------------------------------------------------------
+
+RULES = st.sampled_from(
+    [
+        GroupRules(),
+        GroupRules(affinity=RACK),
+        GroupRules(affinity=BLOCK),
+        GroupRules(anti_affinity=HOST),
+        GroupRules(anti_affinity=RACK),
+        GroupRules(partitions=2, partition_level=RACK),
+        GroupRules(partitions=3, partition_level=RACK),
+        GroupRules(affinity=RACK, anti_affinity=HOST),
+        GroupRules(affinity=BLOCK, anti_affinity=RACK),
+        GroupRules(exclusive=RACK),
+        GroupRules(affinity=BLOCK, exclusive=RACK),
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(RULES, min_size=1, max_size=4),
+    st.lists(
+        st.tuples(st.integers(0, 3), st.integers(1, 6), st.booleans()), min_size=1, max_size=25
+    ),
+    st.integers(1, 3),
+)
+def test_every_constraint_holds_after_every_request(group_rules, steps, slots):
+    lay = layout(blocks=2, racks=3, hosts=3)
+    leaves = len(lay.leaf_paths)
+    free = np.full(leaves, slots)
+    states = [GroupState() for _ in group_rules]
+    members: list[tuple[int, dict, dict]] = []  # (group, pods, partition of each leaf)
+    for group, count, leave in steps:
+        group %= len(group_rules)
+        rules = group_rules[group]
+        if leave and members:
+            g, pods, _ = members.pop(0)
+            states[g].remove(pods, group_rules[g].partition_level)
+            for path, n in pods.items():
+                free[lay.leaf_of[path]] += n
+            continue
+        occupied = free < slots
+        owned: dict[int, set] = {}
+        for g, (r, s) in enumerate(zip(group_rules, states, strict=True)):
+            if g != group and r.exclusive is not None:
+                owned.setdefault(r.exclusive, set()).update(s.domains_at(r.exclusive))
+        foreign = excluded_leaves(lay, owned)
+        if rules.partitions:
+            sizes = [
+                states[group].partition_sizes.get(p, 0) for p in range(1, rules.partitions + 1)
+            ]
+            count = max(count, max(sizes) * rules.partitions - sum(sizes))
+        was_empty_domains = None
+        if rules.exclusive is not None:
+            was_empty_domains = {
+                at(lay.leaf_paths[leaf], rules.exclusive) for leaf in np.flatnonzero(occupied)
+            }
+        try:
+            placement = place(
+                lay, free.copy(), count, rules, states[group], occupied=occupied, foreign=foreign
+            )
+        except GroupPlacementFailure:
+            continue
+        assert sum(placement.pods.values()) == count
+        for path, n in placement.pods.items():
+            leaf = lay.leaf_of[path]
+            assert n <= free[leaf], "a leaf over capacity"
+            assert not foreign[leaf], "a pod inside another group's exclusive domain"
+            if was_empty_domains is not None:
+                domain = at(path, rules.exclusive)
+                assert domain in states[group].domains_at(rules.exclusive) or (
+                    domain not in was_empty_domains
+                ), "an exclusive group took a domain that held other pods"
+            free[leaf] -= n
+        states[group].add(placement)
+        members.append((group, placement.pods, placement.partition_of_leaf))
+        # the group's invariants over all its members
+        state = states[group]
+        if rules.affinity is not None:
+            assert len(state.domains_at(rules.affinity)) == 1
+        if rules.anti_affinity is not None:
+            per_domain: dict = {}
+            for path, n in state.pods.items():
+                key = at(path, rules.anti_affinity)
+                per_domain[key] = per_domain.get(key, 0) + n
+            assert all(n == 1 for n in per_domain.values()), "two members share a domain"
+        if rules.partitions:
+            sizes = [state.partition_sizes.get(p, 0) for p in range(1, rules.partitions + 1)]
+            assert max(sizes) - min(sizes) <= 1, sizes
+            assert sum(sizes) == sum(state.pods.values())
+            holders: dict = {}
+            for g, _, partition_of_leaf in members:
+                if g == group:
+                    for path, partition in partition_of_leaf.items():
+                        holders.setdefault(at(path, rules.partition_level), set()).add(partition)
+            assert all(len(p) == 1 for p in holders.values()), "a rack with two partitions"
