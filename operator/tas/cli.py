@@ -25,7 +25,7 @@ def _simulate(args: argparse.Namespace) -> int:
 def _contest(args: argparse.Namespace) -> int:
     from tas.contest import adapter
 
-    return adapter.main(sys.stdin, sys.stdout, sys.stderr)
+    return adapter.main(sys.stdin, sys.stdout, sys.stderr, gates=args.feature_gates)
 
 
 def _operator(args: argparse.Namespace) -> int:
@@ -163,6 +163,11 @@ def build_parser() -> argparse.ArgumentParser:
     contest = sub.add_parser(
         "contest",
         help="serve seed 001's VM placement protocol on stdin/stdout (placement groups)",
+    )
+    contest.add_argument(
+        "--feature-gates",
+        metavar="GATES",
+        help="A=true,B=false (TASProfileFragmentationAware changes the placement)",
     )
     contest.set_defaults(func=_contest)
 

@@ -31,6 +31,7 @@ class Gate(StrEnum):
     TAS_MULTIPLE_NODE_REPLACEMENT = "TASMultipleNodeReplacement"
     TAS_NUMA_ZONES = "TASNUMAZones"
     TAS_PLACEMENT_GROUPS = "TASPlacementGroups"
+    TAS_PROFILE_FRAGMENTATION_AWARE = "TASProfileFragmentationAware"
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,14 @@ GATES: dict[str, GateSpec] = {
             _TAS,
             "Placement groups across workloads (tas-operator.io/placement-group annotations, "
             "PlacementGroup objects): affinity, anti-affinity, partitions, exclusive domains.",
+        ),
+        GateSpec(
+            Gate.TAS_PROFILE_FRAGMENTATION_AWARE,
+            False,
+            "Alpha (tas-operator)",
+            _TAS,
+            "Required and preferred requests go to the fitting domain whose parents have the "
+            "least room, keeping empty blocks whole (instead of BestFit's tightest domain).",
         ),
     )
 }

@@ -570,6 +570,7 @@ def parse_scenario(document: Any) -> Scenario:
             profile_mixed=gates.enabled(features.Gate.TAS_PROFILE_MIXED),
             balanced_placement=gates.enabled(features.Gate.TAS_BALANCED_PLACEMENT),
             placement_groups=gates.enabled(features.Gate.TAS_PLACEMENT_GROUPS),
+            fragmentation_aware=gates.enabled(features.Gate.TAS_PROFILE_FRAGMENTATION_AWARE),
         ),
         nodes=_nodes(document, gates.enabled(Gate.TAS_NUMA_ZONES)),
         workloads=workloads,

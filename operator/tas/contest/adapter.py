@@ -15,6 +15,7 @@ from typing import IO
 
 import numpy as np
 
+from tas import features
 from tas.solver.groups import (
     GroupPlacementFailure,
     GroupRules,
@@ -31,13 +32,13 @@ ND, POD, RACK, SERVER = range(4)
 RULES_BY_TYPE = {
     0: GroupRules(),
     1: GroupRules(affinity=RACK),
-    2: GroupRules(affinity=POD, exclusive=POD),
+    2: GroupRules(affinity=POD, exclusive=POD, whole=True),
     3: GroupRules(affinity=ND),
     4: GroupRules(anti_affinity=SERVER),
     5: GroupRules(anti_affinity=RACK),
     7: GroupRules(affinity=RACK, anti_affinity=SERVER),
     8: GroupRules(affinity=ND, anti_affinity=RACK),
-    9: GroupRules(affinity=ND, exclusive=POD),
+    9: GroupRules(affinity=ND, exclusive=POD, whole=True),
 }
 
 
@@ -116,7 +117,8 @@ class Pool:
 class Contest:
     """The state of one run: pool, VM types, groups and the VMs alive."""
 
-    def __init__(self, pool: Pool, types: list[VmType]) -> None:
+    def __init__(self, pool: Pool, types: list[VmType], fragmentation_aware: bool = False) -> None:
+        self.fragmentation_aware = fragmentation_aware
         self.pool = pool
         self.types = types
         self.groups: dict[int, Group] = {}
@@ -153,6 +155,7 @@ class Contest:
                 group.state,
                 occupied=pool.vms_on > 0,
                 foreign=self._foreign(group_index),
+                fragmentation_aware=self.fragmentation_aware,
             )
         except GroupPlacementFailure:
             return None
@@ -206,7 +209,7 @@ def _tokens(stream: IO[str]) -> Iterator[int]:
                 raise ProtocolError(f"not an integer: {token!r}") from None
 
 
-def run(stdin: IO[str], stdout: IO[str]) -> int:
+def run(stdin: IO[str], stdout: IO[str], fragmentation_aware: bool = False) -> int:
     """Serve one run; returns the number of VMs placed."""
     tokens = _tokens(stdin)
 
@@ -220,7 +223,7 @@ def run(stdin: IO[str], stdout: IO[str]) -> int:
     cpu, memory = take(2)
     (type_count,) = take(1)
     types = [VmType(*take(3)) for _ in range(type_count)]
-    contest = Contest(Pool(n, p, r, s, k, cpu, memory), types)
+    contest = Contest(Pool(n, p, r, s, k, cpu, memory), types, fragmentation_aware)
     placed = 0
     while True:
         try:
@@ -251,10 +254,21 @@ def run(stdin: IO[str], stdout: IO[str]) -> int:
 
 
 def main(
-    stdin: IO[str] = sys.stdin, stdout: IO[str] = sys.stdout, stderr: IO[str] = sys.stderr
+    stdin: IO[str] = sys.stdin,
+    stdout: IO[str] = sys.stdout,
+    stderr: IO[str] = sys.stderr,
+    gates: str | None = None,
 ) -> int:
+    """`gates`: `A=true,...` as `tas operator --feature-gates`; TASProfileFragmentationAware
+    is the one that changes placement here."""
     try:
-        run(stdin, stdout)
+        enabled = features.from_env_and_flag(gates)
+        fragmentation_aware = enabled.enabled(features.Gate.TAS_PROFILE_FRAGMENTATION_AWARE)
+    except features.FeatureGateError as error:
+        print(f"tas contest: --feature-gates: {error}", file=stderr)
+        return 2
+    try:
+        run(stdin, stdout, fragmentation_aware)
     except ProtocolError as error:
         print(f"tas contest: {error}", file=stderr)
         return 2

@@ -75,6 +75,7 @@ class Runtime:
                 profile_mixed=gates.enabled(Gate.TAS_PROFILE_MIXED),
                 balanced_placement=gates.enabled(Gate.TAS_BALANCED_PLACEMENT),
                 placement_groups=gates.enabled(Gate.TAS_PLACEMENT_GROUPS),
+                fragmentation_aware=gates.enabled(Gate.TAS_PROFILE_FRAGMENTATION_AWARE),
             )
         )
         self.state.bind_to_current_thread()  # the loop's thread: any other mutator is a bug

@@ -38,6 +38,9 @@ class GroupRules:
     partitions: int = 0
     partition_level: int | None = None
     exclusive: int | None = None
+    # Each request takes only domains of the exclusive level that are empty (seed 001's whole
+    # pods: a request's VMs fill whole pods), never the group's own partly used ones.
+    whole: bool = False
 
     def __post_init__(self) -> None:
         if (self.partitions > 0) != (self.partition_level is not None):
@@ -152,13 +155,17 @@ def place(
     required: int | None = None,
     occupied: np.ndarray | None = None,
     foreign: np.ndarray | None = None,
+    fragmentation_aware: bool = False,
 ) -> GroupPlacement:
     """Place `count` pods of one shape for a member of the group.
 
     `capacity`: pods of the shape that fit on each leaf (eligibility already applied);
     `required`: the member's own required level, if any (all its pods in one domain of it);
     `occupied`: leaves holding any pod (exclusivity takes only empty domains);
-    `foreign`: leaves inside domains other exclusive groups own.
+    `foreign`: leaves inside domains other exclusive groups own;
+    `fragmentation_aware` (TASProfileFragmentationAware): a new affinity domain is chosen
+    top-down, in the parent with the least room first (solver/profile.py's rule), rather than
+    the tightest anywhere.
     """
     if count <= 0:
         raise GroupPlacementFailure("nothing to place")
@@ -166,9 +173,10 @@ def place(
     if foreign is not None:
         cap[foreign] = 0
     if rules.exclusive is not None:
-        cap[~_takeable(layout, rules.exclusive, state, occupied)] = 0
+        own = GroupState() if rules.whole else state
+        cap[~_takeable(layout, rules.exclusive, own, occupied)] = 0
     scopes = _scopes(layout, rules, state, required)
-    plan = _Plan(layout, rules, state)
+    plan = _Plan(layout, rules, state, fragmentation_aware)
     failures: list[str] = []
     for depth, code in _scope_order(layout, plan, cap, scopes, count):
         try:
@@ -225,8 +233,23 @@ def _scope_order(
         return []
     depth = scopes[0][0]
     room = plan.room(cap, depth)
-    ranked = [(int(room[code]), layout.domains[depth][code], code) for _, code in scopes]
-    return [(depth, code) for r, _, code in sorted(ranked) if r >= count]
+    parents: list[tuple[np.ndarray, np.ndarray]] = []
+    if plan.fragmentation_aware:
+        for ancestor in range(depth):
+            of = np.zeros(len(layout.domains[depth]), dtype=np.int64)
+            of[layout.codes[depth]] = layout.codes[ancestor]
+            parents.append((plan.room(cap, ancestor), of))
+    ranked = [
+        (
+            *(int(parent_room[of[code]]) for parent_room, of in parents),
+            int(room[code]),
+            layout.domains[depth][code],
+            code,
+        )
+        for _, code in scopes
+        if room[code] >= count
+    ]
+    return [(depth, entry[-1]) for entry in sorted(ranked)]
 
 
 def _no_scope_reason(
@@ -244,7 +267,10 @@ def _no_scope_reason(
 class _Plan:
     """The fill of one request: room per domain under the anti-affinity cap, then descent."""
 
-    def __init__(self, layout: Layout, rules: GroupRules, state: GroupState) -> None:
+    def __init__(
+        self, layout: Layout, rules: GroupRules, state: GroupState, fragmentation_aware: bool
+    ) -> None:
+        self.fragmentation_aware = fragmentation_aware
         self.layout = layout
         self.rules = rules
         self.state = state
@@ -337,7 +363,10 @@ class _Plan:
             else self.layout.children[depth][code]
         )
         room = rooms[depth + 1]
-        ordered = sorted(children, key=lambda c: (-int(room[c]), self.layout.domains[depth + 1][c]))
+        ordered = sorted(
+            (c for c in children if room[c] > 0),
+            key=lambda c: (-int(room[c]), self.layout.domains[depth + 1][c]),
+        )
         while count > 0:
             fitting = [c for c in ordered if room[c] >= count]
             if fitting:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from tas.solver import balanced, groups, numa, vectorized
+from tas.solver import balanced, groups, numa, profile, vectorized
 from tas.solver.algorithm import (
     PlacementFailure,
     PlacementParams,
@@ -506,6 +506,10 @@ class TopologySnapshot:
                 (excluded if allowed is None else excluded & allowed).sum()
             )
             allowed = ~excluded if allowed is None else allowed & ~excluded
+        if self.options.fragmentation_aware and not within:
+            allowed = self._profile_domain(
+                tree, params, requests, leader, counting, assumed, allowed
+            )
         balanced_placement = (
             self.options.balanced_placement and not params.required and not params.unconstrained
         )
@@ -533,6 +537,51 @@ class TopologySnapshot:
             result[leader.name] = self._assignment(leader_counts)
         result[workers.name] = self._assignment(placed)
         return result
+
+    def _profile_domain(
+        self,
+        tree: DomainTree,
+        params: PlacementParams,
+        requests: Resources,
+        leader: PodSetRequest | None,
+        counting: _NumaCounting | None,
+        assumed: dict[int, dict[str, int]],
+        allowed: np.ndarray | None,
+    ) -> np.ndarray | None:
+        """TASProfileFragmentationAware: keep only the leaves of the domain the profile picks
+        (solver/profile.py), for a plain request at a required or preferred level; Kueue's
+        algorithm then places inside it. Anything else is left to BestFit."""
+        if (
+            leader is not None
+            or counting is not None
+            or params.unconstrained
+            or params.multi_layer
+            or not self._vectorizable(tree, requests, None, assumed)
+        ):
+            return allowed
+        free = self._free
+        if assumed:
+            free = free.copy()
+            for leaf_index, usage in assumed.items():
+                for name, value in usage.items():
+                    if name in self._rows:
+                        free[self._rows[name], leaf_index] -= value
+        capacity = vectorized.pods_that_fit(vectorized.resource_fits(free, self._rows, requests)[1])
+        if allowed is not None:
+            capacity = np.where(allowed, capacity, 0)
+        layout = self.group_layout()
+        chosen = profile.choose_domain(
+            layout,
+            capacity,
+            params.requested_level,
+            params.count,
+            params.slice_level,
+            params.slice_size,
+        )
+        if chosen is None:
+            return allowed
+        inside = layout.codes[params.requested_level] == chosen
+        return inside if allowed is None else allowed & inside
 
     def _vectorizable(
         self,

@@ -162,6 +162,7 @@ class SolverOptions:
     profile_mixed: bool = True  # TASProfileMixed: LeastFreeCapacity for unconstrained/implied
     balanced_placement: bool = False  # TASBalancedPlacement
     placement_groups: bool = False  # TASPlacementGroups (ours): solver/groups.py
+    fragmentation_aware: bool = False  # TASProfileFragmentationAware (ours): solver/profile.py
 
 
 @dataclass(frozen=True)

@@ -237,3 +237,23 @@ def test_every_constraint_holds_after_every_request(group_rules, steps, slots):
                     for path, partition in partition_of_leaf.items():
                         holders.setdefault(at(path, rules.partition_level), set()).add(partition)
             assert all(len(p) == 1 for p in holders.values()), "a rack with two partitions"
+
+
+def test_the_fragmentation_aware_profile_opens_an_affinity_domain_in_the_fullest_parent():
+    lay = layout(blocks=2, racks=2, hosts=2)
+    # rack room: b0-r0 3, b0-r1 4 (block 7); b1-r0 4, b1-r1 0 (block 4)
+    cap = np.array([1, 2, 2, 2, 2, 2, 0, 0])
+    rules = GroupRules(affinity=RACK)
+    bestfit = place(lay, cap, 3, rules, GroupState())
+    assert {at(p, RACK) for p in bestfit.pods} == {("b0", "b0-r0")}  # the tightest rack
+    ours = place(lay, cap, 3, rules, GroupState(), fragmentation_aware=True)
+    assert {at(p, RACK) for p in ours.pods} == {("b1", "b1-r0")}  # b1 has the least room
+
+
+def test_whole_domains_are_only_empty_ones_even_for_the_group():
+    lay = layout(blocks=1, racks=2, hosts=2)
+    rules = GroupRules(exclusive=RACK, whole=True)
+    state = GroupState(pods={("b0", "b0-r0", "b0-r0-h0"): 1})  # the group's rack, one host free
+    occupied = np.array([True, False, False, False])
+    placed = place(lay, np.array([0, 1, 1, 1]), 2, rules, state, occupied=occupied)
+    assert {at(p, RACK) for p in placed.pods} == {("b0", "b0-r1")}
