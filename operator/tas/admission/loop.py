@@ -76,6 +76,7 @@ class AdmissionLoop:
         ] = {}  # key -> (generation, spec generation, message)
         self._cq_status: dict[str, dict] = {}
         self._group_status: dict[tuple[str, str], dict] = {}  # as last written
+        self._group_specs: dict[tuple[str, str], object] = {}  # the spec it was written with
         self._lq_status: dict[Key, dict] = {}
         self._writes: set[asyncio.Task] = set()
         self._write_slots = asyncio.Semaphore(16)  # workload status writes in flight at once
@@ -535,19 +536,21 @@ class AdmissionLoop:
         status = placementgroups.status_now(self.state, key, spec)
         await self.writer.write_placement_group(key[0], key[1], spec_to_object(spec), status)
         self._group_status[key] = status
+        self._group_specs[key] = spec
 
     async def _write_group_statuses(self) -> None:
         """Each group's status as its members' charges give it (members come and go)."""
         state = self.state
         for key in sorted(set(state.group_members) | set(state.placement_groups)):
             group = state.placement_groups.get(key)
-            if group is None and not state.group_members.get(key):
+            known = group is not None or key in self._group_status
+            if not known and not state.group_members.get(key):
                 continue
             spec = placementgroups.spec_of(
                 state,
                 key,
                 placementgroups.annotated_spec(state, state.group_members.get(key, set())),
-            )
+            ) or self._group_specs.get(key)
             if spec is None:
                 continue
             try:
@@ -560,7 +563,7 @@ class AdmissionLoop:
                     continue
             elif written == status:
                 continue
-            if group is None and not status["members"]:
+            if not known and not status["members"]:
                 continue  # nothing to make an object for
             if self._backing_off(("pg", key)):
                 continue
@@ -573,6 +576,7 @@ class AdmissionLoop:
                 continue
             self._backoff.succeeded(("pg", key))
             self._group_status[key] = status
+            self._group_specs[key] = spec
 
     async def _write_queue_status(self, key: tuple, write, *args) -> bool:
         """A queue's status is remembered only once written; a failure backs off, and its

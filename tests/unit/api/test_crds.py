@@ -533,3 +533,22 @@ def test_workload_cel() -> None:
     assert check(at(wl, "spec"), {"priorityClassName": "high"}) == [
         "priority must be set when priorityClassName is set"
     ]
+
+
+def test_placement_group_cel() -> None:
+    node = at(root("placementgroups"), "spec")
+    assert check(node, {"partitions": 2, "partitionTopology": "rack"}) == []
+    assert check(node, {"affinityTopology": "rack"}) == []
+    assert check(node, {"partitions": 2}) == [
+        "partitions and partitionTopology must be set together"
+    ]
+    assert check(node, {"partitionTopology": "rack"}) == [
+        "partitions and partitionTopology must be set together"
+    ]
+    unchanged = {"affinityTopology": "rack"}
+    assert check(node, unchanged, unchanged) == []
+    assert check(node, {"affinityTopology": "block"}, unchanged) == [
+        "spec is immutable: the members are placed by it"
+    ]
+    partitions = at(root("placementgroups"), "spec.partitions")
+    assert partitions["minimum"] == 1 and partitions["maximum"] == 64

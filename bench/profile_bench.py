@@ -1,0 +1,129 @@
+"""TASProfileFragmentationAware against Kueue's BestFit: pods placed before the first failure.
+
+Two measures, each on inputs made by our own generators (deterministic per seed):
+- `tas simulate --compare TASProfileFragmentationAware=true` on traces of 5,120 nodes
+  (training gangs at offered loads 1.0 and 1.3, and the shipped examples/traces);
+- `tas contest` with and without the gate on seed 001 inputs, scored by our checker.
+
+    .venv/bin/python bench/profile_bench.py [--output bench/results/profile.json] [--quick]
+
+Writes the per-input numbers and the medians. `--quick` runs 2 seeds (for a try; it never
+writes the results file unless --output is given).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TAS = str(ROOT / ".venv" / "bin" / "tas")
+PYTHON = str(ROOT / ".venv" / "bin" / "python")
+GATE = "TASProfileFragmentationAware=true"
+RESULTS = ROOT / "bench" / "results" / "profile.json"
+
+
+def run(*args: str, stdin: str | None = None) -> str:
+    done = subprocess.run(args, input=stdin, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def simulate(path: Path) -> dict:
+    report = json.loads(run(TAS, "simulate", str(path), "--compare", GATE))
+    base, ours = report["base"], report["compared"]
+    return {
+        "trace": path.name,
+        "bestfit": base["podsPlacedBeforeFirstFailure"],
+        "profile": ours["podsPlacedBeforeFirstFailure"],
+        "ratio": report["podsPlacedBeforeFirstFailureRatio"],
+        "bestfitMedianMs": base["decisions"]["medianMs"],
+        "profileMedianMs": ours["decisions"]["medianMs"],
+        "profileP90Ms": ours["decisions"]["p90Ms"],
+    }
+
+
+def contest(seed: int, shape: str) -> dict:
+    text = run(PYTHON, "-m", "tas.contest.generator", "--seed", str(seed), "--shape", shape)
+    scores = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        given = Path(tmp) / "in.txt"
+        given.write_text(text)
+        for name, gates in (("bestfit", []), ("profile", ["--feature-gates", GATE])):
+            output = Path(tmp) / f"{name}.txt"
+            output.write_text(run(TAS, "contest", *gates, stdin=text))
+            result = json.loads(
+                subprocess.run(
+                    [PYTHON, "-m", "tas.contest.checker", str(given), str(output)],
+                    capture_output=True,
+                    text=True,
+                ).stdout
+            )
+            if not result["ok"]:
+                raise SystemExit(f"contest {shape} seed {seed} ({name}): {result['error']}")
+            scores[name] = result["score"]
+            scores["totalVms"] = result["total_vms"]
+    ratio = scores["profile"] / scores["bestfit"] if scores["bestfit"] else None
+    return {"shape": shape, "seed": seed, **scores, "ratio": ratio}
+
+
+def summary(rows: list[dict]) -> dict:
+    ratios = [r["ratio"] for r in rows if r["ratio"] is not None]
+    return {
+        "inputs": len(rows),
+        "medianRatio": statistics.median(ratios) if ratios else None,
+        "meanRatio": round(statistics.fmean(ratios), 4) if ratios else None,
+        "better": sum(1 for r in ratios if r > 1),
+        "worse": sum(1 for r in ratios if r < 1),
+        "bestfitTotal": sum(r["bestfit"] for r in rows),
+        "profileTotal": sum(r["profile"] for r in rows),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output", type=Path)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+    seeds = range(1, 3) if args.quick else range(1, 7)
+    traces: list[dict] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for load in ("1.0", "1.3"):
+            for seed in seeds:
+                path = Path(tmp) / f"training-load{load}-seed{seed}.json"
+                path.write_text(
+                    run(
+                        PYTHON, "-m", "tas.simulate.generate", "--shape", "training",
+                        "--seed", str(seed), "--nodes", "5120", "--load", load,
+                    )
+                )  # fmt: skip
+                paths.append(path)
+        paths.extend(sorted((ROOT / "examples" / "traces").glob("*.json")))
+        for path in paths:
+            traces.append(simulate(path))
+            print(json.dumps(traces[-1]), file=sys.stderr)
+    contests = []
+    for shape in ("mixed", "saturating", "churn", "large"):
+        for seed in seeds:
+            contests.append(contest(seed, shape))
+            print(json.dumps(contests[-1]), file=sys.stderr)
+    result = {
+        "command": "bench/profile_bench.py" + (" --quick" if args.quick else ""),
+        "gate": GATE,
+        "simulate": {"summary": summary(traces), "traces": traces},
+        "contest": {"summary": summary(contests), "inputs": contests},
+    }
+    print(json.dumps({k: v["summary"] for k, v in result.items() if isinstance(v, dict)}))
+    output = args.output or (None if args.quick else RESULTS)
+    if output is not None:
+        output.write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
