@@ -47,6 +47,14 @@ class GroupDecision:
     new_partitions: Mapping[tuple[str, ...], int]
 
 
+def _shaped_by_groups(state: ClusterState, workload: WorkloadInfo, flavor: str) -> bool:
+    if not state.options.placement_groups:
+        return False
+    if workload.group_key is not None:
+        return True
+    return bool(placementgroups.owned_by_others(state, None, flavor, state.snapshot(flavor)))
+
+
 def _place(state: ClusterState, workload: WorkloadInfo, flavor: str):
     """The flavor's placement of the workload: (WorkloadPlacement, GroupDecision | None).
     With placement groups on, every workload keeps out of domains exclusive groups hold, and
@@ -63,16 +71,26 @@ def _place(state: ClusterState, workload: WorkloadInfo, flavor: str):
         return snapshot.find_assignments(workload.pod_sets, excluded=excluded), None
     ref = workload.placement_group
     group = state.placement_groups.get(key)
-    spec = group.spec if group is not None else (ref.spec or GroupSpec())
-    if group is not None and ref.spec is not None and ref.spec != spec:
-        fields = ", ".join(SPEC_FIELDS[f] for f in ref.spec.differences(spec))
+    # The object's constraints; before the watch shows it, those of the members holding
+    # capacity (the first member's write makes the object from them).
+    held = group.spec if group is not None else placementgroups.held_spec(state, key)
+    spec = held or ref.spec or GroupSpec()
+    if held is not None and ref.spec is not None and ref.spec != held:
+        fields = ", ".join(SPEC_FIELDS[f] for f in ref.spec.differences(held))
         raise PlacementGroupError(
             f"the pod template's placement-group annotations differ from PlacementGroup "
             f"{ref.name} in {fields}"
         )
     rules = rules_for(spec, snapshot.levels)
     current = placementgroups.group_state(state, key, rules, flavor, snapshot)
-    placement, planned = snapshot.find_group_assignment(workload.pod_sets[0], rules, current, owned)
+    growing = None
+    if state.options.fragmentation_aware:  # other groups' affinity domains, kept to grow in
+        growing = placementgroups.owned_by_others(
+            state, key, flavor, snapshot, attr="affinity_topology"
+        )
+    placement, planned = snapshot.find_group_assignment(
+        workload.pod_sets[0], rules, current, owned, growing
+    )
     if planned is None:
         return placement, None
     return placement, GroupDecision(key, spec, flavor, dict(planned.new_partition_domains))
@@ -233,6 +251,11 @@ def decide(
                 return Decision(False, str(exc), invalid=True)
             if result.admitted:
                 placements = {p.name: p.assignment for p in result.podsets}
+            elif _shaped_by_groups(state, workload, fq.flavor):
+                # Preemption simulates plain placements: it would evict for room the group's
+                # constraints (or exclusive domains) keep the workload from using.
+                reasons.append(result.failure or "does not fit")
+                continue
             else:
                 reasons.append(result.failure or "does not fit")
                 # Kueue: every resource of the pod set in this flavor needs preemption.

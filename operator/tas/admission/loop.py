@@ -387,7 +387,9 @@ class AdmissionLoop:
             async with self._write_slots:
                 if decision.group is not None:
                     # The group first: a restart must find every partition the admission used.
-                    await self._write_group(decision.group.key, decision.group.spec)
+                    await self._write_group(
+                        decision.group.key, decision.group.spec, decision.group.flavor
+                    )
                 written = await self.writer.write_status(workload, status)
         except asyncio.CancelledError:  # the lease is lost: this process decides nothing more
             self.state.forget(workload)
@@ -532,8 +534,8 @@ class AdmissionLoop:
         ):
             self._cq_status[cq.name] = status
 
-    async def _write_group(self, key: tuple[str, str], spec) -> None:
-        status = placementgroups.status_now(self.state, key, spec)
+    async def _write_group(self, key: tuple[str, str], spec, flavor: str) -> None:
+        status = placementgroups.status_now(self.state, key, spec, flavor)
         await self.writer.write_placement_group(key[0], key[1], spec_to_object(spec), status)
         self._group_status[key] = status
         self._group_specs[key] = spec
@@ -541,7 +543,10 @@ class AdmissionLoop:
     async def _write_group_statuses(self) -> None:
         """Each group's status as its members' charges give it (members come and go)."""
         state = self.state
-        for key in sorted(set(state.group_members) | set(state.placement_groups)):
+        for key in state.placement_groups_deleted:  # made again while it has members
+            self._group_status.pop(key, None)
+        state.placement_groups_deleted.clear()
+        for key in sorted({*state.group_members, *state.placement_groups, *self._group_status}):
             group = state.placement_groups.get(key)
             known = group is not None or key in self._group_status
             if not known and not state.group_members.get(key):
@@ -577,6 +582,9 @@ class AdmissionLoop:
             self._backoff.succeeded(("pg", key))
             self._group_status[key] = status
             self._group_specs[key] = spec
+            if group is None and not status["members"]:  # emptied, and no object seen: done
+                self._group_status.pop(key)
+                self._group_specs.pop(key)
 
     async def _write_queue_status(self, key: tuple, write, *args) -> bool:
         """A queue's status is remembered only once written; a failure backs off, and its

@@ -142,10 +142,16 @@ def rules_for(spec: GroupSpec, levels: Sequence[str]) -> GroupRules:
             )
         return levels.index(level)
 
-    return GroupRules(
-        affinity=index("affinity_topology"),
-        anti_affinity=index("anti_affinity_topology"),
-        partitions=spec.partitions or 0,
-        partition_level=index("partition_topology"),
-        exclusive=index("exclusive_topology"),
-    )
+    levels_of = {attr: index(attr) for attr in _LEVEL_ANNOTATIONS}
+    try:
+        return GroupRules(
+            affinity=levels_of["affinity_topology"],
+            anti_affinity=levels_of["anti_affinity_topology"],
+            partitions=spec.partitions or 0,
+            partition_level=levels_of["partition_topology"],
+            exclusive=levels_of["exclusive_topology"],
+        )
+    except ValueError:  # an object stored before its CRD's rules: say which fields
+        raise PlacementGroupError(
+            "spec.partitions and spec.partitionTopology must be set together"
+        ) from None

@@ -34,7 +34,9 @@ def member_pods(
             if ps.flavor != flavor or ps.assignment is None:
                 continue
             for domain in ps.assignment.domains:
-                path = snapshot.leaf_path(domain.values)
+                path = snapshot.leaf_path(domain.values) or _labelled_path(
+                    state, snapshot.levels, domain.values
+                )
                 if path is not None:
                     pods[path] = pods.get(path, 0) + domain.count
         if pods:
@@ -42,11 +44,27 @@ def member_pods(
     return out
 
 
+def _labelled_path(state: ClusterState, levels: tuple[str, ...], values) -> Path | None:
+    """The path of a domain the snapshot leaves out (a cordoned or not ready node still runs
+    the member's pods): from the assignment's values when they are the full path, else from
+    the node's labels."""
+    if len(values) == len(levels):
+        return tuple(values)
+    node = state.nodes.get(values[-1])
+    if node is None or any(level not in node.labels for level in levels):
+        return None
+    return tuple(node.labels[level] for level in levels)
+
+
 def partitions_of(state: ClusterState, key: Key) -> dict[Path, int]:
-    group = state.placement_groups.get(key)
-    out = dict(group.partitions) if group is not None else {}
+    """Each domain's partition: decided for members still being written, and the object's
+    (which wins: it is what every earlier write stored)."""
+    out: dict[Path, int] = {}
     for domains in state.assumed_partitions.get(key, {}).values():
         out.update(domains)
+    group = state.placement_groups.get(key)
+    if group is not None:
+        out.update(group.partitions)
     return out
 
 
@@ -70,22 +88,33 @@ def group_state(
 
 
 def owned_by_others(
-    state: ClusterState, me: Key | None, flavor: str, snapshot: TopologySnapshot
+    state: ClusterState,
+    me: Key | None,
+    flavor: str,
+    snapshot: TopologySnapshot,
+    attr: str = "exclusive_topology",
 ) -> dict[int, set[Path]]:
-    """Level index -> the domains exclusive groups other than `me` hold in this flavor."""
+    """Level index -> the domains exclusive groups other than `me` hold in this flavor (with
+    `attr="affinity_topology"`: the affinity domains of other groups)."""
     owned: dict[int, set[Path]] = {}
     for key, members in state.group_members.items():
         if key == me or not members:
             continue
         spec = spec_of(state, key, annotated_spec(state, members))
-        if spec is None or spec.exclusive_topology is None:
+        level = getattr(spec, attr) if spec is not None else None
+        if level is None or level not in snapshot.levels:
             continue
-        if spec.exclusive_topology not in snapshot.levels:
-            continue
-        depth = snapshot.levels.index(spec.exclusive_topology)
+        depth = snapshot.levels.index(level)
         for pods in member_pods(state, key, flavor, snapshot).values():
             owned.setdefault(depth, set()).update(path[: depth + 1] for path in pods)
     return owned
+
+
+def held_spec(state: ClusterState, key: Key) -> GroupSpec | None:
+    """The constraints given by the members that hold capacity (assumed or admitted)."""
+    charges = state.charges()
+    holding = {m for m in state.group_members.get(key, ()) if m in charges}
+    return annotated_spec(state, holding) if holding else None
 
 
 def annotated_spec(state: ClusterState, members: set[Key]) -> GroupSpec | None:
@@ -111,6 +140,8 @@ def status(
     out: dict = {
         "members": sorted(name for _, name in members),
         "pods": sum(current.pods.values()),
+        "affinityDomain": None,  # null: a merge patch removes what no longer holds
+        "ownedDomains": None,
     }
     if rules.affinity is not None and not current.empty:
         out["affinityDomain"] = list(min(current.domains_at(rules.affinity)))
@@ -135,9 +166,14 @@ def partition_label_of(state: ClusterState, key: Key, path: Path, level: int) ->
     return partitions_of(state, key).get(path[: level + 1])
 
 
-def status_now(state: ClusterState, key: Key, spec: GroupSpec) -> dict:
-    """The status from the members' charges, in the flavor they hold (empty without members);
-    raises PlacementGroupError when a level is not the flavor's topology's."""
+def status_now(state: ClusterState, key: Key, spec: GroupSpec, flavor: str | None = None) -> dict:
+    """The status from the members' charges, in `flavor` or the flavor they hold (empty
+    without members); raises PlacementGroupError when a level is not the flavor's topology's."""
+    if flavor is not None and flavor in state.flavors:
+        topology = state.flavors[flavor].topology_name
+        levels = state.topologies.get(topology or "")
+        if levels:
+            return status(state, key, spec, levels, flavor, state.snapshot(flavor))
     charges = state.charges()
     for member in sorted(state.group_members.get(key, ())):
         charge = charges.get(member)
@@ -149,7 +185,7 @@ def status_now(state: ClusterState, key: Key, spec: GroupSpec) -> dict:
             if levels is None:
                 continue
             return status(state, key, spec, levels, ps.flavor, state.snapshot(ps.flavor))
-    out: dict = {"members": [], "pods": 0}
+    out: dict = {"members": [], "pods": 0, "affinityDomain": None, "ownedDomains": None}
     if spec.partitions:
         out["partitions"] = [
             {"partition": p, "domains": [], "pods": 0} for p in range(1, spec.partitions + 1)

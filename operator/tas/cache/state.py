@@ -164,6 +164,7 @@ class ClusterState:
         # domains decided for members whose admission (and group status) is still being written.
         self.placement_groups: dict[Key, PlacementGroupInfo] = {}
         self.group_members: dict[Key, set[Key]] = defaultdict(set)
+        self.placement_groups_deleted: set[Key] = set()  # for the loop to write them again
         self.assumed_partitions: dict[Key, dict[Key, dict[tuple[str, ...], int]]] = defaultdict(
             dict
         )
@@ -458,6 +459,8 @@ class ClusterState:
     def upsert_placement_group(self, group: PlacementGroupInfo) -> None:
         self._check_thread()
         key = (group.namespace, group.name)
+        if self.placement_groups.get(key) != group:
+            self.generation += 1  # decisions refused under the old object are tried again
         self.placement_groups[key] = group
         # partitions now in the object no longer need the in-memory copy
         assumed = self.assumed_partitions.get(key)
@@ -469,7 +472,9 @@ class ClusterState:
 
     def delete_placement_group(self, namespace: str, name: str) -> None:
         self._check_thread()
-        self.placement_groups.pop((namespace, name), None)
+        if self.placement_groups.pop((namespace, name), None) is not None:
+            self.generation += 1
+            self.placement_groups_deleted.add((namespace, name))
 
     def quota_tree(self) -> QuotaTree:
         """ClusterQueues and cohorts with their current usage (read live from the charges)."""
@@ -572,6 +577,10 @@ class ClusterState:
         if old and old.group_key:
             self.group_members[old.group_key].discard(old.key)
             self.assumed_partitions[old.group_key].pop(old.key, None)
+            if not self.group_members[old.group_key]:
+                del self.group_members[old.group_key]
+            if not self.assumed_partitions[old.group_key]:
+                del self.assumed_partitions[old.group_key]
         self._drop_assumption((namespace, name))
         self._recharge((namespace, name))
 
@@ -597,6 +606,10 @@ class ClusterState:
 
     def _drop_assumption(self, key: Key) -> bool:
         self._assumed_on.pop(key, None)
+        workload = self.workloads.get(key)
+        if workload is not None and workload.group_key in self.assumed_partitions:
+            # written to the group before the admission (or refused): the object holds them
+            self.assumed_partitions[workload.group_key].pop(key, None)
         return self._assumed.pop(key, None) is not None
 
     def is_assumed(self, key: Key) -> bool:

@@ -156,6 +156,7 @@ class Contest:
                 occupied=pool.vms_on > 0,
                 foreign=self._foreign(group_index),
                 fragmentation_aware=self.fragmentation_aware,
+                reserved=self._reserved(group_index) if self.fragmentation_aware else None,
             )
         except GroupPlacementFailure:
             return None
@@ -188,6 +189,17 @@ class Contest:
         for index, pods in by_group.items():
             group = self.groups[index]
             group.state.remove(pods, group.rules.partition_level)
+
+    def _reserved(self, me: int) -> np.ndarray:
+        """The affinity domains of other groups that get more than one creation request (types
+        3, 8, 9: network domain): room they will want to grow in."""
+        held: dict[int, set[tuple[str, ...]]] = {}
+        for index, group in self.groups.items():
+            depth = group.rules.affinity
+            if index == me or depth is None or depth != ND or group.state.empty:
+                continue
+            held.setdefault(depth, set()).update(group.state.domains_at(depth))
+        return excluded_leaves(self.pool.layout, held)
 
     def _foreign(self, me: int) -> np.ndarray:
         owned: dict[int, set[tuple[str, ...]]] = {}

@@ -11,6 +11,19 @@ request of a type-6 group asks for at least as many VMs as were deleted since it
 one. That always lets the solver rebalance (each deletion lowers one partition by one) and
 keeps the statement's guarantee whatever the solver chose.
 
+Feasibility: a program should fail because the pool filled up or fragmented, never because a
+request is impossible. So every creation request fits an empty pool together with its group's
+live VMs, under the group's constraints (`_Builder._room`). VMs are counted per server by NUMA
+need: `k_f` VMs of type f fit an empty server (per node for count 2, on either node for count
+1), and a mix of types is counted as if each type kept servers of its own, sum ceil(n_f / k_f)
+servers, which some placement always achieves. So: affinity (types 0 (the pool), 1, 3) fits the
+live VMs and the request in one rack / network domain; server anti-affinity (4, 7) and rack
+anti-affinity (5, 8) need a server / rack each in the pool / rack / network domain; partitions
+(6, K_j at most the pool's racks, one VM type per group) need racks of their own for each
+partition, a partition of m VMs ceil(ceil(m / k_f) / S) of them; whole pods (9) add pods to
+the ones the group's live VMs may hold in their network domain, each earlier request's pods
+counted while any of its VMs lives (at most its live VMs of them).
+
 Shapes: "mixed" (every PG type, moderate churn), "small" (a 16-32 server pool, few requests:
 for tests), "saturating" (creates far beyond the pool's capacity, hardly deletes), "churn"
 (many deletions, the pool stays below full) and "large" (near 5000 servers, 20000 requests).
@@ -22,6 +35,7 @@ import argparse
 import math
 import random
 import sys
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -31,6 +45,7 @@ MAX_SERVERS = 5000
 MAX_BATCH = 500
 SINGLE_REQUEST = frozenset({1, 2, 7})  # rack or pod affinity: one creation request only
 WHOLE_SERVER_TYPES = frozenset({2, 9})
+ONE_VM_TYPE = WHOLE_SERVER_TYPES | {6}  # groups that always ask for their own VM type
 
 Dims = tuple[int, int, int, int]  # N, P, R, S
 
@@ -46,6 +61,10 @@ def _fit(dims: Dims) -> Dims:
         else:
             s -= 1
     return n, p, r, s
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
 
 
 @dataclass(frozen=True)
@@ -118,6 +137,9 @@ class _Group:
     partitions: int
     vm_type: int  # the type it usually asks for
     live: list[int] = field(default_factory=list)
+    live_types: Counter[int] = field(default_factory=Counter)  # live VMs per VM type
+    # Whole pods (types 2, 9): per creation request, [its pods, its live VMs].
+    batches: list[list[int]] = field(default_factory=list)
     deleted_since_creation: int = 0  # type 6: the next request asks for at least this many
     listed: bool = False  # in _Builder.live_groups
 
@@ -136,6 +158,14 @@ class _Builder:
         self.mem = rng.randint(16, 100) if whole_server else rng.randint(101, 500)
         self.vm_types = self._vm_types(whole_server)
         self.whole = self.vm_types.index((2, self.cpu, self.mem)) + 1 if whole_server else 0
+        # VMs of each type an empty server holds: a count-2 VM takes its share on both nodes.
+        per_node = [min(self.cpu // c, self.mem // m) for _, c, m in self.vm_types]
+        self.per_server = [
+            k if numa == 2 else 2 * k
+            for k, (numa, _, _) in zip(per_node, self.vm_types, strict=True)
+        ]
+        self.servers = n * p * r * s
+        self.racks = n * p * r
         self.group_types = [t for t in range(10) if whole_server or t not in WHOLE_SERVER_TYPES]
         self.lines: list[str] = []
         self.requests = 0
@@ -148,6 +178,8 @@ class _Builder:
         self.live_demand = 0.0
         self.asked = 0.0
         self.demand: dict[int, float] = {}  # live VM -> its share
+        self.type_of: dict[int, int] = {}  # live VM -> its VM type
+        self.batch_of: dict[int, int] = {}  # live whole-pod VM -> its index in group.batches
 
     def _vm_types(self, whole_server: bool) -> list[tuple[int, int, int]]:
         rng = self.rng
@@ -169,8 +201,7 @@ class _Builder:
 
     def _share(self, vm_type: int) -> float:
         numa, cpu, mem = self.vm_types[vm_type - 1]
-        servers = self.n * self.p * self.r * self.s
-        return numa * max(cpu / self.cpu, mem / self.mem) / (2 * servers)
+        return numa * max(cpu / self.cpu, mem / self.mem) / (2 * self.servers)
 
     def build(self) -> str:
         rng = self.rng
@@ -205,11 +236,11 @@ class _Builder:
 
     def _open(self, gtype: int) -> bool:
         rng = self.rng
-        partitions = rng.randint(1, 7) if gtype == 6 else 0
+        partitions = rng.randint(1, min(7, self.racks)) if gtype == 6 else 0
         whole = gtype in WHOLE_SERVER_TYPES
         vm_type = self.whole if whole else rng.randint(1, len(self.vm_types))
         group = _Group(self.groups + 1, gtype, partitions, vm_type)
-        size = self._next_size(group)
+        size, vm_type = self._next_request(group)
         if not size:
             return False
         self.groups += 1
@@ -217,7 +248,7 @@ class _Builder:
             self.reopenable.append(group)
         self.lines += ["1", f"{group.gid} {gtype} {partitions}"]
         self.requests += 1
-        self._emit(group, size)
+        self._emit(group, size, vm_type)
         return True
 
     def _size(self, group: _Group) -> int:
@@ -240,34 +271,83 @@ class _Builder:
             9: lambda: self.pod_size * rng.randint(1, min(2, self.p)),
         }[group.type]()
 
-    def _next_size(self, group: _Group) -> int:
-        """The size of the group's next creation request; 0 if none fits under MAX_VMS."""
-        size = min(max(self._size(group), group.deleted_since_creation), MAX_BATCH)
+    def _next_request(self, group: _Group) -> tuple[int, int]:
+        """The size and VM type of the group's next creation request; size 0 if none fits,
+        under MAX_VMS or in the room the group's constraints leave (see `_room`)."""
+        vm_type = group.vm_type
+        if group.type not in ONE_VM_TYPE and self.rng.random() < 0.3:
+            vm_type = self.rng.randint(1, len(self.vm_types))
+        room = self._room(group, vm_type)
+        if room < 1 and vm_type != group.vm_type:
+            vm_type = group.vm_type
+            room = self._room(group, vm_type)
+        deleted = group.deleted_since_creation
+        # A type-6 group's room covers its deletions: it had them live before, of one type.
+        size = min(max(min(self._size(group), room), deleted), MAX_BATCH)
         left = MAX_VMS - self.next_vm + 1
         if size > left:
-            if group.type in WHOLE_SERVER_TYPES or group.deleted_since_creation > left:
-                return 0  # a whole pod or a rebalance cannot be cut short
+            if group.type in WHOLE_SERVER_TYPES or deleted > left:
+                return 0, vm_type  # a whole pod or a rebalance cannot be cut short
             size = left
-        return size
+        return max(size, 0), vm_type
+
+    def _room(self, group: _Group, vm_type: int) -> int:
+        """How many VMs of the type fit an empty pool beside the group's live VMs, under the
+        group's constraints (see the module doc); whole pods for types 2 and 9."""
+        gtype, live = group.type, len(group.live)
+        if gtype in (4, 5, 7, 8):  # anti-affinity: a server or a rack each, within the scope
+            return {4: self.servers, 5: self.racks, 7: self.s, 8: self.p * self.r}[gtype] - live
+        if gtype in WHOLE_SERVER_TYPES:  # whole pods: one pod for type 2, a domain's for 9
+            held = sum(min(pods, alive) for pods, alive in group.batches)
+            return ((self.p if gtype == 9 else 1) - held) * self.pod_size
+        per_server = self.per_server[vm_type - 1]
+        if gtype == 6:
+            return self._partition_room(group.partitions, per_server, live)
+        servers = {0: self.servers, 1: self.s, 3: self.p * self.r * self.s}[gtype]
+        for other, count in group.live_types.items():
+            if other != vm_type:
+                servers -= _ceil(count, self.per_server[other - 1])
+        return servers * per_server - group.live_types[vm_type]
+
+    def _partition_room(self, partitions: int, per_server: int, live: int) -> int:
+        """The most VMs (of the group's one type) that `live` ones and they spread evenly over
+        the partitions, each partition on racks of its own, fit the pool's racks with."""
+
+        def racks(total: int) -> int:
+            small, big = divmod(total, partitions)
+            need = [_ceil(_ceil(m, per_server), self.s) for m in (small, small + 1)]
+            return (partitions - big) * need[0] + big * need[1]
+
+        low, high = 0, MAX_BATCH  # racks(live + low) <= self.racks, or low is 0
+        if racks(live + high) <= self.racks:
+            return high
+        while low < high:
+            mid = (low + high + 1) // 2
+            if racks(live + mid) <= self.racks:
+                low = mid
+            else:
+                high = mid - 1
+        return low
 
     def _create(self, group: _Group) -> bool:
-        size = self._next_size(group)
+        size, vm_type = self._next_request(group)
         if size:
-            self._emit(group, size)
+            self._emit(group, size, vm_type)
         return bool(size)
 
-    def _emit(self, group: _Group, size: int) -> None:
-        rng = self.rng
-        vm_type = group.vm_type
-        if group.type not in WHOLE_SERVER_TYPES and rng.random() < 0.3:
-            vm_type = rng.randint(1, len(self.vm_types))
+    def _emit(self, group: _Group, size: int, vm_type: int) -> None:
         vms = list(range(self.next_vm, self.next_vm + size))
         self.next_vm += size
         self.lines += ["2", f"{size} {vm_type} {group.gid}", " ".join(map(str, vms))]
         self.requests += 1
         share = self._share(vm_type)
         self.demand.update(dict.fromkeys(vms, share))
+        self.type_of.update(dict.fromkeys(vms, vm_type))
         group.live += vms
+        group.live_types[vm_type] += size
+        if group.type in WHOLE_SERVER_TYPES:
+            self.batch_of.update(dict.fromkeys(vms, len(group.batches)))
+            group.batches.append([size // self.pod_size, size])
         if not group.listed:
             self.live_groups.append(group)
             group.listed = True
@@ -298,6 +378,11 @@ class _Builder:
         group.live = [v for v in live if v not in gone_set]
         for v in gone:
             self.live_demand -= self.demand.pop(v)
+            group.live_types[self.type_of.pop(v)] -= 1
+            if group.type in WHOLE_SERVER_TYPES:
+                group.batches[self.batch_of.pop(v)][1] -= 1
+        if not group.live:
+            group.batches.clear()  # no VM points into it any more
         if group.type == 6:
             group.deleted_since_creation = group.deleted_since_creation + count if group.live else 0
         self.lines += ["3", f"{count} " + " ".join(map(str, sorted(gone)))]

@@ -2,6 +2,7 @@
 
     python -m tas.simulate.generate --shape training --seed 1 --nodes 5120 > training.json
     python -m tas.simulate.generate --shape mixed --nodes 640 --load 1.5 > saturating.json
+    python -m tas.simulate.generate --shape groups --nodes 256 --workloads 400 > groups.json
 
 The cluster is a compact `pool` of GPU hosts (96 cpu, 512Gi, 8 GPUs, 110 pods) on blocks,
 racks and hosts as bench/scenarios.py lays them out. Shapes:
@@ -12,6 +13,13 @@ racks and hosts as bench/scenarios.py lays them out. Shapes:
 - inference: scale-out replicas, 1 to 32 small pods (1 or 2 GPUs, or CPU only) preferring one
   rack; minutes long (exponential, mean 30 min, at least 1 min), arriving on a daily cycle.
 - mixed: both, a sixth of the workloads training.
+- groups: placement groups (the trace turns the gate TASPlacementGroups on) among plain
+  workloads: of every 12 workloads, 2 training gangs and 4 inference replicas as above, 3
+  scale-out steps of inference services with rack affinity (1 to 8 pods of 1 or 2 GPUs, hours
+  long: log-normal, median 2 h; about 10 steps a service), 1 HA replica with rack
+  anti-affinity (one 2-GPU pod, median 8 h; about 4 a group) and 2 rack gangs (4 to 16 hosts)
+  of a tenant that owns whole blocks (exclusive; give it a pool of several blocks). The first
+  member of a group in the trace gives its constraints, the others its name.
 
 `--load` is the work offered over capacity: the sum over workloads of host-seconds (pods times
 the share of a host each takes, by its largest resource, times duration) over the hosts times
@@ -54,7 +62,16 @@ INFERENCE_PODS = (
 HOUR = 3600.0
 DAY = 24 * HOUR
 MIXED_TRAINING_SHARE = 1 / 6
-DEFAULT_WORKLOADS = {"training": 300, "inference": 800, "mixed": 600}
+DEFAULT_WORKLOADS = {"training": 300, "inference": 800, "mixed": 600, "groups": 500}
+# the groups shape: each kind's weight, and the members per group (about)
+GROUPS_KINDS = {"training": 2, "inference": 4, "service": 3, "replica": 1, "tenant": 2}
+MEMBERS_PER_SERVICE = 10
+REPLICAS_PER_GROUP = 4
+GROUP_SPECS = {  # by the group name's prefix
+    "svc": {"affinityTopology": RACK},
+    "ha": {"antiAffinityTopology": RACK},
+    "tenant": {"exclusiveTopology": BLOCK},
+}
 
 
 def trace(
@@ -64,19 +81,35 @@ def trace(
     blocks, racks, hosts = LAYOUTS[nodes]
     count = DEFAULT_WORKLOADS[shape] if workloads is None else workloads
     kinds = [_kind(rng, shape) for _ in range(count)]
-    made = [
-        _training(rng, hosts, racks * hosts) if kind == "training" else _inference(rng)
-        for kind in kinds
-    ]
+    services = max(1, kinds.count("service") // MEMBERS_PER_SERVICE)
+    ha_groups = max(1, kinds.count("replica") // REPLICAS_PER_GROUP)
+    made = []
+    for kind in kinds:
+        if kind == "training":
+            made.append(_training(rng, hosts, racks * hosts))
+        elif kind == "inference":
+            made.append(_inference(rng))
+        elif kind == "service":
+            made.append(_service(rng, services))
+        elif kind == "replica":
+            made.append(_replica(rng, ha_groups))
+        else:
+            made.append(_tenant(rng, hosts))
     work = sum(host_seconds for _, host_seconds in made)
     span = work / (load * nodes)  # arrivals over this span offer `load` times the capacity
     arrivals = [
-        _daily(rng, span) if kind == "inference" else rng.uniform(0, span) for kind in kinds
+        rng.uniform(0, span) if kind in ("training", "tenant") else _daily(rng, span)
+        for kind in kinds
     ]
     order = sorted(range(count), key=lambda i: arrivals[i])
     entries = []
+    named: set[str] = set()  # groups whose constraints an earlier member gave
     for i in order:
         workload, _ = made[i]
+        group = workload.get("group")
+        if group is not None and group not in named:
+            named.add(group)
+            workload = workload | {"group": {"name": group, **GROUP_SPECS[group.split("-")[0]]}}
         entries.append(
             {"name": f"{kinds[i][:5]}-{i}", "arrival": round(arrivals[i], 1), **workload}
         )
@@ -89,6 +122,7 @@ def trace(
             "workloads": count,
             "load": load,
         },
+        **({"featureGates": {"TASPlacementGroups": True}} if shape == "groups" else {}),
         "topology": {"levels": [{"nodeLabel": level} for level in (BLOCK, RACK, HOST)]},
         "pool": {
             "blocks": blocks,
@@ -103,6 +137,8 @@ def trace(
 def _kind(rng: random.Random, shape: str) -> str:
     if shape == "mixed":
         return "training" if rng.random() < MIXED_TRAINING_SHARE else "inference"
+    if shape == "groups":
+        return rng.choices(list(GROUPS_KINDS), weights=list(GROUPS_KINDS.values()))[0]
     return shape
 
 
@@ -138,6 +174,40 @@ def _inference(rng: random.Random):
     return {"duration": round(duration), "podSets": [podset]}, count * share * duration
 
 
+def _service(rng: random.Random, services: int):
+    """One scale-out step of an inference service: its pods join the service's rack."""
+    requests, share = rng.choice(INFERENCE_PODS[:2])
+    count = rng.choice([1, 2, 4, 8])
+    duration = min(max(rng.lognormvariate(math.log(2 * HOUR), 0.8), HOUR / 6), 12 * HOUR)
+    podset = {"name": "replicas", "count": count, "requests": requests}
+    workload = {"duration": round(duration), "group": f"svc-{rng.randrange(services)}"}
+    return workload | {"podSets": [podset]}, count * share * duration
+
+
+def _replica(rng: random.Random, groups: int):
+    """One HA replica: a pod on a rack none of its group's other replicas is on."""
+    requests, share = INFERENCE_PODS[1]
+    duration = min(max(rng.lognormvariate(math.log(8 * HOUR), 0.8), HOUR), 48 * HOUR)
+    podset = {"name": "replica", "count": 1, "requests": requests}
+    workload = {"duration": round(duration), "group": f"ha-{rng.randrange(groups)}"}
+    return workload | {"podSets": [podset]}, share * duration
+
+
+def _tenant(rng: random.Random, hosts_per_rack: int):
+    """A gang of the tenant that owns whole blocks: 4 to 16 hosts in one rack."""
+    requests, share = TRAINING_PODS[0]
+    count = min(rng.choice([4, 8, 16]), hosts_per_rack)
+    duration = min(max(rng.lognormvariate(math.log(4 * HOUR), 0.8), HOUR / 2), 48 * HOUR)
+    podset = {
+        "name": "workers",
+        "count": count,
+        "requests": requests,
+        "annotations": {f"{PREFIX}podset-required-topology": RACK},
+    }
+    workload = {"duration": round(duration), "group": "tenant"}
+    return workload | {"podSets": [podset]}, count * share * duration
+
+
 def _daily(rng: random.Random, span: float) -> float:
     """An arrival time in [0, span] on a daily cycle: busiest at 06:00, quietest at 18:00
     (rejection sampling of 1 + 0.6 sin(2 pi t / day))."""
@@ -160,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shape", choices=sorted(DEFAULT_WORKLOADS), default="mixed")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--nodes", type=int, choices=sorted(LAYOUTS), default=5120)
-    parser.add_argument("--workloads", type=int, help="default: 300, 800 or 600 by shape")
+    parser.add_argument("--workloads", type=int, help="default: 300, 800, 600 or 500 by shape")
     parser.add_argument("--load", type=float, default=0.8, help="offered work over capacity")
     args = parser.parse_args(argv)
     if args.load <= 0 or (args.workloads is not None and args.workloads < 1):

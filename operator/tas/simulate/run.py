@@ -11,6 +11,11 @@ Placement is the operator's: without clusterQueues the solver on one snapshot, a
 places; with clusterQueues the admission loop's own decision (quota, cohorts, preemption) on
 the operator's cache. A preempted workload leaves at once and is queued again, in its old
 place: Kueue orders it by its creation still.
+
+With the gate TASPlacementGroups, a member of a placement group is placed by its group's
+constraints, as the operator places it (solver/groups.py), the group holding the pods of its
+members running; every other workload keeps out of the domains exclusive groups hold. Without
+the gate, the trace's groups are ignored.
 """
 
 from __future__ import annotations
@@ -19,23 +24,35 @@ import heapq
 import json
 import math
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
 import numpy as np
 
 from tas import features, scenario
-from tas.admission.decide import decide
+from tas.admission.decide import GroupDecision, decide
 from tas.api.format import format_milli
+from tas.api.placementgroups import rules_for, spec_to_object
+from tas.cache import placementgroups, projections
 from tas.scenario import Scenario, ScenarioError
 from tas.simulate import trace as tracefile
 from tas.simulate.trace import Trace, TracedWorkload
-from tas.solver import HOSTNAME_LEVEL, PODS, PodSetRequest, TopologyAssignment, TopologySnapshot
+from tas.solver import (
+    HOSTNAME_LEVEL,
+    PODS,
+    PodSetRequest,
+    TopologyAssignment,
+    TopologySnapshot,
+    WorkloadPlacement,
+    groups,
+)
 
 ONE_POD = 1000  # milli-units of the "pods" resource every pod takes
 DECIMALS = 6  # of the fractions in the report
 WIDE = 400  # characters: a report's value up to this long takes one line
+Path = tuple[str, ...]  # a leaf's values at every level
 
 
 @dataclass(frozen=True)
@@ -45,6 +62,8 @@ class PodSetUse:
 
     assignment: TopologyAssignment
     requests: Mapping[str, int]
+    # a member of a partitioned placement group: each of its leaves' partition (1..K)
+    partitions: Mapping[Path, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -63,6 +82,15 @@ Observer = Callable[[float, Mapping[str, tuple[PodSetUse, ...]]], None]
 # The two ways of admitting, as `tas solve` has them.
 
 
+@dataclass
+class _Group:
+    """A placement group as the solver path keeps it: what its running members hold."""
+
+    rules: groups.GroupRules
+    state: groups.GroupState = field(default_factory=groups.GroupState)
+    members: dict[str, dict[Path, int]] = field(default_factory=dict)  # running: pods per leaf
+
+
 class _SolverAdmission:
     """Without clusterQueues: the solver alone, on one snapshot kept up to date."""
 
@@ -71,31 +99,89 @@ class _SolverAdmission:
         self.snapshot.build()
         self.nodes = {node.name: node for node in scen.nodes}  # their NUMA zones change
         self.placements: dict[str, Any] = {}
+        self.placement_groups = scen.options.placement_groups
+        self.fragmentation_aware = scen.options.fragmentation_aware
+        self.groups: dict[str, _Group] = {}
 
     def arrive(self, traced: TracedWorkload, now: float) -> None:
         pass  # the solver has no queue to tell
 
     def try_admit(self, traced: TracedWorkload, now: float) -> Attempt:
-        placement = scenario.place(self.snapshot, self.nodes, traced.workload)
+        partitions: Mapping[Path, int] = {}
+        if not self.placement_groups:
+            placement = scenario.place(self.snapshot, self.nodes, traced.workload)
+        elif traced.group is None:
+            placement = self._place_outside_groups(traced)
+        else:
+            placement, partitions = self._place_member(traced)
         if not placement.admitted:
             return Attempt(False, placement.failure or "")
         self.placements[traced.name] = placement
         requests = {podset.name: podset.requests for podset in traced.workload.podsets}
-        uses = tuple(PodSetUse(p.assignment, requests[p.name]) for p in placement.podsets)
+        uses = tuple(
+            PodSetUse(p.assignment, requests[p.name], partitions) for p in placement.podsets
+        )
         return Attempt(True, "", uses)
+
+    def _owned_by_others(self, me: str | None, rule: str = "exclusive") -> dict[int, set[Path]]:
+        """Level index -> the domains groups other than `me` hold at the level of their `rule`
+        (exclusive: no one else may enter; affinity: where they will grow)."""
+        owned: dict[int, set[Path]] = {}
+        for name, group in self.groups.items():
+            depth = getattr(group.rules, rule)
+            if name != me and depth is not None and not group.state.empty:
+                owned.setdefault(depth, set()).update(group.state.domains_at(depth))
+        return owned
+
+    def _place_outside_groups(self, traced: TracedWorkload) -> WorkloadPlacement:
+        """As scenario.place, out of the domains exclusive groups hold."""
+        owned = self._owned_by_others(None)
+        layout = self.snapshot.group_layout()
+        excluded = groups.excluded_leaves(layout, owned) if owned else None
+        podsets = traced.workload.podsets
+        placement = self.snapshot.find_assignments(podsets, excluded=excluded)
+        if placement.admitted:
+            placement = self.snapshot.numa_zones(podsets, placement)
+            scenario.hold(self.snapshot, self.nodes, traced.workload, placement)
+        return placement
+
+    def _place_member(self, traced: TracedWorkload) -> tuple[WorkloadPlacement, dict[Path, int]]:
+        """As the operator places a member (decide._place): its one pod set by the group's
+        rules and state, NUMA zones not counted; and the partition of each of its leaves."""
+        ref = traced.group
+        assert ref is not None and ref.spec is not None  # the trace gives every member one
+        group = self.groups.get(ref.name)
+        if group is None:
+            group = self.groups[ref.name] = _Group(rules_for(ref.spec, self.snapshot.levels))
+        (podset,) = traced.workload.podsets
+        growing = self._owned_by_others(ref.name, "affinity") if self.fragmentation_aware else None
+        placement, planned = self.snapshot.find_group_assignment(
+            podset, group.rules, group.state, self._owned_by_others(ref.name), growing
+        )
+        if planned is None:
+            return placement, {}
+        scenario.hold(self.snapshot, self.nodes, traced.workload, placement)
+        group.state.add(planned)
+        group.members[traced.name] = planned.pods
+        return placement, planned.partition_of_leaf
 
     def release(self, traced: TracedWorkload) -> None:
         placement = self.placements.pop(traced.name)
         scenario.hold(self.snapshot, self.nodes, traced.workload, placement, sign=-1)
+        group = self.groups.get(traced.group.name) if traced.group is not None else None
+        if group is not None and traced.name in group.members:
+            pods = group.members.pop(traced.name)
+            group.state.remove(pods, group.rules.partition_level)
 
 
 class _QueueAdmission:
     """With clusterQueues: the admission loop's decision on the operator's cache."""
 
     def __init__(self, scen: Scenario) -> None:
-        self.state = scenario.cluster_state(scen)
+        self.state = scenario.cluster_state(scen)  # its options carry the trace's gates
         self.default_queue = scen.cluster_queues[0]["metadata"]["name"]
         self.infos: dict[str, Any] = {}
+        self.placement_groups = scen.options.placement_groups
 
     def _queue(self, traced: TracedWorkload) -> str:
         return traced.workload.cluster_queue or self.default_queue
@@ -103,6 +189,8 @@ class _QueueAdmission:
     def arrive(self, traced: TracedWorkload, now: float) -> None:
         """The Workload exists from its arrival on, pending (and again after an eviction)."""
         info = scenario.workload_info(traced.workload, self._queue(traced), traced.arrival)
+        if self.placement_groups and traced.group is not None:
+            info = replace(info, placement_group=traced.group)  # decide places it as a member
         self.infos[traced.name] = info
         self.state.upsert_workload(info)
 
@@ -120,13 +208,44 @@ class _QueueAdmission:
             decision = decide(self.state, info, cq, now=scenario.at(now))
         if not decision.admitted:
             return Attempt(False, decision.message, evicted=tuple(evicted))
-        self.state.upsert_workload(scenario.admitted_info(info, decision, now))
+        admitted = scenario.admitted_info(info, decision, now)
+        self.state.upsert_workload(admitted)
+        partitions = {} if decision.group is None else self._hold_group(admitted, decision.group)
         uses = tuple(
-            PodSetUse(ps.assignment, ps.requests)
+            PodSetUse(ps.assignment, ps.requests, partitions)
             for ps in decision.charge.pod_sets
             if ps.assignment is not None
         )
         return Attempt(True, "", uses, tuple(evicted))
+
+    def _hold_group(
+        self, member: projections.WorkloadInfo, group: GroupDecision
+    ) -> dict[Path, int]:
+        """As the admission loop: the member's new partitions are assumed, then the
+        PlacementGroup is written (here: taken as the watch would read it back) with the status
+        its members' charges give, so that its partitions outlive this member. Returns the
+        partition of each of the member's leaves."""
+        if group.new_partitions:
+            self.state.assumed_partitions[group.key][member.key] = dict(group.new_partitions)
+        namespace, name = group.key
+        status = placementgroups.status_now(self.state, group.key, group.spec)
+        written = {
+            "metadata": {"namespace": namespace, "name": name},
+            "spec": spec_to_object(group.spec),
+            "status": status,
+        }
+        self.state.upsert_placement_group(projections.placement_group_from_object(written))
+        if group.spec.partition_topology is None:
+            return {}
+        snapshot = self.state.snapshot(group.flavor)
+        depth = snapshot.levels.index(group.spec.partition_topology)
+        partitions = placementgroups.partitions_of(self.state, group.key)
+        out: dict[Path, int] = {}
+        for admission in member.admissions:
+            for domain in admission.assignment.domains:
+                path = snapshot.leaf_path(domain.values)
+                out[path] = partitions[path[: depth + 1]]
+        return out
 
     def release(self, traced: TracedWorkload) -> None:
         self.state.delete_workload(scenario.SCENARIO_NAMESPACE, traced.name)
@@ -298,6 +417,8 @@ class _Books:
     decision_seconds: list[float] = field(default_factory=list)
     waits: list[float] = field(default_factory=list)
     timeline: list[dict[str, Any]] = field(default_factory=list)
+    group_admitted: dict[str, set[str]] = field(default_factory=dict)  # group -> members
+    group_pods: dict[str, int] = field(default_factory=dict)  # group -> pods placed
 
 
 def simulate(trace: Trace, observe: Observer | None = None) -> dict[str, Any]:
@@ -410,6 +531,10 @@ class _Simulation:
         self.books.pods_placed += traced.pods
         self.books.admitted.add(traced.name)
         self.books.waits.append(now - self.waiting_since[traced.name])
+        if traced.group is not None:
+            group = traced.group.name
+            self.books.group_admitted.setdefault(group, set()).add(traced.name)
+            self.books.group_pods[group] = self.books.group_pods.get(group, 0) + traced.pods
         if traced.duration is not None:
             heapq.heappush(self.departures, (now + traced.duration, number, traced.name))
 
@@ -444,6 +569,15 @@ def _report(
 ) -> dict[str, Any]:
     decisions = sorted(books.decision_seconds)
     waits = sorted(books.waits)
+    members = Counter(t.group.name for t in trace.workloads if t.group is not None)
+    groups_report = {
+        name: {
+            "members": count,
+            "membersAdmitted": len(books.group_admitted.get(name, ())),
+            "podsPlaced": books.group_pods.get(name, 0),
+        }
+        for name, count in sorted(members.items())
+    }
     return {
         "admission": "clusterQueues" if trace.scenario.cluster_queues else "solver",
         "featureGates": trace.gates.as_dict(),
@@ -473,6 +607,7 @@ def _report(
             "maxMs": round(_rank(decisions, 1.0) * 1e3, 3),
         },
         "fragmentationReference": reference.as_report() if reference else None,
+        **({"groups": groups_report} if groups_report else {}),
         "timeline": books.timeline,
     }
 

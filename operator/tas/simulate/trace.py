@@ -2,9 +2,10 @@
 
 Everything a scenario holds reads exactly as `tas solve` reads it, through tas.scenario's own
 parser. A trace adds, per workload, `arrival` (seconds), `duration` (seconds; absent: it never
-leaves) and `group` (reserved for placement groups: read, kept, not used yet); and it may give
-its nodes as a compact `pool` instead of a list. A malformed trace raises ScenarioError naming
-the field, as a malformed scenario does.
+leaves) and `group` (the placement group it joins: a name, or a mapping with the name and the
+PlacementGroup spec's constraints, which every member giving them must give alike); and it may
+give its nodes as a compact `pool` instead of a list. A malformed trace raises ScenarioError
+naming the field, as a malformed scenario does.
 """
 
 from __future__ import annotations
@@ -12,15 +13,18 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tas import features
+from tas.api.placementgroups import _NAME as GROUP_NAME
+from tas.api.placementgroups import MAX_PARTITIONS, GroupRef, GroupSpec
 from tas.scenario import (  # and its typed readers: a trace's errors read like a scenario's
     MAX_BYTES,
     Scenario,
     ScenarioError,
     Workload,
+    _check_keys,
     _expect,
     _field,
     _levels,
@@ -31,6 +35,14 @@ from tas.scenario import (  # and its typed readers: a trace's errors read like 
 
 POOL_KEYS = ("blocks", "racksPerBlock", "hostsPerRack")
 MAX_POOL_NODES = 100_000
+# a trace's group mapping: the PlacementGroup spec's camelCase names -> GroupSpec's
+GROUP_LEVELS = {
+    "affinityTopology": "affinity_topology",
+    "antiAffinityTopology": "anti_affinity_topology",
+    "partitionTopology": "partition_topology",
+    "exclusiveTopology": "exclusive_topology",
+}
+GROUP_FIELDS = {**GROUP_LEVELS, "partitions": "partitions"}
 
 
 @dataclass(frozen=True)
@@ -39,8 +51,9 @@ class TracedWorkload:
     index: int  # its position in the trace: breaks ties between equal arrival times
     arrival: float  # seconds from the start of the trace
     duration: float | None  # seconds it runs once admitted; None: it never leaves
-    # Reserved for placement groups (a string or a mapping): kept, not used yet.
-    group: str | Mapping[str, Any] | None = None
+    # The placement group it joins, with the group's constraints (those another member gives,
+    # when it gives the name alone); used with the gate TASPlacementGroups only.
+    group: GroupRef | None = None
 
     @property
     def name(self) -> str:
@@ -85,9 +98,10 @@ def parse_trace(document: Any, gate_overrides: Mapping[str, bool] | None = None)
         document["nodes"] = _pool_nodes(document)
     scenario = parse_scenario(document)
     workloads = tuple(
-        _traced(workload, index, document["workloads"][index])
+        _traced(workload, index, document["workloads"][index], scenario.levels)
         for index, workload in enumerate(scenario.workloads)
     )
+    workloads = _with_group_specs(workloads)
     return Trace(
         scenario=scenario,
         workloads=workloads,
@@ -131,7 +145,9 @@ def _pool_nodes(document: Mapping[str, Any]) -> list[dict[str, Any]]:
     return nodes
 
 
-def _traced(workload: Workload, index: int, entry: Mapping[str, Any]) -> TracedWorkload:
+def _traced(
+    workload: Workload, index: int, entry: Mapping[str, Any], levels: tuple[str, ...]
+) -> TracedWorkload:
     path = f"workloads[{index}]"
     if entry.get("running") is not None:
         raise ScenarioError(f"{path}.running", "has no meaning in a trace: give an arrival")
@@ -144,7 +160,7 @@ def _traced(workload: Workload, index: int, entry: Mapping[str, Any]) -> TracedW
         index=index,
         arrival=arrival,
         duration=duration,
-        group=_group(entry.get("group"), f"{path}.group"),
+        group=_group(entry.get("group"), f"{path}.group", levels, len(workload.podsets)),
     )
 
 
@@ -163,13 +179,76 @@ def _seconds(entry: Mapping[str, Any], key: str, path: str, required: bool = Tru
     return float(value)
 
 
-def _group(value: Any, path: str) -> str | Mapping[str, Any] | None:
-    """Reserved for placement groups: a name, or a mapping with string keys."""
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, dict):
-        for key in value:
-            if not isinstance(key, str):
-                raise ScenarioError(path, f"keys must be strings, got {key!r}")
-        return value
-    raise ScenarioError(path, f"must be a string or a mapping, got {value!r}")
+def _group(value: Any, path: str, levels: tuple[str, ...], podsets: int) -> GroupRef | None:
+    """A group name, or `{name, affinityTopology, ...}`; the spec is None for a name alone."""
+    if value is None:
+        return None
+    if not isinstance(value, str | dict):
+        raise ScenarioError(path, f"must be a string or a mapping, got {value!r}")
+    if podsets != 1:  # as the operator: a member's pod set is placed by the group's rules
+        raise ScenarioError(
+            path, f"a placement group takes workloads of one pod set, not {podsets}"
+        )
+    if isinstance(value, str):
+        return GroupRef(_group_name(value, path), None)
+    _check_keys(value, path)
+    for key in value:
+        if key != "name" and key not in GROUP_FIELDS:
+            known = ", ".join(("name", *GROUP_FIELDS))
+            raise ScenarioError(f"{path}.{key}", f"unknown field (known: {known})")
+    name = _group_name(_field(value, "name", str, path), f"{path}.name")
+    spec: dict[str, Any] = {}
+    for key, attr in GROUP_LEVELS.items():
+        level = _field(value, key, str, path, None)
+        if level is not None and level not in levels:
+            raise ScenarioError(
+                f"{path}.{key}", f"{level!r} is not a level of the topology ({', '.join(levels)})"
+            )
+        spec[attr] = level
+    partitions = _field(value, "partitions", int, path, None)
+    if partitions is not None and not 1 <= partitions <= MAX_PARTITIONS:
+        raise ScenarioError(
+            f"{path}.partitions", f"must be from 1 to {MAX_PARTITIONS}, got {partitions}"
+        )
+    if (partitions is None) != (spec["partition_topology"] is None):
+        missing = "partitionTopology" if partitions is not None else "partitions"
+        raise ScenarioError(f"{path}.{missing}", "is required with the other partition field")
+    return GroupRef(name, GroupSpec(partitions=partitions, **spec))
+
+
+def _group_name(name: str, path: str) -> str:
+    if len(name) > 253 or not GROUP_NAME.fullmatch(name):
+        raise ScenarioError(
+            path,
+            f"{name!r} is not a valid object name (lowercase alphanumerics, '-' and '.', at "
+            "most 253 characters)",
+        )
+    return name
+
+
+def _with_group_specs(workloads: tuple[TracedWorkload, ...]) -> tuple[TracedWorkload, ...]:
+    """Every member with its group's constraints: those the first member giving them gives
+    (none if none does); another member that gives different ones is an error."""
+    given: dict[str, tuple[int, GroupSpec]] = {}  # group -> (first member giving it, spec)
+    for traced in workloads:
+        ref = traced.group
+        if ref is None or ref.spec is None:
+            continue
+        first, spec = given.setdefault(ref.name, (traced.index, ref.spec))
+        differences = ref.spec.differences(spec)
+        if differences:
+            attr = differences[0]
+            key = next(k for k, a in GROUP_FIELDS.items() if a == attr)
+            raise ScenarioError(
+                f"workloads[{traced.index}].group.{key}",
+                f"{getattr(ref.spec, attr)!r} differs from workloads[{first}].group's "
+                f"{getattr(spec, attr)!r}: the members of group {ref.name} give the same "
+                "constraints, or the name alone",
+            )
+    resolved = []
+    for traced in workloads:
+        if traced.group is not None:
+            _, spec = given.get(traced.group.name, (0, GroupSpec()))
+            traced = replace(traced, group=GroupRef(traced.group.name, spec))
+        resolved.append(traced)
+    return tuple(resolved)

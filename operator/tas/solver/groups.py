@@ -156,6 +156,7 @@ def place(
     occupied: np.ndarray | None = None,
     foreign: np.ndarray | None = None,
     fragmentation_aware: bool = False,
+    reserved: np.ndarray | None = None,
 ) -> GroupPlacement:
     """Place `count` pods of one shape for a member of the group.
 
@@ -165,7 +166,8 @@ def place(
     `foreign`: leaves inside domains other exclusive groups own;
     `fragmentation_aware` (TASProfileFragmentationAware): a new affinity domain is chosen
     top-down, in the parent with the least room first (solver/profile.py's rule), rather than
-    the tightest anywhere.
+    the tightest anywhere; and `reserved` leaves (the affinity domains of other groups, which
+    may grow) are used only when nothing fits without them.
     """
     if count <= 0:
         raise GroupPlacementFailure("nothing to place")
@@ -178,11 +180,16 @@ def place(
     scopes = _scopes(layout, rules, state, required)
     plan = _Plan(layout, rules, state, fragmentation_aware)
     failures: list[str] = []
-    for depth, code in _scope_order(layout, plan, cap, scopes, count):
-        try:
-            return plan.fill(cap, depth, code, count)
-        except GroupPlacementFailure as failure:
-            failures.append(str(failure))
+    tries = [cap]
+    if fragmentation_aware and reserved is not None and reserved.any():
+        # first without the room other groups' affinity domains keep to grow in
+        tries.insert(0, np.where(reserved, 0, cap))
+    for room in tries:
+        for depth, code in _scope_order(layout, plan, room, scopes, count):
+            try:
+                return plan.fill(room, depth, code, count)
+            except GroupPlacementFailure as failure:
+                failures.append(str(failure))
     reason = failures[0] if failures else _no_scope_reason(layout, rules, state, required)
     raise GroupPlacementFailure(reason)
 
@@ -206,7 +213,7 @@ def _scopes(
     fixed: Path | None = None
     if rules.affinity is not None and not state.empty:
         held = state.domains_at(rules.affinity)
-        fixed = min(held)  # one domain by construction
+        fixed = min(held)  # one domain by construction (a node's labels may move: take one)
     depth = max(d for d in (rules.affinity, required, -1) if d is not None)
     if depth < 0:
         return None
@@ -279,7 +286,9 @@ class _Plan:
         if anti is not None:
             self.used_anti = np.zeros(len(layout.domains[anti]), dtype=bool)
             for path in state.domains_at(anti):
-                self.used_anti[layout.code_of[anti][path]] = True
+                code = layout.code_of[anti].get(path)
+                if code is not None:  # a domain no longer in the topology holds nobody new
+                    self.used_anti[code] = True
 
     def _mark_anti(self, placed: Mapping[int, int]) -> None:
         """Within one request, later partitions see the anti-affinity domains the earlier
@@ -431,19 +440,14 @@ class _Plan:
 
 
 def _partition_needs(partitions: int, sizes: Mapping[int, int], count: int) -> dict[int, int]:
-    """How many of `count` new pods each partition (1..K) takes so that all sizes end within 1
-    of each other; the larger partitions keep the extra pods."""
+    """How many of `count` new pods each partition (1..K) takes: each pod goes to the smallest
+    partition, so sizes end within 1 of each other whenever `count` can make them so (members
+    that left may have unbalanced them; a request too small to rebalance still fills the
+    smallest first rather than wait for ever)."""
     current = {p: sizes.get(p, 0) for p in range(1, partitions + 1)}
-    total = sum(current.values()) + count
-    base, extra = divmod(total, partitions)
-    # the `extra` partitions ending at base+1 are the largest now (fewest new pods needed)
-    order = sorted(current, key=lambda p: (-current[p], p))
-    target = {p: base + (1 if rank < extra else 0) for rank, p in enumerate(order)}
-    needs = {p: target[p] - current[p] for p in current}
-    if any(n < 0 for n in needs.values()):
-        largest = max(current.values())
-        raise GroupPlacementFailure(
-            f"{count} pods cannot balance the partitions (sizes {sorted(current.values())}, "
-            f"largest {largest})"
-        )
+    needs = dict.fromkeys(current, 0)
+    for _ in range(count):
+        # ties: the partition that was larger before, then the lower number (stable choices)
+        smallest = min(current, key=lambda p: (current[p] + needs[p], -current[p], p))
+        needs[smallest] += 1
     return needs

@@ -249,8 +249,11 @@ class TopologySnapshot:
         rules: groups.GroupRules,
         state: groups.GroupState,
         owned_by_others: Mapping[int, set[tuple[str, ...]]],
+        affinity_of_others: Mapping[int, set[tuple[str, ...]]] | None = None,
     ) -> tuple[WorkloadPlacement, groups.GroupPlacement | None]:
-        """Place one pod set of a placement group's member (no NUMA zones, no leader)."""
+        """Place one pod set of a placement group's member (no NUMA zones, no leader).
+        `affinity_of_others`: the affinity domains other groups hold, kept for them to grow in
+        when the fragmentation-aware profile is on."""
         tree = self._ensure_tree()
         layout = self.group_layout()
         requests = _with_one_pod(podset.requests)
@@ -271,7 +274,10 @@ class TopologySnapshot:
                 )
             except _Invalid as failure:
                 return WorkloadPlacement(failure=str(failure)), None
-        occupied = np.array([bool(self._tas_usage.get(key)) for key in self._leaf_keys], dtype=bool)
+        # a leaf whose pods have all left keeps a usage entry of zeros: it is empty again
+        occupied = np.array(
+            [self._tas_usage.get(key, {}).get(PODS, 0) > 0 for key in self._leaf_keys], dtype=bool
+        )
         try:
             placed = groups.place(
                 layout,
@@ -282,6 +288,12 @@ class TopologySnapshot:
                 required=required,
                 occupied=occupied,
                 foreign=groups.excluded_leaves(layout, owned_by_others),
+                fragmentation_aware=self.options.fragmentation_aware,
+                reserved=(
+                    groups.excluded_leaves(layout, affinity_of_others)
+                    if self.options.fragmentation_aware and affinity_of_others
+                    else None
+                ),
             )
         except groups.GroupPlacementFailure as failure:
             return (

@@ -16,6 +16,7 @@ from tas.api.constants import (
 from tas.cache import placementgroups
 from tas.cache import projections as proj
 from tas.solver.types import SolverOptions
+from tas.workload.transitions import admitted
 from tests.unit.admission.fixtures import BLOCK, HOST, RACK, make_state, node, workload
 
 
@@ -156,3 +157,62 @@ def test_partitions_are_balanced_and_recorded_for_the_write():
     assert [p["pods"] for p in status["partitions"]] == [2, 2]
     racks = [tuple(d) for p in status["partitions"] for d in p["domains"]]
     assert len(racks) == len(set(racks))  # no rack in two partitions
+
+
+def test_a_member_that_does_not_fit_its_group_never_preempts():
+    from tests.unit.admission.fixtures import cluster_queue
+
+    cq = cluster_queue()
+    cq["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
+    state = make_state(pool(), cq)
+    state.options = SolverOptions(placement_groups=True)
+    anti_rack = {PLACEMENT_GROUP: "ha", PLACEMENT_GROUP_ANTI_AFFINITY: RACK}
+    objects: dict[str, dict] = {}
+
+    def whole_host(name: str, pods: int, priority: int = 0, annotations=None):
+        obj = workload(name, pods=pods, cpu="4", priority=priority)
+        if annotations:
+            obj["spec"]["podSets"][0]["template"]["metadata"] = {"annotations": annotations}
+        objects[name] = obj
+        return proj.workload_from_object(obj)
+
+    def admit_written(info):
+        """Admitted as the watch shows it after the write (candidates must be stored)."""
+        decision = decide(state, info, state.cluster_queues["cq"])
+        assert decision.admitted, decision.message
+        obj = {**objects[info.name], "status": admitted(info, decision.admission, decision.message)}
+        obj["metadata"] = {**obj["metadata"], "resourceVersion": "2"}
+        state.upsert_workload(proj.workload_from_object(obj))
+
+    for i in range(4):  # one host in each of the 4 racks
+        admit_written(whole_host(f"m{i}", 1, annotations=anti_rack))
+    admit_written(whole_host("low", 4))  # the other 4 hosts
+    decision = decide(state, whole_host("m4", 1, 10, anti_rack), state.cluster_queues["cq"])
+    # evicting `low` would free hosts, all in racks the group already holds
+    assert not decision.admitted and decision.preemption is None, decision.message
+
+
+def test_members_disagreeing_before_the_object_is_seen_are_refused():
+    state = state_with_groups()
+    admit(state, member("a", 1, "g", **{PLACEMENT_GROUP_AFFINITY: RACK}))
+    refused = decide(
+        state,
+        member("b", 1, "g", **{PLACEMENT_GROUP_ANTI_AFFINITY: HOST}),
+        state.cluster_queues["cq"],
+    )
+    assert refused.invalid and "spec.affinityTopology" in refused.message
+
+
+def test_a_member_on_a_cordoned_node_still_holds_its_domain():
+    state = state_with_groups()
+    first = admit(state, member("a", 1, "ha", **{PLACEMENT_GROUP_ANTI_AFFINITY: RACK}))
+    (host,) = hosts(first)
+    cordoned = next(n for n in pool() if n["metadata"]["name"] == host)
+    cordoned["spec"] = {"unschedulable": True}
+    state.upsert_node(proj.node_from_object(cordoned))
+    seen = {rack_of(host)}
+    for i in range(3):
+        decision = admit(state, member(f"b{i}", 1, "ha", **{PLACEMENT_GROUP_ANTI_AFFINITY: RACK}))
+        (other,) = hosts(decision)
+        assert rack_of(other) not in seen
+        seen.add(rack_of(other))

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tas.contest import generator
-from tas.contest.checker import check, parse_input
+from tas.contest.checker import CreateGroup, CreateVms, DeleteVms, VmType, check, parse_input
 from tas.contest.generator import SHAPES, generate, main
 
 
@@ -214,6 +214,7 @@ def test_any_seed_and_length_is_valid(seed: int, shape: str, requests: int) -> N
     summary = validate(text)
     assert summary.requests <= requests + 1
     _assert_readable(text, summary)
+    assert infeasible_requests(text) == []
 
 
 @pytest.mark.parametrize("shape", ["mixed", "churn", "saturating"])
@@ -221,5 +222,159 @@ def test_the_vm_cap_is_kept(shape: str, monkeypatch: pytest.MonkeyPatch) -> None
     # The real cap (200000) takes a long input to reach; a small one takes the same paths.
     monkeypatch.setattr(generator, "MAX_VMS", 300)
     for seed in range(5):
-        summary = validate(generate(seed, shape))
+        text = generate(seed, shape)
+        summary = validate(text)
         assert 250 <= summary.vms <= 300
+        assert infeasible_requests(text) == []
+
+
+# Feasibility: every creation request fits an EMPTY pool together with its group's live VMs,
+# under the group's constraints, so that a program fails only once the pool fills up or
+# fragments. Shown here by building such a placement (a witness), from the statement alone.
+
+
+def _first_fit(vms: list[VmType], capacity: tuple[int, int], limit: int | None) -> int | None:
+    """Servers that first-fit fills with the VMs, taken type by type on empty servers (NUMA
+    nodes of `capacity` each: a 2-NUMA VM on both nodes of one server, a 1-NUMA VM on one);
+    None when more than `limit` servers would be needed."""
+    cpu, mem = capacity
+    servers: list[list[int]] = []  # per server: CPU and memory left on node 1, then node 2
+    for vm_type, count in sorted(Counter(vms).items(), key=lambda kv: _type_key(kv[0])):
+        assert vm_type.cpu <= cpu and vm_type.mem <= mem, "each VM fits an empty server"
+        i = 0
+        while count:
+            if i == len(servers):
+                if limit is not None and i == limit:
+                    return None
+                servers.append([cpu, mem, cpu, mem])
+            left = servers[i]
+            nodes = [
+                min(left[2 * k] // vm_type.cpu, left[2 * k + 1] // vm_type.mem) for k in (0, 1)
+            ]
+            fits = min(nodes) if vm_type.numa == 2 else sum(nodes)
+            # One by one, the first fit: both nodes, or node 1 until full, then node 2.
+            take = min(fits, count)
+            per_node = [take, take] if vm_type.numa == 2 else [min(take, nodes[0])]
+            if vm_type.numa == 1:
+                per_node.append(take - per_node[0])
+            for k, n in enumerate(per_node):
+                left[2 * k] -= n * vm_type.cpu
+                left[2 * k + 1] -= n * vm_type.mem
+            count -= take
+            i += 1
+    return len(servers)
+
+
+def _type_key(vm_type: VmType) -> tuple[int, int, int]:
+    return vm_type.numa, vm_type.cpu, vm_type.mem
+
+
+def infeasible_requests(text: str) -> list[str]:
+    """Creation requests that no placement on an empty pool could satisfy, given the group's
+    live VMs; the witness for the others is built on the way."""
+    problem = parse_input(text)
+    pool, types = problem.pool, problem.vm_types
+    n, p, r, s = pool.domains, pool.pods, pool.racks, pool.servers
+    racks_in_pool = n * p * r
+    capacity = (pool.cpu, pool.mem)
+    kinds: dict[int, tuple[int, int]] = {}  # group -> its type and partitions
+    live: dict[int, dict[int, tuple[VmType, int]]] = {}  # group -> live VM -> type, request
+    owner: dict[int, int] = {}  # live VM -> its group
+    pods_of_request: dict[int, int] = {}  # whole-pod creation request -> its pods
+    problems: list[str] = []
+    for number, request in enumerate(problem.requests, start=1):
+        if isinstance(request, CreateGroup):
+            kinds[request.group] = (request.type, request.partitions)
+            live[request.group] = {}
+            continue
+        if isinstance(request, DeleteVms):
+            for v in request.vms:
+                del live[owner.pop(v)][v]
+            continue
+        assert isinstance(request, CreateVms)
+        gtype, partitions = kinds[request.group]
+        new_type = types[request.vm_type - 1]
+        group = live[request.group]
+        everything = [t for t, _ in group.values()] + [new_type] * len(request.vms)
+        total = len(everything)
+        if gtype in (0, 1, 3):  # (no) affinity: first-fit in one rack / network domain / pool
+            servers = {0: n * p * r * s, 1: s, 3: p * r * s}[gtype]
+            ok = _first_fit(everything, capacity, servers) is not None
+        elif gtype in (4, 5, 7, 8):  # anti-affinity: one server / rack each, in the scope
+            ok = total <= {4: n * p * r * s, 5: racks_in_pool, 7: s, 8: p * r}[gtype]
+        elif gtype == 6:
+            # Deal the VMs (sorted by type) round robin into the partitions: sizes differ by
+            # at most 1; each partition first-fit on racks of its own.
+            ok = partitions <= racks_in_pool
+            dealt = sorted(everything, key=_type_key)
+            racks = 0
+            for k in range(partitions):
+                used = _first_fit(dealt[k::partitions], capacity, None) or 0
+                racks += -(-used // s)
+            ok = ok and racks <= racks_in_pool
+        else:  # whole pods: a pod for type 2, pods of one network domain for type 9
+            assert len(request.vms) % (r * s) == 0 and new_type == VmType(2, pool.cpu, pool.mem)
+            # Each earlier request's live VMs are in some of its pods: at most one each.
+            alive = Counter(req for _, req in group.values())
+            held = sum(min(pods_of_request[req], count) for req, count in alive.items())
+            pods_of_request[number] = len(request.vms) // (r * s)
+            ok = held + pods_of_request[number] <= (1 if gtype == 2 else p)
+        if not ok:
+            problems.append(
+                f"request {number}: {len(request.vms)} VMs of type {request.vm_type} in group"
+                f" {request.group} (type {gtype}, {len(group)} live) fit no empty pool"
+            )
+        group.update(dict.fromkeys(request.vms, (new_type, number)))
+        owner.update(dict.fromkeys(request.vms, request.group))
+    return problems
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("seed", range(6))
+def test_every_request_fits_an_empty_pool(shape: str, seed: int) -> None:
+    assert infeasible_requests(generate(seed, shape)) == []
+
+
+def test_the_witness_finds_impossible_requests() -> None:
+    # A network-domain-affinity group asking for more whole-server VMs than a domain holds,
+    # and a rack-anti-affinity group in a network domain of 4 racks asked for a fifth VM.
+    head = "1 4 1 4 2\n10 10\n2\n2 10 10\n1 5 5\n"
+    text = head + "1\n1 3 0\n2\n17 1 1\n" + " ".join(map(str, range(1, 18))) + "\n4\n"
+    assert len(infeasible_requests(text)) == 1
+    text = head + "1\n1 8 0\n2\n4 2 1\n1 2 3 4\n2\n1 2 1\n5\n4\n"
+    (problem,) = infeasible_requests(text)
+    assert problem.startswith("request 3:")
+    # Whole servers fill an empty pod's servers exactly; 1-NUMA halves take a node each.
+    assert _first_fit([VmType(2, 10, 10)] * 16, (10, 10), 16) == 16
+    assert _first_fit([VmType(1, 5, 5)] * 8, (10, 10), None) == 2
+    assert _first_fit([VmType(1, 5, 5)] * 9, (10, 10), 2) is None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_saturating_runs_the_pool_out_of_room(seed: int) -> None:
+    """Well before its last creation request (with at most 60% of its VMs asked for), the live
+    VMs of a saturating input want more CPU or memory than the whole pool has: no program can
+    place them all, so a run ends on a full pool, not at the end of the input."""
+    problem = parse_input(generate(seed, "saturating"))
+    pool = problem.pool
+    servers = pool.domains * pool.pods * pool.racks * pool.servers
+    total = sum(len(r.vms) for r in problem.requests if isinstance(r, CreateVms))
+    cpu = mem = asked = 0
+    alive: dict[int, VmType] = {}
+    for request in problem.requests:
+        if isinstance(request, CreateVms):
+            vm_type = problem.vm_types[request.vm_type - 1]
+            alive.update(dict.fromkeys(request.vms, vm_type))
+            cpu += len(request.vms) * vm_type.numa * vm_type.cpu
+            mem += len(request.vms) * vm_type.numa * vm_type.mem
+            asked += len(request.vms)
+            if cpu > 2 * servers * pool.cpu or mem > 2 * servers * pool.mem:
+                break
+        elif isinstance(request, DeleteVms):
+            for v in request.vms:
+                gone = alive.pop(v)
+                cpu -= gone.numa * gone.cpu
+                mem -= gone.numa * gone.mem
+    else:
+        pytest.fail("the live VMs never outgrow the pool")
+    assert asked <= 0.6 * total, (asked, total)

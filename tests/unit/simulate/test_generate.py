@@ -49,6 +49,30 @@ def test_inference_is_short_small_replicas_preferring_a_rack():
     assert durations[len(durations) // 2] < 3600  # minutes, not hours
 
 
+def test_groups_are_services_with_rack_affinity_ha_replicas_and_an_exclusive_tenant():
+    document = generate.trace("groups", 1, 256, workloads=120)
+    assert document["featureGates"] == {"TASPlacementGroups": True}
+    trace = parse_trace(json.loads(generate.dumps(document)))
+    given = {}  # group -> the index of the member giving its constraints
+    for traced, entry in zip(trace.workloads, document["workloads"], strict=True):
+        if traced.group is None:
+            continue
+        name = traced.group.name
+        if isinstance(entry["group"], dict):
+            given.setdefault(name, traced.index)
+        assert given[name] <= traced.index  # the first member gives them
+        spec = traced.group.spec
+        if name.startswith("svc-"):
+            assert spec.affinity_topology == generate.RACK
+        elif name.startswith("ha-"):
+            assert spec.anti_affinity_topology == generate.RACK
+            assert traced.pods == 1
+        else:
+            assert (name, spec.exclusive_topology) == ("tenant", generate.BLOCK)
+            assert traced.workload.podsets[0].topology.required == generate.RACK
+    assert {name.split("-")[0] for name in given} == {"svc", "ha", "tenant"}
+
+
 def test_a_saturating_load_brings_the_same_work_sooner():
     calm = generate.trace("training", 2, 640, workloads=50, load=0.5)
     busy = generate.trace("training", 2, 640, workloads=50, load=2.0)

@@ -208,21 +208,3 @@ def test_numa_zones_come_back_when_their_pods_leave():
     seen = dict(running_over_time(document))
     assert seen[1.0] == {"all-zones"}  # every zone is taken: cpu alone would have fit
     assert seen[10.0] == {"one-more"}
-
-
-def test_the_group_field_is_kept_and_changes_nothing():
-    from tas.simulate.trace import parse_trace
-
-    plain = rack_jobs_and_late_small_ones()
-    grouped = rack_jobs_and_late_small_ones()
-    grouped["workloads"][0]["group"] = {"name": "g1", "required": RACK}
-    grouped["workloads"][1]["group"] = "g1"
-    trace = parse_trace(grouped)
-    assert trace.workloads[0].group == {"name": "g1", "required": RACK}
-    assert trace.workloads[1].group == "g1"
-    assert trace.workloads[2].group is None
-
-    def without_times(report: dict) -> dict:
-        return {k: v for k, v in report.items() if k != "decisions"}
-
-    assert without_times(simulate(grouped)) == without_times(simulate(plain))

@@ -107,11 +107,18 @@ def test_partitions_stay_balanced_and_apart():
     assert sorted(state.partition_sizes.values()) == [3, 3]
 
 
-def test_partitions_refuse_a_request_that_cannot_rebalance():
+def test_partitions_unbalanced_by_departures_fill_the_smallest_first():
     lay = layout(blocks=1, racks=4, hosts=2)
-    state = GroupState(partition_sizes={1: 5, 2: 0})
-    with pytest.raises(GroupPlacementFailure, match="balance"):
-        place(lay, np.full(8, 3), 2, GroupRules(partitions=2, partition_level=RACK), state)
+    state = GroupState(
+        pods={("b0", "b0-r0", "b0-r0-h0"): 3, ("b0", "b0-r0", "b0-r0-h1"): 2},
+        partition_of={("b0", "b0-r0"): 1},
+        partition_sizes={1: 5, 2: 0},
+    )
+    rules = GroupRules(partitions=2, partition_level=RACK)
+    small = place(lay, np.full(8, 3), 2, rules, state)
+    assert small.partition_counts == {2: 2}  # not enough to rebalance: the smallest first
+    enough = place(lay, np.full(8, 3), 6, rules, state)
+    assert enough.partition_counts == {1: 1, 2: 5}  # 6 and 5: within 1 again
 
 
 def test_exclusive_group_takes_only_empty_blocks_and_others_keep_out():
@@ -257,3 +264,21 @@ def test_whole_domains_are_only_empty_ones_even_for_the_group():
     occupied = np.array([True, False, False, False])
     placed = place(lay, np.array([0, 1, 1, 1]), 2, rules, state, occupied=occupied)
     assert {at(p, RACK) for p in placed.pods} == {("b0", "b0-r1")}
+
+
+def test_reserved_domains_are_used_only_when_nothing_else_fits():
+    lay = layout(blocks=2, racks=2, hosts=2)
+    cap = np.array([1, 1, 1, 1, 2, 2, 2, 2])
+    reserved = lay.leaves_under(BLOCK, {("b0",)})  # another group's block, kept to grow in
+    rules = GroupRules(affinity=BLOCK)
+    # BestFit takes the tighter block b0; with the profile, b1 while it has room
+    assert {at(p, BLOCK) for p in place(lay, cap, 3, rules, GroupState()).pods} == {("b0",)}
+    ours = place(lay, cap, 3, rules, GroupState(), fragmentation_aware=True, reserved=reserved)
+    assert {at(p, BLOCK) for p in ours.pods} == {("b1",)}
+    # 9 pods fit only in... none without b0 (b1 holds 8): still refused, b0 holds 4
+    with pytest.raises(GroupPlacementFailure):
+        place(lay, cap, 9, rules, GroupState(), fragmentation_aware=True, reserved=reserved)
+    # a reserved block is used when nothing else fits: b1 is full
+    full_b1 = np.array([1, 1, 1, 1, 0, 0, 0, 0])
+    again = place(lay, full_b1, 3, rules, GroupState(), fragmentation_aware=True, reserved=reserved)
+    assert {at(p, BLOCK) for p in again.pods} == {("b0",)}
