@@ -8,6 +8,7 @@ import io
 import pytest
 
 from tas.contest import adapter, checker, generator
+from tests.unit.contest.test_checker import EXAMPLE_INPUT as EXAMPLE
 
 RUNS = [(shape, seed) for shape in ("small", "mixed", "churn", "saturating") for seed in range(4)]
 
@@ -61,39 +62,3 @@ def test_a_malformed_input_is_one_line_on_stderr() -> None:
     err = io.StringIO()
     code = adapter.main(io.StringIO("2 2 2 2 3\n8 16\n1\n1 1 1\n4\n"), io.StringIO(), err)
     assert code == 2 and err.getvalue().count("\n") == 1 and "K must be 2" in err.getvalue()
-
-
-EXAMPLE = """2 2 2 2 2
-8 16
-4
-1 1 1
-1 4 2
-2 4 8
-2 8 16
-1
-1 9 0
-2
-8 4 1
-1 2 3 4 5 6 7 8
-1
-2 6 2
-2
-5 3 2
-9 10 11 12 13
-1
-3 2 0
-2
-4 4 3
-14 15 16 17
-3
-1 13
-2
-2 2 2
-18 19
-1
-4 1 0
-2
-3 3 4
-20 21 22
-4
-"""
