@@ -23,7 +23,7 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 CRD_DIR = ROOT / "crds"
 EXAMPLES = ROOT / "examples" / "kueue-tas"
-CRD_NAMES = [f"{r.crd.plural}.{GROUP}" for r in RESOURCES]
+CRD_NAMES = [f"{r.crd.plural}.{r.crd.group}" for r in RESOURCES]
 PLURAL = {r.model_fields["kind"].default: r.crd.plural for r in RESOURCES}
 BLOCK, RACK = "cloud.provider.com/topology-block", "cloud.provider.com/topology-rack"
 
@@ -64,7 +64,7 @@ def crds(cluster: Any) -> Any:
     )
     # Wait until discovery serves every kind, so later kubectl calls resolve them.
     for resource in RESOURCES:
-        eventually(lambda r=resource: run(cluster, "get", f"{r.crd.plural}.{GROUP}", "-A"))
+        eventually(lambda r=resource: run(cluster, "get", f"{r.crd.plural}.{r.crd.group}", "-A"))
     return cluster
 
 
@@ -91,13 +91,15 @@ def test_all_crds_established_with_names_accepted(crds: Any) -> None:
         conds = {c["type"]: c["status"] for c in crd["status"]["conditions"]}
         assert conds.get("Established") == "True", name
         assert conds.get("NamesAccepted") == "True", name
-        assert crd["status"]["acceptedNames"]["categories"] == ["kueue"]
+        expected = ["tas"] if name.endswith(".tas-operator.io") else ["kueue"]
+        assert crd["status"]["acceptedNames"]["categories"] == expected
 
 
 def test_short_names_and_category_resolve(crds: Any) -> None:
-    for short in ("topo", "rf", "cq", "lq", "kwl"):
+    for short in ("topo", "rf", "cq", "lq", "kwl", "pg"):
         run(crds, "get", short, "-A")
     run(crds, "get", "kueue", "-A")
+    run(crds, "get", "tas", "-A")
 
 
 # --- Kueue's documented examples, unchanged ---------------------------------------------------
@@ -541,3 +543,33 @@ def test_kubectl_explain_workload_admission(crds: Any) -> None:
     )
     assert "domains" in out and "levels" in out
     assert "nodeLabel" in run(crds, "explain", "topology.spec.levels")
+
+
+# --- our own kind: PlacementGroup (tas-operator.io) -------------------------------------------
+def placement_group(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "tas-operator.io/v1alpha1",
+        "kind": "PlacementGroup",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": spec,
+    }
+
+
+def test_placement_group_rules_are_enforced_by_the_apiserver(crds: Any, cleanup: list) -> None:
+    cleanup.append(("placementgroups.tas-operator.io", "it-pg", "-n", "default"))
+    good = placement_group("it-pg", {"partitions": 2, "partitionTopology": RACK})
+    eventually(lambda: run(crds, "apply", "-f", "-", input=json.dumps(good)), timeout=30)
+    assert "it-pg" in run(crds, "get", "pg", "-n", "default")  # short name and columns
+
+    bad = placement_group("it-pg-bad", {"partitions": 2})
+    proc = crds.kubectl("apply", "-f", "-", input=json.dumps(bad), check=False)
+    assert proc.returncode != 0
+    assert "partitions and partitionTopology must be set together" in proc.stderr
+
+    too_many = placement_group("it-pg-bad", {"partitions": 65, "partitionTopology": RACK})
+    proc = crds.kubectl("apply", "-f", "-", input=json.dumps(too_many), check=False)
+    assert proc.returncode != 0 and "spec.partitions" in proc.stderr
+
+    changed = placement_group("it-pg", {"partitions": 3, "partitionTopology": RACK})
+    proc = crds.kubectl("apply", "-f", "-", input=json.dumps(changed), check=False)
+    assert proc.returncode != 0 and "spec is immutable" in proc.stderr
