@@ -571,13 +571,7 @@ class TopologySnapshot:
             or not self._vectorizable(tree, requests, None, assumed)
         ):
             return allowed
-        free = self._free
-        if assumed:
-            free = free.copy()
-            for leaf_index, usage in assumed.items():
-                for name, value in usage.items():
-                    if name in self._rows:
-                        free[self._rows[name], leaf_index] -= value
+        free = self._free_after(assumed)
         capacity = vectorized.pods_that_fit(vectorized.resource_fits(free, self._rows, requests)[1])
         if allowed is not None:
             capacity = np.where(allowed, capacity, 0)
@@ -594,6 +588,18 @@ class TopologySnapshot:
             return allowed
         inside = layout.codes[params.requested_level] == chosen
         return inside if allowed is None else allowed & inside
+
+    def _free_after(self, assumed: dict[int, dict[str, int]]) -> np.ndarray:
+        """The remaining-capacity array with earlier pod sets' usage taken off (a copy only
+        when there is some)."""
+        if not assumed:
+            return self._free
+        free = self._free.copy()
+        for leaf_index, usage in assumed.items():
+            for name, value in usage.items():
+                if name in self._rows:
+                    free[self._rows[name], leaf_index] -= value
+        return free
 
     def _vectorizable(
         self,
@@ -620,13 +626,7 @@ class TopologySnapshot:
         allowed: np.ndarray | None,
         counting: _NumaCounting | None,
     ) -> list[tuple[Domain, int]]:
-        free = self._free
-        if assumed:
-            free = free.copy()
-            for leaf_index, usage in assumed.items():
-                for name, value in usage.items():
-                    if name in self._rows:
-                        free[self._rows[name], leaf_index] -= value
+        free = self._free_after(assumed)
         names, fits = vectorized.resource_fits(free, self._rows, requests)
         pods = vectorized.pods_that_fit(fits)
         if allowed is not None:
