@@ -4,21 +4,30 @@
     .venv/bin/python bench/mutation.py --module ungater/plan.py --module hotswap/health.py
     .venv/bin/python bench/mutation.py --budget-minutes 60     # stop after an hour (partial)
     .venv/bin/python bench/mutation.py --report                # no run: report what is recorded
+    .venv/bin/python bench/mutation.py --module solver/ --sample 150   # estimate from a sample
+    .venv/bin/python bench/mutation.py --survivors --module ...  # check survivors again (new tests)
 
 mutmut makes one-change copies ("mutants") of each function and runs, for each, only the unit
 tests that call that function (it records which once, with coverage of the trampolines). A
 mutant is killed when a test fails, survives when all pass. The tests are the fast unit
 directories named in pyproject.toml's [tool.mutmut], with the `mutation` Hypothesis profile
-(tests/unit/conftest.py): fixed examples, no database.
+(tests/unit/conftest.py): fixed examples, no database, and at most 25 examples per property
+test (a survivor runs every selected test; at full length the solver alone takes most of a day).
 
 mutmut runs from build/mutation/, where `src` links to operator/ (mutmut strips only a leading
-`src.` from module names), always under `nice -n 19` with one worker: the machine is shared.
-Its verdicts stay in build/mutation/mutants/ between runs, so a run that stops early resumes
-where it stopped; `--fresh` starts over (needed after the code or the tests change).
+`src.` from module names), always under `nice -n 19`, with one worker unless `--workers` says
+more: the machine is shared. Its verdicts stay in build/mutation/mutants/ between runs, so a run
+that stops early resumes where it stopped; `--fresh` starts over, `--survivors` checks the
+survivors again (a verdict of killed stays right when tests are added; a survivor may not).
+
+`--sample N` checks only N mutants of each file, drawn at random from all of the file's
+mutants (checked or not: mutmut takes those with the quickest tests first, so the checked ones
+are not a fair sample), and estimates a package's score with a 95% interval: complete files
+count exactly, sampled ones by their sample, each weighted by its number of mutants.
 
 The report gives, per module, killed / survived / timeout / no tests / not checked and the score
 (killed + timeout over the mutants checked), and lists survivors with the reason recorded in
-EQUIVALENT below, or "unexplained". A run that covers every module to the end writes
+bench/mutation_equivalent.json, or "unexplained". A run that covers every module to the end writes
 bench/results/mutation.json; any other run (some modules, a budget that ran out) writes
 /tmp/tas-mutation.json unless `--output` says otherwise, and marks itself partial.
 """
@@ -27,8 +36,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
+import random
 import shutil
 import signal
 import subprocess
@@ -61,108 +72,10 @@ STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests"
 STATUS.update({c: "timeout" for c in (36, -24, 24, 152, 255)})
 STATUS.update({None: "not checked", 37: "killed"})
 
-# Survivors that are not behaviour differences, with the reason. Keys are mutmut's mutant names
-# (stable while the function's source is unchanged; a changed function renumbers its mutants).
-_NONE_IS_ZERO = "`need.get(resource, 0)` -> a None default: the next line skips both alike"
-_NEVER_EMPTY = (
-    "the fallback text for a failed placement without a message: every PlacementFailure has one"
-)
-EQUIVALENT: dict[str, str] = {
-    **{
-        f"tas.solver.snapshot.xǁTopologySnapshotǁupsert_node__mutmut_{n}": (
-            "performance only: the node's change rebuilds the tree instead of refreshing its "
-            "leaf in place; the same answers (test_incremental_updates compares both)"
-        )
-        for n in (15, 19)
-    },
-    **{
-        f"tas.solver.snapshot.xǁTopologySnapshotǁ_set_free__mutmut_{n}": (
-            "performance only: the capacity array turns into Python ints earlier than needed "
-            "(exact either way)"
-        )
-        for n in (1, 3, 4, 5)
-    },
-    "tas.solver.snapshot.xǁTopologySnapshotǁ_set_free__mutmut_2": (
-        "converts on an in-range value instead of an out-of-range one: the `pods` row is always "
-        "first (row 0) and never past 2**62, so a leaf's refresh converts before any huge value"
-    ),
-    **{
-        f"tas.solver.snapshot.xǁTopologySnapshotǁ_label_column__mutmut_{n}": (
-            "performance only: the label column is computed again instead of cached"
-        )
-        for n in (1, 2)
-    },
-    **{
-        f"tas.solver.snapshot.xǁTopologySnapshotǁ_label_column__mutmut_{n}": (
-            "numpy's default dtype for a list of Python ints is int64 here"
-        )
-        for n in (19, 21)
-    },
-    **{
-        f"tas.solver.snapshot.xǁTopologySnapshotǁ_replacement_domain__mutmut_{n}": (
-            "`slice_only` and the key it picks are only tested for membership in the "
-            "topology's levels, and levels[0] and levels[-1] both are"
-        )
-        for n in (3, 4, 5, 6, 7, 8, 13, 14)
-    },
-    **{
-        f"tas.solver.snapshot.xǁTopologySnapshotǁfind_replacement__mutmut_{n}": (
-            "`layers[0].size > 0` -> `>= 0` / `> 1`: slice sizes are at least 1 (the "
-            "annotations are validated) and a size of 1 divides every count"
-        )
-        for n in (36, 37)
-    },
-    **{
-        f"tas.solver.snapshot.xǁTopologySnapshotǁ_replacement_domain__mutmut_{n}": (
-            "`layers[0].size > 0` -> `>= 0` / `> 1`: slice sizes are at least 1 (the "
-            "annotations are validated) and a size of 1 divides every count"
-        )
-        for n in (24, 25)
-    },
-    "tas.solver.snapshot.xǁTopologySnapshotǁ_replacement_domain__mutmut_32": (
-        "`len(layers) > 1` -> `>= 1`: with one layer the innermost broken layer is that layer"
-    ),
-    "tas.solver.snapshot.xǁTopologySnapshotǁ_eligibility_per_leaf__mutmut_13": (
-        "first_untolerated_taint of a node without taints is None, as the shortcut gives"
-    ),
-    "tas.solver.snapshot.xǁTopologySnapshotǁ_merge__mutmut_3": (
-        "`_merge` runs only after `_ensure_tree`: the tree is never None there"
-    ),
-    **{f"tas.solver.tree.xǁDomainǁ__repr____mutmut_{n}": "debugging text only" for n in (1, 2)},
-    "tas.admission.decide.x__quota_shortfall__mutmut_9": _NONE_IS_ZERO,
-    "tas.admission.decide.x__quota_shortfall__mutmut_11": _NONE_IS_ZERO,
-    "tas.admission.decide.x_decide__mutmut_56": (
-        '`placements = None` -> `""`: only ever read as a truth value or through `or ()`'
-    ),
-    "tas.admission.decide.x_decide__mutmut_77": _NEVER_EMPTY,
-    "tas.admission.decide.x_decide__mutmut_78": _NEVER_EMPTY,
-    **{
-        f"tas.solver.numa.x_{function}__mutmut_{n}": (
-            "zip's `strict`: False is its default and None is as false; where the mutant makes it "
-            "True the lengths are equal by construction (one room entry per zone)"
-        )
-        for function, numbers in (
-            ("place", (18, 21)),
-            ("taken", (13, 16)),
-            ("fill_zones", (6, 9, 10)),
-        )
-        for n in numbers
-    },
-    "tas.solver.numa.x_fill_zones__mutmut_17": (
-        "`here > 0` -> `>= 0`: extending by zero pods adds nothing"
-    ),
-    "tas.solver.numa.x_zones_needed__mutmut_37": (
-        "a zone lacking the resource counted as 1 milli-unit: it can lower the answer only when "
-        "the zones cannot hold the pods, and placement asks only for counts they hold"
-    ),
-    "tas.solver.numa.x_count__mutmut_8": (
-        "`limit <= 0` -> `< 0`: with a limit of 0 every later branch also returns 0"
-    ),
-    "tas.ungater.plan.x_plan__mutmut_28": (
-        "`free[domain] > 0` -> `>= 0` when counting pods already there: a full domain's free "
-        "count goes to -1 instead of staying at 0, and every later use asks `> 0`"
-    ),
-}
+# Survivors that are not behaviour differences, with the reason: mutmut's mutant name -> why
+# no valid input tells it apart. Names are stable while the function's source is unchanged (a
+# changed function renumbers its mutants: check the reasons again with `mutmut show NAME`).
+EQUIVALENT: dict[str, str] = json.loads((ROOT / "bench" / "mutation_equivalent.json").read_text())
 
 
 def module_of(meta: Path) -> str:
@@ -187,26 +100,59 @@ def prepare(fresh: bool) -> None:
     shutil.copyfile(ROOT / "pyproject.toml", WORK / "pyproject.toml")
 
 
-def unchecked(module: str) -> list[str] | None:
-    """The module's mutants without a verdict yet; None before mutmut made any."""
-    metas = [m for m in (MUTANTS / "src" / "tas").rglob("*.py.meta") if module_of(m) == module]
+def metas_of(module: str) -> list[Path]:
+    return sorted(m for m in (MUTANTS / "src" / "tas").rglob("*.py.meta") if module_of(m) == module)
+
+
+def unchecked(
+    module: str, among: set[str] | None = None, survivors: bool = False
+) -> list[str] | None:
+    """The module's mutants without a verdict yet (and with `survivors`, those that survived
+    or no test reached: new tests may catch them), only those `among` if given; None before
+    mutmut made any."""
+    metas = metas_of(module)
     if not metas:
         return None
     codes = {}
     for meta in metas:
         codes.update(json.loads(meta.read_text())["exit_code_by_key"])
-    return sorted(name for name, code in codes.items() if code is None)
+    again = {"not checked"} | ({"survived", "no tests"} if survivors else set())
+    return sorted(
+        name
+        for name, code in codes.items()
+        if STATUS.get(code) in again and (among is None or name in among)
+    )
 
 
-def run_mutmut(module: str, deadline: float | None) -> bool:
+def sample_of(module: str, size: int, seed: int) -> set[str]:
+    """`size` mutants of each of the module's files drawn at random (all of a smaller file),
+    from every mutant, checked or not: those checked already came first in mutmut's
+    quickest-tests-first order, and would bias a sample of the rest."""
+    names: set[str] = set()
+    for meta in metas_of(module):
+        keys = sorted(json.loads(meta.read_text())["exit_code_by_key"])
+        if len(keys) <= size:
+            names.update(keys)
+        else:
+            names.update(random.Random(f"{seed}:{meta.name}").sample(keys, size))
+    return names
+
+
+def run_mutmut(
+    module: str,
+    deadline: float | None,
+    workers: int,
+    among: set[str] | None = None,
+    survivors: bool = False,
+) -> bool:
     """mutmut over the module's mutants not checked yet (named: mutmut reruns every mutant a
-    pattern matches), niced, one worker; False if the deadline stopped it."""
-    names = unchecked(module)
+    pattern matches), niced; False if the deadline stopped it."""
+    names = unchecked(module, among, survivors)
     if names == []:
         print(f"{module}: every mutant has a verdict (--fresh to run again)", flush=True)
         return True
     mutmut = Path(sys.executable).with_name("mutmut")
-    cmd = ["nice", "-n", "19", str(mutmut), "run", "--max-children", "1"]
+    cmd = ["nice", "-n", "19", str(mutmut), "run", "--max-children", str(workers)]
     cmd += names if names is not None else [glob_of(module)]
     print("+", " ".join(cmd[:7]), f"... ({len(cmd) - 7} names or patterns)", flush=True)
     proc = subprocess.Popen(cmd, cwd=WORK, start_new_session=True)
@@ -226,15 +172,20 @@ def run_mutmut(module: str, deadline: float | None) -> bool:
     return True
 
 
-def report(modules: list[str]) -> dict:
-    """Per-module counts and score from mutmut's verdicts in build/mutation/mutants/."""
+def report(modules: list[str], sample: set[str] | None = None) -> dict:
+    """Per-module counts and score from mutmut's verdicts in build/mutation/mutants/; for a
+    package, per file too, and with a sample, the package's score estimated from it."""
     per_module: dict[str, Counter] = {m: Counter() for m in modules}
     survivors: dict[str, list[dict]] = {m: [] for m in modules}
+    files: dict[str, dict] = {}
     for meta in sorted((MUTANTS / "src" / "tas").rglob("*.py.meta")):
         module = module_of(meta)
         if module not in per_module:
             continue
         codes = json.loads(meta.read_text())["exit_code_by_key"]
+        if module.endswith("/") and codes:
+            name = meta.relative_to(MUTANTS / "src" / "tas").as_posix().removesuffix(".meta")
+            files.setdefault(module, {})[name] = file_counts(codes, sample)
         for name, code in sorted(codes.items()):
             status = STATUS.get(code, "suspicious")
             per_module[module][status] += 1
@@ -266,7 +217,59 @@ def report(modules: list[str]) -> dict:
             ),
             "survivors": survivors[module],
         }
+        if module in files:
+            out[module]["files"] = files[module]
+            out[module]["estimate"] = estimate(files[module])
     return out
+
+
+def file_counts(codes: dict[str, int | None], sample: set[str] | None) -> dict:
+    """One file's mutants: all, checked, caught; and of its sample (all of it when every
+    mutant is checked), the caught share, without the survivors marked equivalent."""
+    status = {name: STATUS.get(code, "suspicious") for name, code in codes.items()}
+    checked = [n for n, s in status.items() if s not in ("not checked", "skipped")]
+    caught = [n for n in checked if status[n] in ("killed", "timeout")]
+    complete = len(checked) == len(codes)
+    drawn = set(codes) if complete or sample is None else set(codes) & sample
+    drawn_checked = [n for n in checked if n in drawn]
+    counted = [n for n in drawn_checked if n in caught or n not in EQUIVALENT]
+    return {
+        "mutants": len(codes),
+        "checked": len(checked),
+        "caught": len(caught),
+        "complete": complete,
+        "sample": len(drawn),
+        "sample_checked": len(drawn_checked),
+        "sample_caught": sum(1 for n in drawn_checked if n in caught),
+        "sample_equivalent": len(drawn_checked) - len(counted),
+    }
+
+
+def estimate(files: dict[str, dict]) -> dict | None:
+    """The package's score from its files, each weighted by its number of mutants: a complete
+    file counts exactly, a sampled one by its sample's share, with a 95% interval from the
+    sampled files (normal approximation, finite population correction). Survivors marked
+    equivalent are left out; None until every sample is checked."""
+    total = sum(f["mutants"] for f in files.values())
+    if not total or any(f["sample_checked"] < f["sample"] for f in files.values()):
+        return None
+    score = variance = 0.0
+    for f in files.values():
+        n = f["sample_checked"] - f["sample_equivalent"]
+        if n == 0:
+            continue
+        share = f["sample_caught"] / n
+        weight = f["mutants"] / total
+        score += weight * share
+        if not f["complete"]:
+            correction = 1 - f["sample"] / f["mutants"]
+            variance += weight**2 * share * (1 - share) / n * correction
+    margin = 1.96 * math.sqrt(variance)
+    return {
+        "score_without_equivalent": round(100 * score, 1),
+        "ci95": [round(100 * (score - margin), 1), round(100 * (score + margin), 1)],
+        "sampled_files": sorted(name for name, f in files.items() if not f["complete"]),
+    }
 
 
 def print_table(modules: dict) -> None:
@@ -281,6 +284,13 @@ def print_table(modules: dict) -> None:
             f"{m['survived']} | {m['no_tests']} | {score} |"
         )
     for name, m in modules.items():
+        for file, f in m.get("files", {}).items():
+            drawn = f"sample {f['sample_caught']}/{f['sample_checked']} of {f['sample']}"
+            print(f"  {file}: {f['caught']}/{f['checked']} of {f['mutants']} caught; {drawn}")
+        if m.get("estimate"):
+            e = m["estimate"]
+            print(f"  {name} estimated: {e['score_without_equivalent']}% (95%: {e['ci95']})")
+    for name, m in modules.items():
         for s in m["survivors"]:
             print(f"  {name}: {s['mutant']} ({s['status']}): {s['reason']}")
 
@@ -294,6 +304,18 @@ def main() -> int:
     parser.add_argument("--report", action="store_true", help="report only, run nothing")
     parser.add_argument("--fresh", action="store_true", help="forget earlier verdicts")
     parser.add_argument("--output", type=Path, help="where the JSON goes")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="mutants checked at once (default 1: shared cores)"
+    )
+    parser.add_argument(
+        "--sample",
+        type=int,
+        help="check only N mutants per file, drawn at random, and estimate a package's score",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="the sample's seed")
+    parser.add_argument(
+        "--survivors", action="store_true", help="check the survivors again too (after new tests)"
+    )
     args = parser.parse_args()
     modules = args.module or MODULES
     started = time.time()
@@ -308,19 +330,27 @@ def main() -> int:
             if deadline is not None and time.monotonic() >= deadline:
                 finished = False
                 break
-            if not run_mutmut(module, deadline):
+            among = None if args.sample is None else sample_of(module, args.sample, args.seed)
+            if not run_mutmut(module, deadline, args.workers, among, args.survivors):
                 finished = False
                 break
-    results = report(modules)
+    sample = None
+    if args.sample is not None:
+        sample = set().union(*(sample_of(m, args.sample, args.seed) for m in modules))
+    results = report(modules, sample)
     print_table(results)
     whole = (
-        finished and set(modules) == set(MODULES) and all(m["complete"] for m in results.values())
+        finished
+        and args.sample is None
+        and set(modules) == set(MODULES)
+        and all(m["complete"] for m in results.values())
     )
     output = args.output or (RESULTS if whole else PARTIAL)
     document = {
         "tool": "mutmut " + _mutmut_version(),
-        "command": "nice -n 19 mutmut run --max-children 1 (bench/mutation.py)",
+        "command": f"nice -n 19 mutmut run --max-children {args.workers} (bench/mutation.py)",
         "partial": not whole,
+        "sample": None if args.sample is None else {"per_file": args.sample, "seed": args.seed},
         # a report reads the verdicts earlier runs left; its time and load are its own
         "mode": "report" if args.report else "run",
         "python": platform.python_version(),

@@ -55,12 +55,6 @@ class Domain:
         copy.children = [child.clone_subtree(copy) for child in self.children]
         return copy
 
-    def clone_two_levels(self) -> Domain:
-        """A copy of this domain and its children; the grandchildren stay shared."""
-        copy = self._copy(None)
-        copy.children = [child._copy(copy) for child in self.children]
-        return copy
-
     def _copy(self, parent: Domain | None) -> Domain:
         copy = Domain(self.values, self.level)
         copy.order = self.order

@@ -106,3 +106,48 @@ def test_the_gate_switches_the_choice_on_the_snapshot():
     assert racks_of(ours, 5) == {"b1-r0"}
     # 7 pods fit only in b0-r1: both agree.
     assert racks_of(kueue, 7) == racks_of(ours, 7) == {"b0-r1"}
+
+
+def test_a_block_with_room_but_no_whole_slice_does_not_fit():
+    lay = layout(3, 2, 2)
+    # rooms per rack: b0 3 and 2 (5, no rack holds a slice of 4); b1 4 and 4 (8, two slices);
+    # b2 4 and 2 (6, one slice)
+    capacity = np.array([2, 1, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1])
+    # pods alone: every block fits 4, and b0 has the least room
+    assert choose_domain(lay, capacity, 0, 4) == 0
+    # slices of 4: b0 holds none, b2 holds one and has less room than b1
+    assert choose_domain(lay, capacity, 0, 4, slice_level=1, slice_size=4) == 2
+
+
+def test_slices_of_two_leave_out_the_odd_pod_of_each_rack():
+    lay = layout(2, 2, 2)
+    # b0: racks of 3 and 3 (6 pods, but 2 slices of 2 per rack: 4); b1: racks of 4 and 2 (6: 6)
+    capacity = np.array([2, 1, 2, 1, 2, 2, 2, 0])
+    assert choose_domain(lay, capacity, 0, 5) == 0  # pods alone: both fit, b0 comes first
+    assert choose_domain(lay, capacity, 0, 5, slice_level=1, slice_size=2) is None  # only b1
+
+
+def test_a_slice_size_without_a_slice_level_and_a_slice_level_of_size_one_change_nothing():
+    lay = layout(2, 2, 2)
+    capacity = np.array([2, 1, 2, 1, 2, 2, 2, 0])
+    plain = choose_domain(lay, capacity, 0, 5)
+    assert plain == 0
+    assert choose_domain(lay, capacity, 0, 5, slice_size=2) == plain
+    assert choose_domain(lay, capacity, 0, 5, slice_level=1) == plain
+
+
+def test_ties_on_every_room_go_to_the_first_path_not_to_a_host_deeper_down():
+    lay = layout(1, 2, 2)
+    # two racks of 2 in one block; the first rack's room sits on its last host, the second's
+    # on its first: only the path tells them apart
+    capacity = np.array([0, 2, 2, 0])
+    assert lay.domains[1][choose_domain(lay, capacity, 1, 2)] == ("b0", "b0-r0")
+
+
+def test_a_host_is_chosen_by_its_block_before_its_rack():
+    lay = layout(2, 2, 3)
+    # b0 (room 4): one rack of two 2-pod hosts; b1 (room 5): a rack with one 2-pod host (room
+    # 2) and a rack of 1-pod hosts. The fullest block wins even though b1's rack is tighter.
+    capacity = np.array([2, 2, 0, 0, 0, 0, 2, 0, 0, 1, 1, 1])
+    chosen = lay.domains[2][choose_domain(lay, capacity, 2, 2)]
+    assert chosen == ("b0", "b0-r0", "b0-r0-h0")

@@ -91,3 +91,17 @@ def test_pods_ungated_onto_a_domain_the_assignment_lost_are_stranded():
         ASSIGNMENT, [moved, bound, running, fine, waiting, on_its_way], {"ours": ("x9",)}
     )
     assert [p.name for p in result] == ["moved", "bound"]
+
+
+def test_a_ranked_pod_whose_slot_is_taken_goes_to_the_next_free_domain():
+    """An unindexed pod already holds x2, the slot of index 2: that pod still runs, in x1."""
+    pods = [pod("a", gated=False, node="x2"), pod("p2", index=2)]
+    assert hosts(plan(ASSIGNMENT, pods)) == {"p2": "x1"}
+
+
+def test_a_rank_past_the_assignments_slots_is_placed_greedily():
+    """The rule counts 4 pods but the assignment has 3 slots (it shrank): index 3 has no slot
+    of its own and takes the first free one."""
+    pods = [pod("p0", index=0), pod("p3", index=3)]
+    result = plan_with_rule(ASSIGNMENT, pods, rule=RankRule(JOB_INDEX, 4))
+    assert hosts(result) == {"p0": "x1", "p3": "x1"}
