@@ -120,7 +120,9 @@ def unchecked(
     return sorted(
         name
         for name, code in codes.items()
-        if STATUS.get(code) in again and (among is None or name in among)
+        if STATUS.get(code) in again
+        and (among is None or name in among)
+        and not (code is not None and name in EQUIVALENT)  # a survivor explained stays one
     )
 
 
@@ -314,7 +316,9 @@ def main() -> int:
     )
     parser.add_argument("--seed", type=int, default=0, help="the sample's seed")
     parser.add_argument(
-        "--survivors", action="store_true", help="check the survivors again too (after new tests)"
+        "--survivors",
+        action="store_true",
+        help="check again the survivors not marked equivalent (after new tests)",
     )
     args = parser.parse_args()
     modules = args.module or MODULES
