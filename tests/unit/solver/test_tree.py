@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
-from tas.solver.tree import Domain
+import numpy as np
+import pytest
+
+from tas.solver.tree import Domain, DomainTree
 
 
 def small_tree() -> Domain:
@@ -51,3 +54,13 @@ def test_a_clone_under_a_parent_hangs_from_it_and_prunes_alone():
     assert clone.parent is original
     clone.children[0].clear_counts()
     assert rack.children[0].pod_count == 3  # the original keeps its counts
+
+
+def test_the_shared_zero_counts_cannot_be_written():
+    """Every placement shares DomainTree.zeros; a write through one would corrupt the next."""
+    tree = DomainTree(2, [("b1", "h1"), ("b1", "h2"), ("b2", "h3")])
+    assert [len(z) for z in tree.zeros] == [2, 3]
+    for zeros in tree.zeros:
+        assert not np.any(zeros)
+        with pytest.raises(ValueError):
+            zeros[0] = 1
