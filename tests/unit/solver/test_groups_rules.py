@@ -18,15 +18,8 @@ from tas.solver.groups import (
     place,
 )
 
-LEVELS = ("block", "rack", "host")
-BLOCK, RACK, HOST = 0, 1, 2
-
-
-def layout(blocks: int = 2, racks: int = 2, hosts: int = 2) -> Layout:
-    """Leaves in path order: leaf index = (b * racks + r) * hosts + h."""
-    return Layout(
-        LEVELS, [leaf(b, r, h) for b in range(blocks) for r in range(racks) for h in range(hosts)]
-    )
+# layout(): leaves in path order, leaf index = (b * racks + r) * hosts + h
+from tests.unit.solver.test_groups import BLOCK, HOST, LEVELS, RACK, at, layout
 
 
 def leaf(b: int, r: int, h: int) -> tuple[str, str, str]:
@@ -35,10 +28,6 @@ def leaf(b: int, r: int, h: int) -> tuple[str, str, str]:
 
 def rack(b: int, r: int) -> tuple[str, str]:
     return (f"b{b}", f"b{b}-r{r}")
-
-
-def at(path: tuple[str, ...], depth: int) -> tuple[str, ...]:
-    return path[: depth + 1]
 
 
 def blocks_of(pods) -> set[tuple[str, ...]]:
