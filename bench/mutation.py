@@ -267,9 +267,10 @@ def estimate(files: dict[str, dict]) -> dict | None:
             correction = 1 - f["sample"] / f["mutants"]
             variance += weight**2 * share * (1 - share) / n * correction
     margin = 1.96 * math.sqrt(variance)
+    low, high = max(0.0, score - margin), min(1.0, score + margin)
     return {
         "score_without_equivalent": round(100 * score, 1),
-        "ci95": [round(100 * (score - margin), 1), round(100 * (score + margin), 1)],
+        "ci95": [round(100 * low, 1), round(100 * high, 1)],
         "sampled_files": sorted(name for name, f in files.items() if not f["complete"]),
     }
 
@@ -335,6 +336,12 @@ def main() -> int:
                 finished = False
                 break
             among = None if args.sample is None else sample_of(module, args.sample, args.seed)
+            if among == set():
+                # no mutants made yet: without this, a sample would be every mutant
+                raise SystemExit(
+                    f"{module}: mutmut has not made its mutants yet; run once without --sample "
+                    "(--budget-minutes 1 will do), then sample"
+                )
             if not run_mutmut(module, deadline, args.workers, among, args.survivors):
                 finished = False
                 break

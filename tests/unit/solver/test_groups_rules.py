@@ -206,7 +206,9 @@ def test_an_exclusive_group_may_take_any_domain_when_occupancy_is_unknown():
     assert placed.pods == {leaf(0, 1, 1): 2}
 
 
-def test_reserved_room_matters_only_to_the_fragmentation_aware_profile():
+def test_reserved_room_does_not_steer_bestfit():
+    """Reserved leaves are kept for other groups by the fragmentation-aware profile only
+    (test_groups.py covers that side); BestFit still takes the tightest block."""
     lay = layout()
     cap = np.array([1, 1, 1, 1, 2, 2, 2, 2])
     reserved = lay.leaves_under(BLOCK, {("b0",)})
