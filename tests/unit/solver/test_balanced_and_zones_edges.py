@@ -12,9 +12,7 @@ from tas.solver import (
     TopologyRequest,
     TopologySnapshot,
     algorithm,
-    balanced,
 )
-from tas.solver.algorithm import PlacementParams
 from tas.solver.balanced import (
     BalancedPlacementFailed,
     _Candidates,
@@ -31,6 +29,7 @@ from tas.solver.types import (
     NumaShape,
     NumaZone,
 )
+from tests.unit.solver.test_balanced_rules import params
 
 PREFIX = "TAS Balanced Placement: "
 FIELDS = ("pod_count", "slice_count", "pod_count_with_leader", "slice_count_with_leader")
@@ -51,27 +50,6 @@ def two_level_tree(leaves: dict[tuple[str, str], tuple[int, int, int, int, int]]
     for leaf in tree.leaves:
         set_counts(leaf, leaves[leaf.values])
     return tree
-
-
-def params(count: int, *, requested: int = 0, leaders: int = 1, slice_size: int = 1):
-    return PlacementParams(
-        count=count,
-        slice_size=slice_size,
-        requested_level=requested,
-        slice_level=1,
-        required=False,
-        unconstrained=False,
-        least_free_capacity=False,
-        topology_name="",
-        level_keys=("l0", "l1"),
-        leader_count=leaders,
-    )
-
-
-@pytest.fixture(params=[False, True], ids=["in place", "deep copies"])
-def deep(request, monkeypatch):
-    monkeypatch.setattr(balanced, "ALWAYS_DEEP_COPY", request.param)
-    return request.param
 
 
 # -- find_best_domains ----------------------------------------------------------------------------

@@ -13,7 +13,6 @@ from tas.solver import (
     SolverOptions,
     TopologyRequest,
     TopologySnapshot,
-    balanced,
 )
 from tas.solver.algorithm import PlacementParams
 from tas.solver.balanced import (
@@ -156,10 +155,12 @@ def two_level_tree(leaves: dict[tuple[str, str], tuple[int, int, int, int, int]]
     return tree
 
 
-def params(count: int, *, levels: int = 2, requested: int = 0, leaders: int = 1):
+def params(
+    count: int, *, levels: int = 2, requested: int = 0, leaders: int = 1, slice_size: int = 1
+):
     return PlacementParams(
         count=count,
-        slice_size=1,
+        slice_size=slice_size,
         requested_level=requested,
         slice_level=levels - 1,
         required=False,
@@ -169,12 +170,6 @@ def params(count: int, *, levels: int = 2, requested: int = 0, leaders: int = 1)
         level_keys=tuple(f"l{i}" for i in range(levels)),
         leader_count=leaders,
     )
-
-
-@pytest.fixture(params=[False, True], ids=["in place", "deep copies"])
-def deep(request, monkeypatch):
-    monkeypatch.setattr(balanced, "ALWAYS_DEEP_COPY", request.param)
-    return request.param
 
 
 def test_retry_with_leader_reservation_finds_a_lower_threshold(deep):
