@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
+from tas.solver.types import SolverOptions
+
 ENV_VAR = "TAS_FEATURE_GATES"
 
 
@@ -181,6 +183,15 @@ class FeatureGates:
 
     def as_dict(self) -> dict[str, bool]:
         return {str(name): self.enabled(name) for name in GATES}
+
+    def solver_options(self) -> SolverOptions:
+        """The gates that change placement, as the solver takes them (it never reads gates)."""
+        return SolverOptions(
+            profile_mixed=self.enabled(Gate.TAS_PROFILE_MIXED),
+            balanced_placement=self.enabled(Gate.TAS_BALANCED_PLACEMENT),
+            placement_groups=self.enabled(Gate.TAS_PLACEMENT_GROUPS),
+            fragmentation_aware=self.enabled(Gate.TAS_PROFILE_FRAGMENTATION_AWARE),
+        )
 
 
 def defaults() -> FeatureGates:

@@ -566,12 +566,7 @@ def parse_scenario(document: Any) -> Scenario:
     return Scenario(
         levels=levels,
         flavor=_flavor(document),
-        options=SolverOptions(
-            profile_mixed=gates.enabled(features.Gate.TAS_PROFILE_MIXED),
-            balanced_placement=gates.enabled(features.Gate.TAS_BALANCED_PLACEMENT),
-            placement_groups=gates.enabled(features.Gate.TAS_PLACEMENT_GROUPS),
-            fragmentation_aware=gates.enabled(features.Gate.TAS_PROFILE_FRAGMENTATION_AWARE),
-        ),
+        options=gates.solver_options(),
         nodes=_nodes(document, gates.enabled(Gate.TAS_NUMA_ZONES)),
         workloads=workloads,
         cluster_queues=queues,

@@ -36,7 +36,6 @@ from tas.leaderworkerset.controller import LeaderWorkerSetController
 from tas.pods.controller import PodController
 from tas.retry import Backoff
 from tas.serial import SerialWorker
-from tas.solver.types import SolverOptions
 from tas.ungater.worker import Ungater
 from tas.workload.writer import WorkloadWriter
 
@@ -70,14 +69,7 @@ class Runtime:
     def __init__(self, settings: Settings, kube: Kube | None = None) -> None:
         gates = settings.gates
         self.settings = settings
-        self.state = ClusterState(
-            SolverOptions(
-                profile_mixed=gates.enabled(Gate.TAS_PROFILE_MIXED),
-                balanced_placement=gates.enabled(Gate.TAS_BALANCED_PLACEMENT),
-                placement_groups=gates.enabled(Gate.TAS_PLACEMENT_GROUPS),
-                fragmentation_aware=gates.enabled(Gate.TAS_PROFILE_FRAGMENTATION_AWARE),
-            )
-        )
+        self.state = ClusterState(gates.solver_options())
         self.state.bind_to_current_thread()  # the loop's thread: any other mutator is a bug
         self.kube = kube or Kube(load_connection(settings.kubeconfig))
         self.writer = WorkloadWriter(self.kube, refresh=self._refresh_workload)
