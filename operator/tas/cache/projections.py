@@ -398,20 +398,13 @@ def cluster_queue_from_object(obj: Mapping) -> ClusterQueueInfo:
         resource_groups=_resource_groups(spec.get("resourceGroups") or []),
         namespace_selector=spec.get("namespaceSelector"),
         within_cluster_queue=preemption.get("withinClusterQueue") or NEVER,
-        cohort=spec.get("cohort") or None,
+        cohort=spec.get("cohortName") or None,
         reclaim_within_cohort=preemption.get("reclaimWithinCohort") or NEVER,
         borrow_within_cohort=borrow.get("policy") or NEVER,
         borrow_threshold=None if threshold is None else int(threshold),
-        # Kueue's old names: Borrow and Preempt mean MayStopSearch.
-        when_can_borrow=_fungibility(fungibility.get("whenCanBorrow"), MAY_STOP_SEARCH),
-        when_can_preempt=_fungibility(fungibility.get("whenCanPreempt"), TRY_NEXT_FLAVOR),
+        when_can_borrow=fungibility.get("whenCanBorrow") or MAY_STOP_SEARCH,
+        when_can_preempt=fungibility.get("whenCanPreempt") or TRY_NEXT_FLAVOR,
     )
-
-
-def _fungibility(value: str | None, default: str) -> str:
-    if value in ("Borrow", "Preempt"):
-        return MAY_STOP_SEARCH
-    return value or default
 
 
 @dataclass(frozen=True)

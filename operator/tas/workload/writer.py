@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from tas import metrics
-from tas.api.constants import REASON_NODE_FAILURES, REASON_PREEMPTED, TAS_GROUP
+from tas.api.constants import KUEUE_API_VERSION, REASON_NODE_FAILURES, REASON_PREEMPTED, TAS_GROUP
 from tas.cache.projections import WorkloadInfo
 from tas.kube import KUEUE, Kube, KubeError, Ref, workload_path
 from tas.workload import transitions
@@ -71,9 +71,7 @@ class WorkloadWriter:
     async def record_event(
         self, workload: WorkloadInfo, type_: str, reason: str, message: str
     ) -> None:
-        ref = Ref(
-            "kueue.x-k8s.io/v1beta1", "Workload", workload.namespace, workload.name, workload.uid
-        )
+        ref = Ref(KUEUE_API_VERSION, "Workload", workload.namespace, workload.name, workload.uid)
         await self.kube.event(ref, type_, reason, message)
 
     async def write_cluster_queue_status(self, name: str, status: Mapping) -> None:

@@ -63,7 +63,29 @@ BASE_RULES = {
     *{("scheduling.k8s.io", "priorityclasses", v, None) for v in ("list", "watch")},
     *{
         ("kueue.x-k8s.io", "workloads", v, None)
-        for v in ("get", "list", "watch", "create", "delete")
+        for v in ("get", "list", "watch", "create", "delete", "patch")
+    },
+    # The storage migration's empty patch, after an upgrade.
+    *{
+        ("kueue.x-k8s.io", r, "patch", None)
+        for r in (
+            "topologies",
+            "resourceflavors",
+            "clusterqueues",
+            "localqueues",
+            "cohorts",
+            "workloadpriorityclasses",
+        )
+    },
+    # Our own CRDs: the conversion webhook's CA bundle, and the trimmed storedVersions.
+    *{
+        ("apiextensions.k8s.io", r, v, name)
+        for name in CRD_NAMES
+        for r, v in (
+            ("customresourcedefinitions", "get"),
+            ("customresourcedefinitions", "patch"),
+            ("customresourcedefinitions/status", "patch"),
+        )
     },
     *{
         ("kueue.x-k8s.io", r, "patch", None)
