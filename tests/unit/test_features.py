@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tas import cli, features
+from tas import cli, features, scenario
 from tas.features import Gate, Kind
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -172,6 +172,24 @@ def test_code_asks_only_for_the_kueue_name() -> None:
 def test_the_flag_wins_over_the_environment_across_the_two_names() -> None:
     gates = features.from_env_and_flag(f"{CANONICAL}=false", {features.ENV_VAR: f"{ALIAS}=true"})
     assert gates.values[CANONICAL] is False
+
+
+def a_scenario(gates: dict[str, object]) -> dict[str, object]:
+    host = "kubernetes.io/hostname"
+    node = {"name": "n1", "labels": {host: "n1"}, "allocatable": {"cpu": "1"}}
+    levels = [{"nodeLabel": host}]
+    return {"topology": {"levels": levels}, "nodes": [node], "workloads": [], "featureGates": gates}
+
+
+def test_a_scenario_takes_kueue_names_and_the_old_name() -> None:
+    scenario.parse_scenario(a_scenario({"MultiKueue": True, ALIAS: True, CANONICAL: True}))
+
+
+def test_a_scenario_with_both_names_set_differently_is_malformed() -> None:
+    with pytest.raises(scenario.ScenarioError) as error:
+        scenario.parse_scenario(a_scenario({ALIAS: True, CANONICAL: False}))
+    assert error.value.path == "featureGates"
+    assert ALIAS in error.value.message and CANONICAL in error.value.message
 
 
 # ---- defaults ----------------------------------------------------------------------------------
