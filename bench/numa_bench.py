@@ -48,7 +48,7 @@ def guaranteed(document: dict) -> dict:
 
 def with_zones(document: dict, zones: int = 2) -> dict:
     document = json.loads(json.dumps(document))
-    document["featureGates"] = {"TASNUMAZones": True}
+    document["featureGates"] = {**document.get("featureGates", {}), "TASNUMAZones": True}
     for node in document["nodes"]:
         usage = node.get("usage", {})
         per_zone = []

@@ -55,6 +55,7 @@ def scenario(
             for h in range(hosts)
         ],
         "workloads": [_workload(rng, index, nodes, cold) for index in range(workloads)],
+        "featureGates": {"TASMultiLayerTopology": True},  # two-layer slices; off by default
     }
 
 

@@ -60,20 +60,21 @@ def test_the_operator_runs_under_the_chart_service_account(
 
 def test_helm_upgrade_of_feature_gates_takes_effect(cluster: Cluster, namespace: str, operator):
     cluster.apply(jobs.local_queue("q", "tas-cluster-queue"), namespace)
-    cluster.apply(constrained_job("layered", "q"), namespace)  # multi-layer slices: on by default
-    jobs.wait_admitted(cluster, namespace, "layered")
+    # Multi-layer slices are off by default, as in Kueue v0.17.0.
+    first = json.dumps(constrained_job("refused", "q"))
+    refused = cluster.kubectl("apply", "-n", namespace, "-f", "-", input=first, check=False)
+    assert refused.returncode != 0 and "TASMultiLayerTopology" in refused.stderr
     try:
         chart.upgrade(
             cluster,
             "--reuse-values",
             "--set-json",
-            'featureGates=[{"name":"TASMultiLayerTopology","enabled":false}]',
+            'featureGates=[{"name":"TASMultiLayerTopology","enabled":true}]',
         )
-        assert chart.deployment_gates(cluster) == "TASMultiLayerTopology=false"
+        assert chart.deployment_gates(cluster) == "TASMultiLayerTopology=true"
         restart_with_deployment_gates(cluster, operator)
-        again = json.dumps(constrained_job("again", "q"))
-        refused = cluster.kubectl("apply", "-n", namespace, "-f", "-", input=again, check=False)
-        assert refused.returncode != 0 and "TASMultiLayerTopology" in refused.stderr
+        cluster.apply(constrained_job("layered", "q"), namespace)
+        jobs.wait_admitted(cluster, namespace, "layered")
     finally:
         chart.upgrade(cluster, "--reuse-values", "--set-json", "featureGates=[]")
         restart_with_deployment_gates(cluster, operator)

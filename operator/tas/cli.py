@@ -117,6 +117,8 @@ def _operator(args: argparse.Namespace) -> int:
     for noisy in ("kopf.objects", "kopf.activities.probe", "aiohttp.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     logging.captureWarnings(True)  # e.g. urllib3's InsecureRequestWarning, once, into the log
+    for line in features.no_effect_lines(gates):
+        logging.getLogger("tas.features").info(line)
     import asyncio
 
     from tas.kubeconfig import KubeconfigError

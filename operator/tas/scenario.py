@@ -262,7 +262,10 @@ def _gates(document: Mapping[str, Any]) -> features.FeatureGates:
             features.from_mapping({name: value})
         except features.FeatureGateError as error:
             raise ScenarioError(_key("featureGates", str(name)), str(error)) from None
-    return features.from_mapping(values)
+    try:
+        return features.from_mapping(values)
+    except features.FeatureGateError as error:  # two names of one gate, set differently
+        raise ScenarioError("featureGates", str(error)) from None
 
 
 def _numa(value: Any, path: str) -> NodeNuma:

@@ -108,7 +108,7 @@ class Runtime:
             self.writer,
             on_pod_termination=gates.enabled(Gate.TAS_REPLACE_NODE_ON_POD_TERMINATION),
             on_taints=gates.enabled(Gate.TAS_REPLACE_NODE_ON_NODE_TAINTS),
-            multiple_nodes=gates.enabled(Gate.TAS_MULTIPLE_NODE_REPLACEMENT),
+            multiple_nodes=gates.enabled(Gate.TAS_REPLACE_MULTIPLE_FAILED_NODES),
         )
         self.hotswap_worker = SerialWorker("hotswap", self.node_health.sync, concurrency=2)
         # CRD name -> the kind it serves, for the enabled integrations served by a CRD.
