@@ -236,3 +236,25 @@ def test_examples_are_kueues_v1beta2_documents() -> None:
         for doc in yaml.safe_load_all(path.read_text()):
             if doc["apiVersion"].startswith("kueue.x-k8s.io"):
                 assert doc["apiVersion"] == V1BETA2, path.name
+
+
+# A featureGates list as a Kueue v0.17 install carries it (its chart's managerConfig): speed and
+# non-TAS gates we accept without effect, beside the TAS ones we implement.
+KUEUE_INSTALL_GATES = (
+    "TopologyAwareScheduling=true,LocalQueueMetrics=true,HierarchicalCohorts=true,"
+    "TASCacheTopologyTree=true,TASCachingRemainingResources=true,VectorizedResourceRequests=true,"
+    "MultiKueue=true,PartialAdmission=true,VisibilityOnDemand=true,TASProfileMixed=true,"
+    "TASFailedNodeReplacement=true,TASBalancedPlacement=false,AdmissionFairSharing=true,"
+    "ElasticJobsViaWorkloadSlices=false,ManagedJobsNamespaceSelectorAlwaysRespected=true"
+)
+
+
+def test_the_operator_starts_with_a_kueue_installs_feature_gates(
+    cluster: Cluster, namespace: str, user_queue: str, operator_swap
+) -> None:
+    swapped = operator_swap(gates=KUEUE_INSTALL_GATES)
+    log = swapped.log()
+    assert "feature gate MultiKueue=true accepted, no effect here" in log
+    assert "feature gate TASCacheTopologyTree=true accepted, no effect here" in log
+    cluster.apply(jobs.job("gated", user_queue, pods=2), namespace)
+    jobs.wait_admitted(cluster, namespace, "gated")
