@@ -30,6 +30,7 @@ class Gate(StrEnum):
     TAS_MULTI_LAYER_TOPOLOGY = "TASMultiLayerTopology"
     TAS_RESPECT_NODE_AFFINITY_PREFERRED = "TASRespectNodeAffinityPreferred"
     SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS = "SkipReassignmentForPodOwnedWorkloads"
+    TAS_HANDLE_OVERLAPPING_FLAVORS = "TASHandleOverlappingFlavors"
     TAS_MULTIPLE_NODE_REPLACEMENT = "TASMultipleNodeReplacement"
     TAS_NUMA_ZONES = "TASNUMAZones"
     TAS_PLACEMENT_GROUPS = "TASPlacementGroups"
@@ -127,6 +128,15 @@ GATES: dict[str, GateSpec] = {
             "Beta",
             _TAS,
             "Workloads owned by a single Pod keep their assignment on node failure.",
+        ),
+        GateSpec(
+            Gate.TAS_HANDLE_OVERLAPPING_FLAVORS,
+            True,
+            "Beta",
+            _TAS,
+            "A node selected by several flavors counts the usage of all of them (flavors whose "
+            "topology ends at hostname); off, each flavor counts only its own and may hand out "
+            "a node another flavor already gave away.",
         ),
         # Beyond Kueue: our own gates, off until proven.
         GateSpec(

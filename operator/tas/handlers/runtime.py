@@ -69,7 +69,10 @@ class Runtime:
     def __init__(self, settings: Settings, kube: Kube | None = None) -> None:
         gates = settings.gates
         self.settings = settings
-        self.state = ClusterState(gates.solver_options())
+        self.state = ClusterState(
+            gates.solver_options(),
+            overlapping_flavors=gates.enabled(Gate.TAS_HANDLE_OVERLAPPING_FLAVORS),
+        )
         self.state.bind_to_current_thread()  # the loop's thread: any other mutator is a bug
         self.kube = kube or Kube(load_connection(settings.kubeconfig))
         self.writer = WorkloadWriter(self.kube, refresh=self._refresh_workload)
