@@ -667,11 +667,16 @@ class ClusterState:
             flavor_usage = usage[ps.flavor]
             for resource, value in ps.per_pod.items():
                 flavor_usage[resource] = flavor_usage.get(resource, 0) + sign * ps.count * value
-            if ps.assignment is None:
-                continue
-            for name, snapshot in self._snapshots.items():
-                if self._counts_in(ps, name, snapshot):
-                    snapshot.add_usage(ps.assignment, ps.requests, sign)
+            self.hold_in_snapshots(ps, sign)
+
+    def hold_in_snapshots(self, ps: PodSetCharge, sign: int) -> None:
+        """Add (1) or take back (-1) a pod set's topology usage in every cached snapshot it
+        counts in, quota aside: for a charge, and for a placement still being computed."""
+        if ps.assignment is None:
+            return
+        for name, snapshot in self._snapshots.items():
+            if self._counts_in(ps, name, snapshot):
+                snapshot.add_usage(ps.assignment, ps.requests, sign)
 
     def _counts_in(self, ps: PodSetCharge, flavor: str, snapshot: TopologySnapshot) -> bool:
         """Whether a pod set's (non-None) assignment takes capacity in a flavor's snapshot: its

@@ -25,6 +25,7 @@ from tas.config import Settings
 from tas.features import Gate
 from tas.handlers.watches import WATCHES, Watch, on_workload
 from tas.hotswap.controller import NodeHealthController
+from tas.hotswap.replace import ReplacementRules
 from tas.integrations import NODE_RESOURCE_TOPOLOGY, Framework
 from tas.jobframework.reconciler import JobReconciler
 from tas.jobs.controller import job_controller
@@ -79,7 +80,11 @@ class Runtime:
         self.admission = AdmissionLoop(
             self.state,
             self.writer,
-            replacement_fail_fast=gates.enabled(Gate.TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST),
+            replacement=ReplacementRules(
+                fail_fast=gates.enabled(Gate.TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST),
+                keep_pod_owned=gates.enabled(Gate.SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS),
+                multiple_nodes=gates.enabled(Gate.TAS_MULTIPLE_NODE_REPLACEMENT),
+            ),
         )
         multi_layer = gates.enabled(Gate.TAS_MULTI_LAYER_TOPOLOGY)
         self.jobs = job_controller(
