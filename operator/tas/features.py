@@ -144,7 +144,9 @@ GATES: dict[str, GateSpec] = {
             False,
             "Alpha (tas-operator)",
             _REPLACE,
-            "Replace several failed nodes of one workload at once instead of evicting it.",
+            "Kueue's TASReplaceMultipleFailedNodes: a workload tolerates up to its "
+            "tas-unhealthy-nodes-eviction-threshold annotation's number of failed nodes "
+            "(1-8, default 1), replaced one at a time instead of evicting it.",
         ),
         GateSpec(
             Gate.TAS_NUMA_ZONES,
