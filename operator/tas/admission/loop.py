@@ -43,7 +43,12 @@ from tas.cache.projections import (
     placement_group_status_key,
 )
 from tas.cache.state import ClusterState
-from tas.hotswap.replace import find_replacement, needs_replacement
+from tas.hotswap.replace import (
+    ReplacementRules,
+    evicts_without_replacement,
+    find_replacement,
+    needs_replacement,
+)
 from tas.kube import KubeError
 from tas.retry import Backoff, PerKeyBackoff
 from tas.workload import transitions
@@ -64,11 +69,11 @@ class AdmissionLoop:
         state: ClusterState,
         writer: WorkloadStatusWriter,
         *,
-        replacement_fail_fast: bool = True,
+        replacement: ReplacementRules | None = None,
     ) -> None:
         self.state = state
         self.writer = writer
-        self.replacement_fail_fast = replacement_fail_fast
+        self.replacement = replacement or ReplacementRules()  # the hot swap gates
         self.synced = asyncio.Event()  # set once every watched kind has been listed
         self._wake = asyncio.Event()
         self._tried: dict[
@@ -316,10 +321,10 @@ class AdmissionLoop:
         charge = self.state.charges().get(workload.key)
         if charge is None:
             return
-        result = find_replacement(self.state, workload, charge)
+        result = find_replacement(self.state, workload, charge, self.replacement)
         if result.failure is not None:
             self._tried[workload.key] = marker
-            if self.replacement_fail_fast:
+            if evicts_without_replacement(workload, self.replacement):
                 message = transitions.no_replacement_message(failed, result.failure)
                 await evict(self.writer, workload, message)
             else:
@@ -334,7 +339,7 @@ class AdmissionLoop:
         self.state.assume(workload, result.charge)
         try:
             written = await self.writer.write_status(
-                workload, transitions.replaced(workload, result.assignments)
+                workload, transitions.replaced(workload, result.assignments, result.remaining)
             )
         except asyncio.CancelledError:
             self.state.forget(workload)
@@ -349,10 +354,11 @@ class AdmissionLoop:
             self.wake()
             return
         self._backoff.succeeded(workload.key)
-        metrics.NODE_REPLACEMENTS.inc(len(failed))
-        message = f"Replaced unhealthy node(s) {', '.join(failed)} in the topology assignment"
+        if not result.kept:
+            metrics.NODE_REPLACEMENTS.inc()
+        reason, message = result.event()
         log.info("%s/%s: %s", workload.namespace, workload.name, message)
-        await self.writer.record_event(workload, "Normal", "NodeReplaced", message)
+        await self.writer.record_event(workload, "Normal", reason, message)
 
     async def _admit(self, workload: WorkloadInfo, decision: Decision) -> bool:
         assert decision.charge is not None and decision.admission is not None

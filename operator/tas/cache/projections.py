@@ -29,6 +29,7 @@ from tas.api.constants import (
     STRICT_FIFO,
     TOPOLOGY_SCHEDULING_GATE,
     TRY_NEXT_FLAVOR,
+    UNHEALTHY_NODES_EVICTION_THRESHOLD_ANNOTATION,
     WORKLOAD_ANNOTATION,
 )
 from tas.api.placementgroups import (
@@ -452,6 +453,8 @@ class WorkloadInfo:
     # Every owner: the controller, and for pod groups each pod and the LeaderWorkerSet.
     owners: tuple[OwnerRef, ...] = ()
     is_group: bool = False  # a pod group's Workload (Kueue's is-group-workload annotation)
+    # The tas-unhealthy-nodes-eviction-threshold annotation as written (hotswap reads it).
+    eviction_threshold: str | None = None
     spec_error: str | None = field(default=None, compare=False)  # why spec.podSets can't be read
     job_uid: str | None = None  # Kueue's job-uid label: the owner job's uid
     # The placement group its pod set joins (ours, gate TASPlacementGroups), or why the
@@ -484,6 +487,14 @@ class WorkloadInfo:
     @cached_property
     def owner_uids(self) -> frozenset[str]:
         return frozenset(o.uid for o in self.owners)
+
+    @cached_property
+    def owned_by_single_pod(self) -> bool:
+        """Kueue's OwnedBySinglePod: a plain pod's Workload, which goes with its pod. A pod
+        group's (even of one pod) is not: replacement pods join the same Workload."""
+        if len(self.owners) != 1 or self.is_group:
+            return False
+        return self.owners[0].kind == "Pod" and self.owners[0].api_version == "v1"
 
     def owned_by(self, kind: str) -> OwnerRef | None:
         return next((o for o in self.owners if o.kind == kind), None)
@@ -635,6 +646,9 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
         owner=owner,
         owners=owners,
         is_group=(meta.get("annotations") or {}).get(IS_GROUP_WORKLOAD_ANNOTATION) == "true",
+        eviction_threshold=(meta.get("annotations") or {}).get(
+            UNHEALTHY_NODES_EVICTION_THRESHOLD_ANNOTATION
+        ),
         spec_error=error,
         job_uid=(meta.get("labels") or {}).get(JOB_UID_LABEL),
         placement_group=group,
