@@ -30,6 +30,7 @@ class Gate(StrEnum):
     TAS_MULTI_LAYER_TOPOLOGY = "TASMultiLayerTopology"
     TAS_RESPECT_NODE_AFFINITY_PREFERRED = "TASRespectNodeAffinityPreferred"
     SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS = "SkipReassignmentForPodOwnedWorkloads"
+    LOCAL_QUEUE_METRICS = "LocalQueueMetrics"
     TAS_MULTIPLE_NODE_REPLACEMENT = "TASMultipleNodeReplacement"
     TAS_NUMA_ZONES = "TASNUMAZones"
     TAS_PLACEMENT_GROUPS = "TASPlacementGroups"
@@ -127,6 +128,13 @@ GATES: dict[str, GateSpec] = {
             "Beta",
             _TAS,
             "Workloads owned by a single Pod keep their assignment on node failure.",
+        ),
+        GateSpec(
+            Gate.LOCAL_QUEUE_METRICS,
+            True,
+            "Beta",
+            (),
+            "Kueue's LocalQueue metrics (kueue_local_queue_*) beside the ClusterQueue ones.",
         ),
         # Beyond Kueue: our own gates, off until proven.
         GateSpec(
