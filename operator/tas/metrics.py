@@ -2,8 +2,13 @@
 
 The `kueue_*` metrics carry Kueue v0.17.0's names, label names, label values and buckets
 (its pkg/metrics/metrics.go), so that dashboards and alerts made for Kueue read this operator
-unchanged. Kueue's metrics for what we do not do are left out: admission checks, MultiKueue,
-fair sharing, waitForPodsReady, elastic jobs, custom labels and build info.
+unchanged. Left out, as nothing of ours does what they count: admission checks
+(admission_checks_wait_time), fair sharing (weighted_share), waitForPodsReady (ready_wait_time,
+admitted_until_ready_wait_time, pods_ready_to_evicted_time), elastic jobs
+(replaced_workload_slices), preemption skipped for overlapping targets
+(admission_cycle_preemption_skips: the loop holds room instead), MultiKueue, custom labels and
+build_info. Not yet: finished_workloads and finished_workloads_total (and their LocalQueue
+twins), which need the Job integration's finish and an index of finished workloads.
 
 Callers pass facts (a ClusterQueue, a flavor, a resource, a reason; quantities in milli-units);
 the functions below make the samples. Gauges are reported in rounds, one per admission cycle:
