@@ -18,8 +18,10 @@ import asyncio
 import heapq
 import logging
 import time
+from datetime import UTC, datetime
 
 from tas import metrics
+from tas.admission import queue_metrics
 from tas.admission.decide import Decision, borrows_first, decide, pending_order
 from tas.admission.holds import Holds
 from tas.admission.ports import WorkloadStatusWriter
@@ -91,6 +93,10 @@ class AdmissionLoop:
         self._holds = Holds()  # room waiting preemptors hold against later decisions
         self.cycles = 0
         self.write_failures = 0
+        # This cycle tried a workload (or a replacement), and admitted (or evicted) one:
+        # Kueue's admission attempt and its result.
+        self._cycle_tried = self._cycle_succeeded = False
+        self._queue_metrics = queue_metrics.QueueMetrics()
 
     def wake(self) -> None:
         self._wake.set()
@@ -109,6 +115,8 @@ class AdmissionLoop:
         self.cycles += 1
         state = self.state
         self._holds.begin_cycle()
+        started = time.monotonic()
+        self._cycle_tried = self._cycle_succeeded = False
         # Second pass first: admitted workloads that lost a node get their replacement before
         # anyone else can take the capacity around their surviving pods.
         for key in sorted(state.to_replace):
@@ -168,6 +176,8 @@ class AdmissionLoop:
             if go_on and index + 1 < len(queues[cq_name]):
                 after = queues[cq_name][index + 1]
                 heapq.heappush(heads, (self._head_key(cq, after), cq_name, index + 1))
+        if self._cycle_tried:
+            metrics.admission_cycle(self._cycle_succeeded, time.monotonic() - started)
         for cq_name in sorted(by_cq):
             cq = state.cluster_queues.get(cq_name)
             if cq is not None:
@@ -178,7 +188,13 @@ class AdmissionLoop:
         await self._write_lq_statuses()
         if state.options.placement_groups:
             await self._write_group_statuses()
+        self._queue_metrics.report(state, self._tried_unchanged)
         self._prune()
+
+    def _tried_unchanged(self, workload: WorkloadInfo) -> bool:
+        """It did not fit, and is not tried again until the cluster or its spec changes."""
+        tried = self._tried.get(workload.key)
+        return tried is not None and tried[:2] == (self.state.generation, workload.generation)
 
     def _head_key(self, cq: ClusterQueueInfo, workload: WorkloadInfo) -> tuple:
         """Kueue's order of the queues' heads in a cycle."""
@@ -254,6 +270,7 @@ class AdmissionLoop:
             else "pending"
         )
         metrics.ADMISSION_ATTEMPTS.labels(result).inc()
+        self._cycle_tried = True
         if decision.preemption is None and self._holds.release(workload.key):
             self.wake()  # admitted, or no longer preempting: its room is not held any more
         held = decision.charge is not None and self._holds.blocks(
@@ -295,7 +312,8 @@ class AdmissionLoop:
             )
             try:
                 async with slots:
-                    await preempt(self.writer, victim, target.reason, text)
+                    if await preempt(self.writer, victim, target.reason, text):
+                        metrics.workload_preempted(cq.name, target.reason)
             except Exception as exc:  # retried with the preemptor's own backoff
                 errors.append(exc)
 
@@ -322,11 +340,12 @@ class AdmissionLoop:
         if charge is None:
             return
         result = find_replacement(self.state, workload, charge, self.replacement)
+        self._cycle_tried = True
         if result.failure is not None:
             self._tried[workload.key] = marker
             if evicts_without_replacement(workload, self.replacement):
                 message = transitions.no_replacement_message(failed, result.failure)
-                await evict(self.writer, workload, message)
+                self._cycle_succeeded |= await evict(self.writer, workload, message)
             else:
                 log.info(
                     "no replacement yet for %s/%s: %s",
@@ -354,6 +373,7 @@ class AdmissionLoop:
             self.wake()
             return
         self._backoff.succeeded(workload.key)
+        self._cycle_succeeded = True
         if not result.kept:
             metrics.NODE_REPLACEMENTS.inc()
         reason, message = result.event()
@@ -384,6 +404,7 @@ class AdmissionLoop:
         # goes on deciding, as Kueue's scheduler does. A failed write gives the capacity back.
         status = transitions.admitted(workload, decision.admission, decision.message)
         self._spawn(self._write_admission(workload, decision, status))
+        self._cycle_succeeded = True
         return True
 
     async def _write_admission(
@@ -411,10 +432,23 @@ class AdmissionLoop:
         self._backoff.succeeded(workload.key)
         self._tried.pop(workload.key, None)
         cq = decision.admission["clusterQueue"]
+        self._count_admission(workload, cq)
         log.info("admitted %s/%s in %s", workload.namespace, workload.name, cq)
         await self.writer.record_event(workload, "Normal", REASON_QUOTA_RESERVED, decision.message)
         await self.writer.record_event(
             workload, "Normal", REASON_ADMITTED, "Admitted by ClusterQueue " + cq
+        )
+
+    def _count_admission(self, workload: WorkloadInfo, cq: str) -> None:
+        """Kueue's admission metrics, with the wait since the workload was queued."""
+        now = datetime.now(UTC).replace(tzinfo=None)  # as the cache's timestamps
+        cohorts = [name for _, name in self.state.quota_tree().path_to_root(("cq", cq))]
+        metrics.workload_admitted(
+            cq,
+            (workload.namespace, workload.queue_name),
+            workload.priority_class,
+            cohorts,
+            waited=max(0.0, (now - workload.queued_at).total_seconds()),
         )
 
     async def _release_unless_stored(self, workload: WorkloadInfo, exc: BaseException) -> None:

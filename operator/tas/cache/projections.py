@@ -17,6 +17,7 @@ from tas.api.constants import (
     COND_EVICTED,
     COND_FINISHED,
     COND_QUOTA_RESERVED,
+    COND_REQUEUED,
     HOSTNAME_LABEL,
     INDEX_LABELS,
     IS_GROUP_WORKLOAD_ANNOTATION,
@@ -461,6 +462,7 @@ class WorkloadInfo:
     # annotations cannot be read.
     placement_group: GroupRef | None = None
     placement_group_error: str | None = field(default=None, compare=False)
+    priority_class: str = ""  # spec.priorityClassName: Kueue's metrics label workloads by it
 
     @property
     def group_key(self) -> tuple[str, str] | None:
@@ -479,6 +481,18 @@ class WorkloadInfo:
             return _timestamp(cond["lastTransitionTime"])
         except ValueError:
             return None
+
+    @cached_property
+    def queued_at(self) -> datetime:
+        """When it last joined its queue, as Kueue's wait-time metrics count: the Requeued
+        condition's lastTransitionTime when there is one, else its creation."""
+        cond = self.condition(COND_REQUEUED)
+        if cond and cond.get("lastTransitionTime"):
+            try:
+                return _timestamp(cond["lastTransitionTime"])
+            except ValueError:
+                pass
+        return self.created
 
     @property
     def owner_uid(self) -> str | None:
@@ -653,6 +667,7 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
         job_uid=(meta.get("labels") or {}).get(JOB_UID_LABEL),
         placement_group=group,
         placement_group_error=group_error,
+        priority_class=spec.get("priorityClassName") or "",
     )
 
 

@@ -17,6 +17,7 @@ from importlib import resources
 
 import yaml
 
+from tas import metrics
 from tas.admission.loop import AdmissionLoop
 from tas.cache import projections as proj
 from tas.cache.reflector import Reflector
@@ -295,6 +296,10 @@ class Runtime:
                 log.info("standing by: another replica holds the lease")
                 await self.elector.leading.wait()
         log.info("admitting (leader)")
+        metrics.configure(  # what is recorded from here on is this replica's, as it now leads
+            replica_role=metrics.ROLE_LEADER if self.elector else metrics.ROLE_STANDALONE,
+            local_queue_metrics=self.settings.gates.enabled(Gate.LOCAL_QUEUE_METRICS),
+        )
         if self.settings.gates.enabled(Gate.TAS_NUMA_ZONES):
             # on its own task: admission never waits for it
             self.helpers.append(asyncio.create_task(self._install_numa_crd(), name="numa-crd"))
