@@ -79,7 +79,8 @@ def from_api(api: Mapping | None) -> TopologyAssignment | None:
 
 def to_v1beta2(assignment: TopologyAssignment, *, by_hostname_prefix: bool = True) -> dict:
     """The slices Kueue's V1Beta2From writes; `by_hostname_prefix` is the gate
-    TASAssignmentsEncodingByHostnamePrefix (on by default since Kueue v0.19)."""
+    TASAssignmentsEncodingByHostnamePrefix (on by default since Kueue v0.19; off, the one slice
+    of Kueue v0.16 to v0.18)."""
     return v1beta1_to_v1beta2(to_api(assignment), by_hostname_prefix=by_hostname_prefix)
 
 
@@ -186,7 +187,7 @@ def _key_by_depth(prefixes: list[str], seen: Counter[str]) -> list[str]:
 def _runs(keys: list[str] | None, count: int) -> list[tuple[int, int]]:
     """[start, end) of each run of equal consecutive keys; no keys: one run of everything."""
     if not keys:
-        return [(0, count)] if count else []
+        return [(0, count)]
     bounds = [i for i in range(1, count) if keys[i] != keys[i - 1]]
     return list(zip([0, *bounds], [*bounds, count], strict=True))
 

@@ -175,7 +175,8 @@ ONE_WAY = {
 @pytest.mark.parametrize(("beta1", "beta2"), BOTH_WAYS.values(), ids=BOTH_WAYS.keys())
 def test_kueue_encodes_these_slices(beta1: dict, beta2: dict, by_hostname_prefix: bool) -> None:
     assert v1beta1_to_v1beta2(beta1, by_hostname_prefix=by_hostname_prefix) == beta2
-    solver = from_api(beta1) or TopologyAssignment(levels=tuple(beta1["levels"]), domains=())
+    solver = from_api(beta1)
+    assert solver is not None
     assert to_v1beta2(solver, by_hostname_prefix=by_hostname_prefix) == beta2
 
 
@@ -293,10 +294,11 @@ def test_hostname_prefix_runs_as_kueue(beta1: dict, beta2: dict) -> None:
     "beta1",
     [
         v1(["cloud.example.com/rack"], (["rack-a"], 1), (["rack-b"], 2)),  # no hostname level
+        v1([RACK], *[([f"rack-{r}-{i}"], 1) for r in "ab" for i in range(2)]),
         hosts(("node-a", 1), ("host-b", 1)),  # no prefix two hostnames share
         hosts(("nodea", 1), ("hostb", 1)),  # no "-" at all
     ],
-    ids=["without hostname level", "no reusable prefix", "no delimiter"],
+    ids=["without hostname level", "rack prefixes", "no reusable prefix", "no delimiter"],
 )
 def test_without_a_shared_hostname_prefix_one_slice(beta1: dict) -> None:
     encoded = hostname_prefix_runs(beta1)
@@ -385,6 +387,26 @@ def test_gate_and_smaller_encoding(gate: bool, count: int, beta2: dict) -> None:
     assert v1beta2_to_v1beta1(beta2) == beta1
 
 
+def test_equal_json_sizes_keep_the_hostname_prefix_runs() -> None:
+    # both encodings marshal to 336 bytes: Kueue takes the single slice only when shorter
+    names = [f"node-a-{i}" for i in range(3)] + [f"pool-22-{i}" for i in range(11)]
+    beta1 = hosts(*[(name, 2 if i == 0 else 1) for i, name in enumerate(names)])
+    assert v1beta1_to_v1beta2(beta1) == v2(
+        [HOST],
+        piece(3, [ind("0", "1", "2", prefix="node-a-")], [2, 1, 1]),
+        piece(11, [ind(*[str(i) for i in range(11)], prefix="pool-22-")], 1),
+    )
+
+
+def test_sizes_count_go_escaping_html_characters() -> None:
+    # Go writes <, > and & as \u003c...: 235 bytes each way, so the runs stay (counted as
+    # Python writes them, the single slice would be 25 bytes shorter)
+    beta1 = hosts(*[("p<-<", 2)] * 2, *[("q&-b", 1)] * 4)
+    assert v1beta1_to_v1beta2(beta1) == v2(
+        [HOST], piece(2, [uni("p<-<")], 2), piece(4, [uni("q&-b")], 1)
+    )
+
+
 def alternating(count: int, first: str, second: str) -> dict:
     return hosts(*[(f"{(first, second)[i % 2]}-{i:04d}", 1) for i in range(count)])
 
@@ -396,6 +418,12 @@ def test_backs_off_to_a_shorter_prefix_to_fit_the_slice_limit() -> None:
     assert len(encoded["slices"]) == 1
     assert encoded["slices"][0]["valuesPerLevel"][0]["individual"]["prefix"] == "a-"
     assert v1beta2_to_v1beta1(encoded) == beta1
+
+
+@pytest.mark.parametrize(("pools", "slices"), [(1000, 1000), (1001, 1)])
+def test_a_thousand_runs_is_the_limit(pools: int, slices: int) -> None:
+    beta1 = hosts(*[(f"pool{p:04d}-n-{k}", 1) for p in range(pools) for k in range(2)])
+    assert len(hostname_prefix_runs(beta1)["slices"]) == slices
 
 
 def test_one_run_when_no_prefix_depth_fits_the_slice_limit() -> None:
@@ -764,7 +792,7 @@ def test_the_unbroken_object_decodes() -> None:
 )
 def test_not_an_assignment_is_refused(api: object, field: str, problem: str) -> None:
     with pytest.raises(TopologyAssignmentError) as refused:
-        from_v1beta2(api)  # type: ignore[arg-type]
+        from_v1beta2(api)
     assert (refused.value.field, refused.value.problem) == (field, problem)
 
 
@@ -774,6 +802,14 @@ def test_a_list_past_100k_is_refused() -> None:
         v1beta2_to_v1beta1(ta)
     assert refused.value.field == "slices[0].valuesPerLevel[0].individual.roots"
     assert refused.value.problem == "100001 items; at most 100000"
+
+
+def test_repeated_domains_up_to_the_bound_decode() -> None:
+    within = v2([HOST], piece(60_000, [uni("n")], 1), piece(40_000, [uni("m")], 2))
+    assert len(v1beta2_to_v1beta1(within)["domains"]) == 100_000
+    past = v2([HOST], piece(60_000, [uni("n")], 1), piece(40_001, [uni("m")], 2))
+    with pytest.raises(TopologyAssignmentError, match="100001 domains"):
+        v1beta2_to_v1beta1(past)
 
 
 def test_repeated_domains_are_bounded_before_anything_is_expanded() -> None:
@@ -789,14 +825,6 @@ def test_repeated_domains_are_bounded_before_anything_is_expanded() -> None:
     assert refused.value.field == "slices"
     assert "100000000 domains in slices with only universal values" in refused.value.problem
     assert peak < 1_000_000, peak
-
-
-def test_repeated_domains_up_to_the_bound_decode() -> None:
-    within = v2([HOST], piece(60_000, [uni("n")], 1), piece(40_000, [uni("m")], 2))
-    assert len(v1beta2_to_v1beta1(within)["domains"]) == 100_000
-    past = v2([HOST], piece(60_000, [uni("n")], 1), piece(40_001, [uni("m")], 2))
-    with pytest.raises(TopologyAssignmentError, match="100001 domains"):
-        v1beta2_to_v1beta1(past)
 
 
 def test_a_universal_slice_of_int32_max_domains_is_refused() -> None:
@@ -932,7 +960,7 @@ def test_many_hostnames_encode_compactly(count: int, capsys: pytest.CaptureFixtu
         )
 
 
-def test_a_copy_is_decoded_not_the_original_mutated() -> None:
+def test_decoding_leaves_the_object_untouched() -> None:
     ta = valid()
     before = copy.deepcopy(ta)
     v1beta2_to_v1beta1(ta)
