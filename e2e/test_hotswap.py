@@ -301,10 +301,15 @@ def test_a_second_failed_node_evicts_as_in_kueue(
 def test_two_failed_nodes_are_both_replaced_with_the_new_gate(
     cluster: Cluster, namespace, queue, rack_nodes, operator_swap
 ):
+    # As Kueue's TASReplaceMultipleFailedNodes: the Workload tolerates as many unhealthy nodes
+    # at once as its eviction threshold says (default 1), and they are replaced one by one.
     operator_swap(gates="TASMultipleNodeReplacement=true")
     racks = rack_nodes(racks=1, hosts=4)
     before = start_rack_job(cluster, namespace, queue, pods=4)
     spares = [h for h in next(iter(racks.values())) if h not in before]
+    name = jobs.workload_of(cluster, namespace, "train")["metadata"]["name"]
+    threshold = "kueue.x-k8s.io/tas-unhealthy-nodes-eviction-threshold=2"
+    cluster.kubectl("annotate", "workload", name, "-n", namespace, threshold)
     for node in sorted(before):
         cluster.kubectl("label", "node", node, f"{NOT_READY}=true")
 
@@ -316,3 +321,28 @@ def test_two_failed_nodes_are_both_replaced_with_the_new_gate(
     wait_placement(cluster, namespace, "train", counts, timeout=120)
     wl = jobs.workload_of(cluster, namespace, "train")
     assert (jobs.condition(wl, "Evicted") or {}).get("status") != "True"
+
+
+def test_a_failed_node_beyond_the_eviction_threshold_evicts_with_the_new_gate(
+    cluster: Cluster, namespace, queue, rack_nodes, operator_swap
+):
+    # The default threshold (1): the first failed node stays listed while there is no spare
+    # (fail-fast waits within the threshold), the second evicts, as without the gate.
+    operator_swap(gates="TASMultipleNodeReplacement=true")
+    rack_nodes(racks=1, hosts=4)
+    before = start_rack_job(cluster, namespace, queue, pods=8)  # the whole rack: no spare
+    first, second = sorted(before)[:2]
+    cluster.kubectl("label", "node", first, f"{NOT_READY}=true")
+    wait_for(
+        lambda: jobs.workload_of(cluster, namespace, "train")["status"].get("unhealthyNodes"),
+        timeout=120,
+        what="the first node listed as unhealthy",
+    )
+    time.sleep(5)  # time enough for a fail-fast eviction, if there were to be one
+    wl = jobs.workload_of(cluster, namespace, "train")
+    assert (jobs.condition(wl, "Evicted") or {}).get("status") != "True"
+    cluster.kubectl("label", "node", second, f"{NOT_READY}=true")
+    cond = wait_for(
+        lambda: was_evicted(cluster, namespace), timeout=150, what="eviction on the second failure"
+    )
+    assert "multiple TAS assigned node failures" in cond["message"] and second in cond["message"]

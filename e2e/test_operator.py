@@ -96,6 +96,9 @@ def test_metrics_count_admissions_and_ungated_pods(
 ):
     admitted_before = operator.metric("tas_admission_attempts_total", 'result="admitted"')
     ungated_before = operator.metric("tas_pods_ungated_total")
+    # Kueue's own series, as its dashboards select them (labels as exposed: sorted by name).
+    kueue_cq = 'cluster_queue="tas-cluster-queue",priority_class="",replica_role="leader"'
+    kueue_before = operator.metric("kueue_admitted_workloads_total", kueue_cq)
     cluster.apply(jobs.job("counted", user_queue, pods=3), namespace)
     jobs.wait_admitted(cluster, namespace, "counted")
     jobs.wait_running(cluster, namespace, "counted", 3)
@@ -104,6 +107,9 @@ def test_metrics_count_admissions_and_ungated_pods(
     )
     assert operator.metric("tas_pods_ungated_total") >= ungated_before + 3
     assert operator.metric("tas_admitted_workloads", 'cluster_queue="tas-cluster-queue"') >= 1
+    assert operator.metric("kueue_admitted_workloads_total", kueue_cq) >= kueue_before + 1
+    active = 'cluster_queue="tas-cluster-queue",replica_role="leader",status="active"'
+    assert operator.metric("kueue_cluster_queue_status", active) == 1
 
 
 def test_unconstrained_job_is_admitted_and_placed(

@@ -18,8 +18,10 @@ import asyncio
 import heapq
 import logging
 import time
+from datetime import UTC, datetime
 
 from tas import metrics
+from tas.admission import queue_metrics
 from tas.admission.decide import Decision, borrows_first, decide, pending_order
 from tas.admission.holds import Holds
 from tas.admission.ports import WorkloadStatusWriter
@@ -43,7 +45,12 @@ from tas.cache.projections import (
     placement_group_status_key,
 )
 from tas.cache.state import ClusterState
-from tas.hotswap.replace import find_replacement, needs_replacement
+from tas.hotswap.replace import (
+    ReplacementRules,
+    evicts_without_replacement,
+    find_replacement,
+    needs_replacement,
+)
 from tas.kube import KubeError
 from tas.retry import Backoff, PerKeyBackoff
 from tas.workload import transitions
@@ -64,11 +71,11 @@ class AdmissionLoop:
         state: ClusterState,
         writer: WorkloadStatusWriter,
         *,
-        replacement_fail_fast: bool = True,
+        replacement: ReplacementRules | None = None,
     ) -> None:
         self.state = state
         self.writer = writer
-        self.replacement_fail_fast = replacement_fail_fast
+        self.replacement = replacement or ReplacementRules()  # the hot swap gates
         self.synced = asyncio.Event()  # set once every watched kind has been listed
         self._wake = asyncio.Event()
         self._tried: dict[
@@ -86,6 +93,10 @@ class AdmissionLoop:
         self._holds = Holds()  # room waiting preemptors hold against later decisions
         self.cycles = 0
         self.write_failures = 0
+        # This cycle tried a workload (or a replacement), and admitted (or evicted) one:
+        # Kueue's admission attempt and its result.
+        self._cycle_tried = self._cycle_succeeded = False
+        self._queue_metrics = queue_metrics.QueueMetrics()
 
     def wake(self) -> None:
         self._wake.set()
@@ -104,6 +115,8 @@ class AdmissionLoop:
         self.cycles += 1
         state = self.state
         self._holds.begin_cycle()
+        started = time.monotonic()
+        self._cycle_tried = self._cycle_succeeded = False
         # Second pass first: admitted workloads that lost a node get their replacement before
         # anyone else can take the capacity around their surviving pods.
         for key in sorted(state.to_replace):
@@ -163,6 +176,8 @@ class AdmissionLoop:
             if go_on and index + 1 < len(queues[cq_name]):
                 after = queues[cq_name][index + 1]
                 heapq.heappush(heads, (self._head_key(cq, after), cq_name, index + 1))
+        if self._cycle_tried:
+            metrics.admission_cycle(self._cycle_succeeded, time.monotonic() - started)
         for cq_name in sorted(by_cq):
             cq = state.cluster_queues.get(cq_name)
             if cq is not None:
@@ -173,7 +188,13 @@ class AdmissionLoop:
         await self._write_lq_statuses()
         if state.options.placement_groups:
             await self._write_group_statuses()
+        self._queue_metrics.report(state, self._tried_unchanged)
         self._prune()
+
+    def _tried_unchanged(self, workload: WorkloadInfo) -> bool:
+        """It did not fit, and is not tried again until the cluster or its spec changes."""
+        tried = self._tried.get(workload.key)
+        return tried is not None and tried[:2] == (self.state.generation, workload.generation)
 
     def _head_key(self, cq: ClusterQueueInfo, workload: WorkloadInfo) -> tuple:
         """Kueue's order of the queues' heads in a cycle."""
@@ -249,6 +270,7 @@ class AdmissionLoop:
             else "pending"
         )
         metrics.ADMISSION_ATTEMPTS.labels(result).inc()
+        self._cycle_tried = True
         if decision.preemption is None and self._holds.release(workload.key):
             self.wake()  # admitted, or no longer preempting: its room is not held any more
         held = decision.charge is not None and self._holds.blocks(
@@ -290,7 +312,8 @@ class AdmissionLoop:
             )
             try:
                 async with slots:
-                    await preempt(self.writer, victim, target.reason, text)
+                    if await preempt(self.writer, victim, target.reason, text):
+                        metrics.workload_preempted(cq.name, target.reason)
             except Exception as exc:  # retried with the preemptor's own backoff
                 errors.append(exc)
 
@@ -316,12 +339,13 @@ class AdmissionLoop:
         charge = self.state.charges().get(workload.key)
         if charge is None:
             return
-        result = find_replacement(self.state, workload, charge)
+        result = find_replacement(self.state, workload, charge, self.replacement)
+        self._cycle_tried = True
         if result.failure is not None:
             self._tried[workload.key] = marker
-            if self.replacement_fail_fast:
+            if evicts_without_replacement(workload, self.replacement):
                 message = transitions.no_replacement_message(failed, result.failure)
-                await evict(self.writer, workload, message)
+                self._cycle_succeeded |= await evict(self.writer, workload, message)
             else:
                 log.info(
                     "no replacement yet for %s/%s: %s",
@@ -334,7 +358,7 @@ class AdmissionLoop:
         self.state.assume(workload, result.charge)
         try:
             written = await self.writer.write_status(
-                workload, transitions.replaced(workload, result.assignments)
+                workload, transitions.replaced(workload, result.assignments, result.remaining)
             )
         except asyncio.CancelledError:
             self.state.forget(workload)
@@ -349,10 +373,12 @@ class AdmissionLoop:
             self.wake()
             return
         self._backoff.succeeded(workload.key)
-        metrics.NODE_REPLACEMENTS.inc(len(failed))
-        message = f"Replaced unhealthy node(s) {', '.join(failed)} in the topology assignment"
+        self._cycle_succeeded = True
+        if not result.kept:
+            metrics.NODE_REPLACEMENTS.inc()
+        reason, message = result.event()
         log.info("%s/%s: %s", workload.namespace, workload.name, message)
-        await self.writer.record_event(workload, "Normal", "NodeReplaced", message)
+        await self.writer.record_event(workload, "Normal", reason, message)
 
     async def _admit(self, workload: WorkloadInfo, decision: Decision) -> bool:
         assert decision.charge is not None and decision.admission is not None
@@ -378,6 +404,7 @@ class AdmissionLoop:
         # goes on deciding, as Kueue's scheduler does. A failed write gives the capacity back.
         status = transitions.admitted(workload, decision.admission, decision.message)
         self._spawn(self._write_admission(workload, decision, status))
+        self._cycle_succeeded = True
         return True
 
     async def _write_admission(
@@ -405,10 +432,23 @@ class AdmissionLoop:
         self._backoff.succeeded(workload.key)
         self._tried.pop(workload.key, None)
         cq = decision.admission["clusterQueue"]
+        self._count_admission(workload, cq)
         log.info("admitted %s/%s in %s", workload.namespace, workload.name, cq)
         await self.writer.record_event(workload, "Normal", REASON_QUOTA_RESERVED, decision.message)
         await self.writer.record_event(
             workload, "Normal", REASON_ADMITTED, "Admitted by ClusterQueue " + cq
+        )
+
+    def _count_admission(self, workload: WorkloadInfo, cq: str) -> None:
+        """Kueue's admission metrics, with the wait since the workload was queued."""
+        now = datetime.now(UTC).replace(tzinfo=None)  # as the cache's timestamps
+        cohorts = [name for _, name in self.state.quota_tree().path_to_root(("cq", cq))]
+        metrics.workload_admitted(
+            cq,
+            (workload.namespace, workload.queue_name),
+            workload.priority_class,
+            cohorts,
+            waited=max(0.0, (now - workload.queued_at).total_seconds()),
         )
 
     async def _release_unless_stored(self, workload: WorkloadInfo, exc: BaseException) -> None:

@@ -68,6 +68,11 @@ COND_WAITING_FOR_REPLACEMENT_PODS = "WaitingForReplacementPods"
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 
+# On a Workload: how many of its nodes may be unhealthy at once before it is evicted rather than
+# having them replaced one by one (an integer in [1, 8], default 1), under the gate Kueue calls
+# TASReplaceMultipleFailedNodes (alias: TASMultipleNodeReplacement).
+UNHEALTHY_NODES_EVICTION_THRESHOLD_ANNOTATION = PREFIX + "tas-unhealthy-nodes-eviction-threshold"
+
 # Beyond Kueue (gate TASNUMAZones): the NUMA zone the operator counted a pod in, for a node
 # agent to pin it there. Pod scope, or one pinned container: the zone's name ("node-0");
 # container scope with several: "container=zone" pairs joined by commas.

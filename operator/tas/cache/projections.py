@@ -17,6 +17,7 @@ from tas.api.constants import (
     COND_EVICTED,
     COND_FINISHED,
     COND_QUOTA_RESERVED,
+    COND_REQUEUED,
     HOSTNAME_LABEL,
     INDEX_LABELS,
     IS_GROUP_WORKLOAD_ANNOTATION,
@@ -29,6 +30,7 @@ from tas.api.constants import (
     STRICT_FIFO,
     TOPOLOGY_SCHEDULING_GATE,
     TRY_NEXT_FLAVOR,
+    UNHEALTHY_NODES_EVICTION_THRESHOLD_ANNOTATION,
     WORKLOAD_ANNOTATION,
 )
 from tas.api.placementgroups import (
@@ -445,12 +447,15 @@ class WorkloadInfo:
     # Every owner: the controller, and for pod groups each pod and the LeaderWorkerSet.
     owners: tuple[OwnerRef, ...] = ()
     is_group: bool = False  # a pod group's Workload (Kueue's is-group-workload annotation)
+    # The tas-unhealthy-nodes-eviction-threshold annotation as written (hotswap reads it).
+    eviction_threshold: str | None = None
     spec_error: str | None = field(default=None, compare=False)  # why spec.podSets can't be read
     job_uid: str | None = None  # Kueue's job-uid label: the owner job's uid
     # The placement group its pod set joins (ours, gate TASPlacementGroups), or why the
     # annotations cannot be read.
     placement_group: GroupRef | None = None
     placement_group_error: str | None = field(default=None, compare=False)
+    priority_class: str = ""  # spec.priorityClassName: Kueue's metrics label workloads by it
 
     @property
     def group_key(self) -> tuple[str, str] | None:
@@ -470,6 +475,18 @@ class WorkloadInfo:
         except ValueError:
             return None
 
+    @cached_property
+    def queued_at(self) -> datetime:
+        """When it last joined its queue, as Kueue's wait-time metrics count: the Requeued
+        condition's lastTransitionTime when there is one, else its creation."""
+        cond = self.condition(COND_REQUEUED)
+        if cond and cond.get("lastTransitionTime"):
+            try:
+                return _timestamp(cond["lastTransitionTime"])
+            except ValueError:
+                pass
+        return self.created
+
     @property
     def owner_uid(self) -> str | None:
         return self.owner.uid if self.owner else None
@@ -477,6 +494,14 @@ class WorkloadInfo:
     @cached_property
     def owner_uids(self) -> frozenset[str]:
         return frozenset(o.uid for o in self.owners)
+
+    @cached_property
+    def owned_by_single_pod(self) -> bool:
+        """Kueue's OwnedBySinglePod: a plain pod's Workload, which goes with its pod. A pod
+        group's (even of one pod) is not: replacement pods join the same Workload."""
+        if len(self.owners) != 1 or self.is_group:
+            return False
+        return self.owners[0].kind == "Pod" and self.owners[0].api_version == "v1"
 
     def owned_by(self, kind: str) -> OwnerRef | None:
         return next((o for o in self.owners if o.kind == kind), None)
@@ -628,10 +653,14 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
         owner=owner,
         owners=owners,
         is_group=(meta.get("annotations") or {}).get(IS_GROUP_WORKLOAD_ANNOTATION) == "true",
+        eviction_threshold=(meta.get("annotations") or {}).get(
+            UNHEALTHY_NODES_EVICTION_THRESHOLD_ANNOTATION
+        ),
         spec_error=error,
         job_uid=(meta.get("labels") or {}).get(JOB_UID_LABEL),
         placement_group=group,
         placement_group_error=group_error,
+        priority_class=spec.get("priorityClassName") or "",
     )
 
 

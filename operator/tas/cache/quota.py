@@ -117,6 +117,18 @@ class QuotaTree:
     def children(self, cohort: str) -> list[Node]:
         return self._children.get(cohort, [])
 
+    def cohorts(self) -> list[str]:
+        """Every cohort named by a ClusterQueue, a Cohort object or a parent, except those
+        whose chain of parents loops (Kueue leaves them out of its tree)."""
+        return sorted(self._named_cohorts() - self._cyclic)
+
+    def descendants(self, cohort: str) -> Iterator[Node]:
+        """Every ClusterQueue and cohort below an acyclic cohort, at any depth."""
+        for child in self.children(cohort):
+            yield child
+            if child[0] == "cohort":
+                yield from self.descendants(child[1])
+
     # ---- quantities -------------------------------------------------------------------------
 
     def quota(self, node: Node, fr: FlavorResource) -> Quota:

@@ -21,6 +21,10 @@ Capacity bookkeeping:
   never hide a pod; pods beyond the assigned count, or outside it, count.
 - Topology snapshots are built per flavor on demand and kept: a charge is added to or removed
   from a cached snapshot incrementally; a capacity change of any other kind drops them.
+- A node can belong to several flavors (their nodeLabels overlap). With `overlapping_flavors`
+  (Kueue's TASHandleOverlappingFlavors) a charge placed on nodes (a hostname-level assignment)
+  counts in the snapshot of every flavor whose topology ends at hostname, so no node is handed
+  out twice; without it, only in its own flavor's snapshot, as Kueue before v0.18.
 """
 
 from __future__ import annotations
@@ -118,9 +122,12 @@ class WrongThread(RuntimeError):
 
 
 class ClusterState:
-    def __init__(self, options: SolverOptions | None = None) -> None:
+    def __init__(
+        self, options: SolverOptions | None = None, *, overlapping_flavors: bool = True
+    ) -> None:
         self._owner: int | None = None  # the thread allowed to mutate, once bound
         self.options = options or SolverOptions()
+        self.overlapping_flavors = overlapping_flavors  # TASHandleOverlappingFlavors
         self.generation = 0
         self.nodes: dict[str, Node] = {}
         self.pods: dict[Key, PodInfo] = {}
@@ -660,9 +667,29 @@ class ClusterState:
             flavor_usage = usage[ps.flavor]
             for resource, value in ps.per_pod.items():
                 flavor_usage[resource] = flavor_usage.get(resource, 0) + sign * ps.count * value
-            snapshot = self._snapshots.get(ps.flavor)
-            if snapshot is not None and ps.assignment is not None:
+            self.hold_in_snapshots(ps, sign)
+
+    def hold_in_snapshots(self, ps: PodSetCharge, sign: int) -> None:
+        """Add (1) or take back (-1) a pod set's topology usage in every cached snapshot it
+        counts in, quota aside: for a charge, and for a placement still being computed."""
+        if ps.assignment is None:
+            return
+        for name, snapshot in self._snapshots.items():
+            if self._counts_in(ps, name, snapshot):
                 snapshot.add_usage(ps.assignment, ps.requests, sign)
+
+    def _counts_in(self, ps: PodSetCharge, flavor: str, snapshot: TopologySnapshot) -> bool:
+        """Whether a pod set's (non-None) assignment takes capacity in a flavor's snapshot: its
+        own flavor's always; another's when both place on nodes and TASHandleOverlappingFlavors
+        shares node usage across flavors."""
+        if ps.flavor == flavor:
+            return True
+        assert ps.assignment is not None
+        return (
+            self.overlapping_flavors
+            and snapshot.hostname_lowest
+            and ps.assignment.levels == (HOSTNAME_LEVEL,)
+        )
 
     def quota_usage(self, cluster_queue: str, flavor: str) -> Mapping[str, int]:
         return self._quota_usage[cluster_queue][flavor]
@@ -729,7 +756,7 @@ class ClusterState:
         )
         for charge in self._charges.values():
             for ps in charge.pod_sets:
-                if ps.flavor == flavor_name and ps.assignment is not None:
+                if ps.assignment is not None and self._counts_in(ps, flavor_name, snapshot):
                     snapshot.add_usage(ps.assignment, ps.requests)
         self._snapshots[flavor_name] = snapshot
         return snapshot

@@ -17,7 +17,7 @@ from importlib import resources
 
 import yaml
 
-from tas import migrate
+from tas import metrics, migrate
 from tas.admission.loop import AdmissionLoop
 from tas.cache import projections as proj
 from tas.cache.reflector import Reflector
@@ -26,6 +26,7 @@ from tas.config import Settings
 from tas.features import Gate
 from tas.handlers.watches import WATCHES, Watch, on_workload
 from tas.hotswap.controller import NodeHealthController
+from tas.hotswap.replace import ReplacementRules
 from tas.integrations import NODE_RESOURCE_TOPOLOGY, Framework
 from tas.jobframework.reconciler import JobReconciler
 from tas.jobs.controller import job_controller
@@ -70,14 +71,21 @@ class Runtime:
     def __init__(self, settings: Settings, kube: Kube | None = None) -> None:
         gates = settings.gates
         self.settings = settings
-        self.state = ClusterState(gates.solver_options())
+        self.state = ClusterState(
+            gates.solver_options(),
+            overlapping_flavors=gates.enabled(Gate.TAS_HANDLE_OVERLAPPING_FLAVORS),
+        )
         self.state.bind_to_current_thread()  # the loop's thread: any other mutator is a bug
         self.kube = kube or Kube(load_connection(settings.kubeconfig))
         self.writer = WorkloadWriter(self.kube, refresh=self._refresh_workload)
         self.admission = AdmissionLoop(
             self.state,
             self.writer,
-            replacement_fail_fast=gates.enabled(Gate.TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST),
+            replacement=ReplacementRules(
+                fail_fast=gates.enabled(Gate.TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST),
+                keep_pod_owned=gates.enabled(Gate.SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS),
+                multiple_nodes=gates.enabled(Gate.TAS_REPLACE_MULTIPLE_FAILED_NODES),
+            ),
         )
         multi_layer = gates.enabled(Gate.TAS_MULTI_LAYER_TOPOLOGY)
         self.jobs = job_controller(
@@ -288,6 +296,10 @@ class Runtime:
                 log.info("standing by: another replica holds the lease")
                 await self.elector.leading.wait()
         log.info("admitting (leader)")
+        metrics.configure(  # what is recorded from here on is this replica's, as it now leads
+            replica_role=metrics.ROLE_LEADER if self.elector else metrics.ROLE_STANDALONE,
+            local_queue_metrics=self.settings.gates.enabled(Gate.LOCAL_QUEUE_METRICS),
+        )
         if self.settings.gates.enabled(Gate.TAS_NUMA_ZONES):
             # on its own task: admission never waits for it
             self.helpers.append(asyncio.create_task(self._install_numa_crd(), name="numa-crd"))

@@ -3,8 +3,10 @@
 For each workload with pods assigned to a node that failed (see health.py): record the node in
 `status.unhealthyNodes`, and fail the workload's Pending pods pinned to it so the Job controller
 makes new ones (they stay gated until the admission loop has found the replacement). A second
-failed node evicts the workload, as in Kueue, unless TASMultipleNodeReplacement is on. A node
-that recovers before its replacement is taken off the list.
+failed node evicts the workload, as in Kueue; with TASReplaceMultipleFailedNodes (alias
+TASMultipleNodeReplacement) only once the workload already lists as many as its eviction
+threshold allows (see replace.py). A node that recovers before its replacement is taken off
+the list.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from tas.api.constants import HOSTNAME_LABEL, REASON_UNSCHEDULABLE_ON_ASSIGNED_N
 from tas.cache.projections import PodInfo, WorkloadInfo
 from tas.cache.state import ClusterState
 from tas.hotswap.health import Health, node_health
+from tas.hotswap.replace import eviction_threshold, evicts_on_another_failure
 from tas.kube import STRATEGIC, Kube, KubeError, Ref, pod_path
 from tas.solver.types import Toleration
 from tas.workload import transitions
@@ -85,9 +88,10 @@ class NodeHealthController:
                 await self._fail_stranded_pods(workload, node_name, pods)
 
     async def _mark(self, workload: WorkloadInfo, node: str, pods: list[PodInfo]) -> None:
-        others = [n for n in workload.unhealthy_nodes if n != node]
-        if others and not self.multiple_nodes:
-            message = transitions.multiple_failures_message([*others, node])
+        if self.multiple_nodes and (problem := eviction_threshold(workload)[1]):
+            log.warning("workload %s/%s: %s", workload.namespace, workload.name, problem)
+        if evicts_on_another_failure(workload, self.multiple_nodes):
+            message = transitions.multiple_failures_message([*workload.unhealthy_nodes, node])
             if await evict(self.writer, workload, message):
                 self.evicted += 1
             return

@@ -7,7 +7,7 @@ are Kueue's, so `kubectl describe workload` reads the same.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from tas.api import conditions as cond
 from tas.api import topologyassignment
@@ -73,7 +73,12 @@ def pending(workload: WorkloadInfo, message: str, reason: str = REASON_PENDING) 
 def evicted(workload: WorkloadInfo, message: str, reason: str = REASON_NODE_FAILURES) -> dict:
     """Eviction, first step: the Job is to stop. The quota stays reserved until its pods are
     gone (see `released`), so a new admission never lands on capacity that terminating pods
-    still hold."""
+    still hold.
+
+    A Workload owned by a single Pod is never requeued: the pod integration deletes the
+    evicted pod, and the Workload goes with it. Requeued=False (the eviction's reason and
+    message) says so, as Kueue's SkipReassignmentForPodOwnedWorkloads writes it; requeuing it
+    would place a Workload no pod can ever use. Here that holds whatever the gate."""
     g = workload.generation
     conditions = cond.set_condition(
         workload.conditions, COND_EVICTED, True, reason, message, generation=g
@@ -81,6 +86,10 @@ def evicted(workload: WorkloadInfo, message: str, reason: str = REASON_NODE_FAIL
     conditions = cond.set_condition(
         conditions, COND_ADMITTED, False, REASON_EVICTED, message, generation=g
     )
+    if workload.owned_by_single_pod:
+        conditions = cond.set_condition(
+            conditions, COND_REQUEUED, False, reason, message, generation=g
+        )
     return {"conditions": conditions, "unhealthyNodes": None}
 
 
@@ -148,9 +157,13 @@ def unhealthy_nodes(nodes: list[str]) -> dict:
     return {"unhealthyNodes": [{"name": n} for n in nodes] or None}
 
 
-def replaced(workload: WorkloadInfo, assignments: Mapping[str, TopologyAssignment]) -> dict:
+def replaced(
+    workload: WorkloadInfo,
+    assignments: Mapping[str, TopologyAssignment],
+    remaining: Sequence[str] = (),
+) -> dict:
     """status.admission with the new assignments of the pod sets that moved, and
-    unhealthyNodes cleared."""
+    unhealthyNodes cleared but for `remaining`, the failed nodes left for later passes."""
     admission = dict(workload.admission_raw or {})
     pod_sets = []
     for ps in admission.get("podSetAssignments") or []:
@@ -158,7 +171,10 @@ def replaced(workload: WorkloadInfo, assignments: Mapping[str, TopologyAssignmen
         if ps["name"] in assignments:
             ps["topologyAssignment"] = topologyassignment.to_api(assignments[ps["name"]])
         pod_sets.append(ps)
-    return {"admission": {**admission, "podSetAssignments": pod_sets}, "unhealthyNodes": None}
+    return {
+        "admission": {**admission, "podSetAssignments": pod_sets},
+        **unhealthy_nodes(list(remaining)),
+    }
 
 
 def no_replacement_message(nodes: list[str], reason: str) -> str:

@@ -113,7 +113,7 @@ async def evict(writer: WorkloadWriter, workload: WorkloadInfo, message: str) ->
     released once its pods are gone (the Job integration writes `transitions.released`)."""
     if not await writer.write_status(workload, transitions.evicted(workload, message)):
         return False
-    metrics.EVICTIONS.labels(REASON_NODE_FAILURES).inc()
+    _count_eviction(workload, REASON_NODE_FAILURES)
     log.info("evicted %s/%s: %s", workload.namespace, workload.name, message)
     await writer.record_event(workload, "Warning", "EvictedDueToNodeFailures", message)
     return True
@@ -124,8 +124,20 @@ async def preempt(writer: WorkloadWriter, victim: WorkloadInfo, reason: str, mes
     stale or the workload is gone. Its quota is released once its pods are gone."""
     if not await writer.write_status(victim, transitions.preempted(victim, reason, message)):
         return False
-    metrics.EVICTIONS.labels(REASON_PREEMPTED).inc()
+    _count_eviction(victim, REASON_PREEMPTED)
     log.info("preempted %s/%s: %s", victim.namespace, victim.name, message)
     await writer.record_event(victim, "Normal", REASON_PREEMPTED, message)
     await writer.record_event(victim, "Normal", "EvictedDueTo" + REASON_PREEMPTED, message)
     return True
+
+
+def _count_eviction(workload: WorkloadInfo, reason: str) -> None:
+    metrics.EVICTIONS.labels(reason).inc()
+    if workload.admission_cq is not None:  # Kueue counts only evictions of admitted workloads
+        metrics.workload_evicted(
+            workload.admission_cq,
+            (workload.namespace, workload.queue_name),
+            workload.priority_class,
+            workload.uid,
+            reason,
+        )
