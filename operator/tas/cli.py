@@ -62,6 +62,7 @@ def _operator(args: argparse.Namespace) -> int:
 
     try:
         gates = features.from_env_and_flag(args.feature_gates)
+        features.activate(gates)
     except features.FeatureGateError as exc:
         print(f"tas operator: --feature-gates: {exc}", file=sys.stderr)
         return 2

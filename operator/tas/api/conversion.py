@@ -62,7 +62,7 @@ def _workload_up(obj: Obj) -> None:
         ref = _PRIORITY_REFS.get(spec.pop("priorityClassSource", None) or "")
         if name and ref:
             spec["priorityClassRef"] = {"group": ref[0], "kind": ref[1], "name": name}
-    _each_assignment(obj, topologyassignment.v1beta1_to_v1beta2)
+    _each_assignment(obj, topologyassignment.v1beta1_to_stored)
 
 
 def _workload_down(obj: Obj) -> None:

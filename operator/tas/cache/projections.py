@@ -450,6 +450,8 @@ class WorkloadInfo:
     # The tas-unhealthy-nodes-eviction-threshold annotation as written (hotswap reads it).
     eviction_threshold: str | None = None
     spec_error: str | None = field(default=None, compare=False)  # why spec.podSets can't be read
+    # why an assignment in status.admission can't be read (that pod set has no topology)
+    admission_error: str | None = field(default=None, compare=False)
     job_uid: str | None = None  # Kueue's job-uid label: the owner job's uid
     # The placement group its pod set joins (ours, gate TASPlacementGroups), or why the
     # annotations cannot be read.
@@ -620,15 +622,7 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
     one_flavor = next(
         (f for a in assignments for f in (a.get("flavors") or {}).values() if f), None
     )
-    admissions = tuple(
-        PodSetAdmission(
-            name=a["name"],
-            flavor=next(iter((a.get("flavors") or {}).values()), one_flavor),
-            count=int(a.get("count", 0)),
-            assignment=topologyassignment.from_api(a.get("topologyAssignment")),
-        )
-        for a in assignments
-    )
+    admissions, admission_error = _admissions(assignments, one_flavor)
     refs = [o for o in meta.get("ownerReferences") or [] if o.get("uid")]
     owners = tuple(
         OwnerRef(o.get("apiVersion") or "", o.get("kind") or "", o.get("name") or "", o["uid"])
@@ -657,11 +651,33 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
             UNHEALTHY_NODES_EVICTION_THRESHOLD_ANNOTATION
         ),
         spec_error=error,
+        admission_error=admission_error,
         job_uid=(meta.get("labels") or {}).get(JOB_UID_LABEL),
         placement_group=group,
         placement_group_error=group_error,
         priority_class=spec.get("priorityClassName") or "",
     )
+
+
+def _admissions(assignments: list, one_flavor: str | None) -> tuple[tuple, str | None]:
+    """Each pod set's admission. An assignment that cannot be decoded (only a hand-written
+    status can hold one) leaves that pod set without topology, and says why."""
+    out, error = [], None
+    for i, a in enumerate(assignments):
+        try:
+            assignment = topologyassignment.from_v1beta2(a.get("topologyAssignment"))
+        except topologyassignment.TopologyAssignmentError as exc:
+            assignment = None
+            error = f"status.admission.podSetAssignments[{i}].topologyAssignment.{exc}"
+        out.append(
+            PodSetAdmission(
+                name=a["name"],
+                flavor=next(iter((a.get("flavors") or {}).values()), one_flavor),
+                count=int(a.get("count", 0)),
+                assignment=assignment,
+            )
+        )
+    return tuple(out), error
 
 
 def selects_namespace(selector: Mapping | None, namespace_labels: Mapping[str, str]) -> bool:

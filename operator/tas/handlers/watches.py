@@ -8,6 +8,7 @@ deletions read what they need from the cache's own projections.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,8 @@ from tas.leaderworkerset.controller import waiting_pod
 
 if TYPE_CHECKING:
     from tas.handlers.runtime import Runtime
+
+log = logging.getLogger(__name__)
 
 Obj = Mapping[str, Any]
 
@@ -135,6 +138,8 @@ async def on_workload(rt: Runtime, kind: str, obj: Obj) -> None:
         rt.state.delete_workload(*key)
     else:
         workload = proj.workload_from_object(obj)
+        if workload.admission_error:
+            log.warning("workload %s/%s: %s", *workload.key, workload.admission_error)
         rt.state.upsert_workload(workload)
         if workload.admitted:
             rt.ungate_worker.submit(workload.key)

@@ -169,7 +169,7 @@ def replaced(
     for ps in admission.get("podSetAssignments") or []:
         ps = dict(ps)
         if ps["name"] in assignments:
-            ps["topologyAssignment"] = topologyassignment.to_api(assignments[ps["name"]])
+            ps["topologyAssignment"] = topologyassignment.to_stored(assignments[ps["name"]])
         pod_sets.append(ps)
     return {
         "admission": {**admission, "podSetAssignments": pod_sets},

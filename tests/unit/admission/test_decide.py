@@ -1,4 +1,5 @@
 from tas.admission.decide import decide
+from tas.api.topologyassignment import v1beta2_to_v1beta1
 from tas.cache import projections as proj
 from tests.unit.admission.fixtures import RACK, make_state, two_racks, workload
 
@@ -15,8 +16,9 @@ def test_admits_with_a_topology_assignment_and_resource_usage():
     ps = d.admission["podSetAssignments"][0]
     assert ps["flavors"] == {"cpu": "tas"}
     assert ps["resourceUsage"] == {"cpu": "6"}
-    assert sum(x["count"] for x in ps["topologyAssignment"]["domains"]) == 6
-    hosts = {x["values"][0] for x in ps["topologyAssignment"]["domains"]}
+    domains = v1beta2_to_v1beta1(ps["topologyAssignment"])["domains"]
+    assert sum(x["count"] for x in domains) == 6
+    hosts = {x["values"][0] for x in domains}
     assert hosts in ({"x1", "x2"}, {"x3", "x4"})  # one rack
 
 

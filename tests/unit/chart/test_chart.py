@@ -854,22 +854,54 @@ def test_an_unknown_log_level_fails_the_render() -> None:
 
 def test_chart_crds_are_fresh() -> None:
     committed = {p.name: p.read_text() for p in CHART_CRDS.glob("*.yaml")}
-    rendered = crdgen.render_all()
+    rendered = crdgen.render_all(chart=True)
     assert sorted(committed) == sorted(rendered), "run `make crds`"
     for name, text in rendered.items():
         assert committed[name] == text, f"{CHART_CRDS / name} is stale: run `make crds`"
 
 
-def test_rendered_crds_are_the_generated_ones() -> None:
+def conversion_client(docs: list[dict]) -> dict[str, dict]:
+    return {
+        d["metadata"]["name"]: d["spec"]["conversion"]["webhook"]["clientConfig"]
+        for d in docs
+        if d["kind"] == "CustomResourceDefinition" and "conversion" in d["spec"]
+    }
+
+
+@pytest.mark.parametrize("url", [None, "https://127.0.0.1:9555"], ids=["service", "url"])
+def test_rendered_crds_are_the_generated_ones(url: str | None) -> None:
+    """The same CRDs, whose conversion webhook is the release's Service (or webhook.url)."""
     generated = sorted(
         (yaml.safe_load(text) for text in crdgen.render_all().values()),
         key=lambda d: d["metadata"]["name"],
     )
+    docs = render({"webhook": {"url": url}} if url else None)
     rendered = sorted(
-        (d for d in render() if d["kind"] == "CustomResourceDefinition"),
+        (d for d in docs if d["kind"] == "CustomResourceDefinition"),
         key=lambda d: d["metadata"]["name"],
     )
+    clients = conversion_client(rendered)
+    assert sorted(clients) == sorted(crdgen_converted())
+    for config in clients.values():
+        if url:
+            assert config == {"url": f"{url}/convert"}
+        else:
+            assert config == {
+                "service": {
+                    "namespace": NAMESPACE,
+                    "name": f"{FULLNAME}-webhook",
+                    "port": 9443,
+                    "path": "/convert",
+                }
+            }
+    for doc in (*generated, *rendered):  # everything else is the same
+        if "conversion" in doc["spec"]:
+            doc["spec"]["conversion"]["webhook"]["clientConfig"] = None
     assert rendered == generated
+
+
+def crdgen_converted() -> list[str]:
+    return [f"{r.crd.plural}.{r.crd.group}" for r in RESOURCES if r.crd.conversion_webhook]
 
 
 def test_make_crds_writes_the_chart_copy() -> None:
