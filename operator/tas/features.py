@@ -29,6 +29,7 @@ class Gate(StrEnum):
     TAS_BALANCED_PLACEMENT = "TASBalancedPlacement"
     TAS_MULTI_LAYER_TOPOLOGY = "TASMultiLayerTopology"
     TAS_RESPECT_NODE_AFFINITY_PREFERRED = "TASRespectNodeAffinityPreferred"
+    TAS_NODE_FEASIBILITY_FOR_ALL_LEVELS = "TASNodeFeasibilityForAllLevels"
     SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS = "SkipReassignmentForPodOwnedWorkloads"
     TAS_MULTIPLE_NODE_REPLACEMENT = "TASMultipleNodeReplacement"
     TAS_NUMA_ZONES = "TASNUMAZones"
@@ -122,6 +123,16 @@ GATES: dict[str, GateSpec] = {
             "Preferred node affinity overrides the domain ordering.",
         ),
         GateSpec(
+            Gate.TAS_NODE_FEASIBILITY_FOR_ALL_LEVELS,
+            # Alpha and off when Kueue added it; Beta and on in v0.20. Off here, so that
+            # placements stay Kueue v0.17's unless asked for.
+            False,
+            "Alpha",
+            _TAS,
+            "Taints, nodeSelector and node affinity are checked, and capacity counted, per node "
+            "when the lowest topology level is not the hostname.",
+        ),
+        GateSpec(
             Gate.SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS,
             True,
             "Beta",
@@ -191,6 +202,8 @@ class FeatureGates:
             balanced_placement=self.enabled(Gate.TAS_BALANCED_PLACEMENT),
             placement_groups=self.enabled(Gate.TAS_PLACEMENT_GROUPS),
             fragmentation_aware=self.enabled(Gate.TAS_PROFILE_FRAGMENTATION_AWARE),
+            respect_node_affinity_preferred=self.enabled(Gate.TAS_RESPECT_NODE_AFFINITY_PREFERRED),
+            node_feasibility_all_levels=self.enabled(Gate.TAS_NODE_FEASIBILITY_FOR_ALL_LEVELS),
         )
 
 
