@@ -562,17 +562,17 @@ def find_level_with_fit_domains(
     domains = tree.levels[level]
     if not domains:
         raise PlacementFailure(f"no topology domains at level: {params.level_keys[level]}")
-    least_free = params.least_free_capacity
+    least_free, affinity = params.least_free_capacity, params.affinity
     leaders = params.leader_count
     if leaders == 0:
         # no domain hosts a leader and with-leader counts equal the plain ones
-        ordered = sorted_domains(domains, least_free, params.affinity)
+        ordered = sorted_domains(domains, least_free, affinity)
     else:
-        ordered = sorted_domains_with_leader(domains, least_free, params.affinity)
+        ordered = sorted_domains_with_leader(domains, least_free, affinity)
     top = ordered[0]
     needed = params.count // params.slice_size
     if params.best_fit and top.slice_count_with_leader >= needed and top.leader_count >= leaders:
-        top = find_best_fit_domain(ordered, needed, leaders, True, params.affinity)
+        top = find_best_fit_domain(ordered, needed, leaders, True, affinity)
 
     if least_free:
         for candidate in ordered:
@@ -605,7 +605,7 @@ def find_level_with_fit_domains(
         domain = ordered[position]
         if params.best_fit and domain.slice_count_with_leader >= remaining:
             domain = find_best_fit_domain(
-                ordered[position:], remaining, remaining_leaders, True, params.affinity
+                ordered[position:], remaining, remaining_leaders, True, affinity
             )
         results.append(domain)
         remaining_leaders -= domain.leader_count
@@ -614,14 +614,12 @@ def find_level_with_fit_domains(
     if remaining_leaders > 0:
         raise PlacementFailure(_not_fit(params, tree, level, leaders - remaining_leaders, needed))
     # Without a leader the with-leader counts equal the plain ones: already in this order.
-    rest = (
-        ordered if leaders == 0 else sorted_domains(ordered[position:], least_free, params.affinity)
-    )
+    rest = ordered if leaders == 0 else sorted_domains(ordered[position:], least_free, affinity)
     position = 0
     while remaining > 0 and position < len(rest):
         domain = rest[position]
         if params.best_fit and domain.slice_count >= remaining:
-            domain = find_best_fit_domain(rest[position:], remaining, 0, True, params.affinity)
+            domain = find_best_fit_domain(rest[position:], remaining, 0, True, affinity)
         results.append(domain)
         remaining -= domain.slice_count
         position += 1

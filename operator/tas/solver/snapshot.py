@@ -309,13 +309,7 @@ class TopologySnapshot:
                 )
             except _Invalid as failure:
                 return WorkloadPlacement(failure=str(failure)), None
-        # a leaf whose pods have all left keeps a usage entry of zeros: it is empty again;
-        # below a virtual hostname level usage is known per usage domain, the leaf's parent
-        keys = [leaf.values[:-1] for leaf in tree.leaves] if self.virtual_hostname else None
-        occupied = np.array(
-            [self._tas_usage.get(key, {}).get(PODS, 0) > 0 for key in keys or self._leaf_keys],
-            dtype=bool,
-        )
+        occupied = self._occupied_leaves(tree)
         try:
             placed = groups.place(
                 layout,
@@ -349,6 +343,16 @@ class TopologySnapshot:
                 )
             ),
             placed,
+        )
+
+    def _occupied_leaves(self, tree: DomainTree) -> np.ndarray:
+        """Leaves holding admitted pods (below a virtual hostname level: in a usage domain
+        that does, the leaf's parent). One whose pods have all left keeps a usage entry of
+        zeros: it is empty again."""
+        keys = [leaf.values[:-1] for leaf in tree.leaves] if self.virtual_hostname else None
+        return np.array(
+            [self._tas_usage.get(key, {}).get(PODS, 0) > 0 for key in keys or self._leaf_keys],
+            dtype=bool,
         )
 
     def numa_zones(
