@@ -84,10 +84,10 @@ class _Invalid(Exception):
 
 
 class _Placed(NamedTuple):
-    """One pod set's assignment, and the pods it puts on each leaf (leaf index, pods)."""
+    """One pod set's assignment, and the pods it puts on each leaf."""
 
     assignment: TopologyAssignment
-    leaves: list[tuple[int, int]]
+    leaves: list[tuple[Domain, int]]
 
 
 class TopologySnapshot:
@@ -571,7 +571,7 @@ class TopologySnapshot:
                 tree, params, requests, leader, counting, assumed, allowed
             )
         scores = self._affinity_scores(workers)
-        if scores is not None:
+        if scores is not None and any(scores):  # all 0: the orders without it
             params.affinity = True
             set_affinity_scores(tree, scores)
         bounds = self._usage_bounds(tree, requests, leader_requests, assumed)
@@ -609,15 +609,9 @@ class TopologySnapshot:
         if leader is not None:
             # the leader's leaf is the one whose count field says so (both paths fill it)
             leader_counts = [(d, d.leader_count) for d, _ in placed if d.leader_count > 0]
-            result[leader.name] = self._placed(leader_counts)
-        result[workers.name] = self._placed(placed)
+            result[leader.name] = _Placed(self._assignment(leader_counts), leader_counts)
+        result[workers.name] = _Placed(self._assignment(placed), placed)
         return result
-
-    def _placed(self, leaves_with_counts: list[tuple[Domain, int]]) -> _Placed:
-        return _Placed(
-            self._assignment(leaves_with_counts),
-            [(leaf.leaf_index, count) for leaf, count in leaves_with_counts if count > 0],
-        )
 
     def _usage_bounds(
         self,
@@ -1049,11 +1043,11 @@ class TopologySnapshot:
         leaf is counted under the first check it fails, in that order."""
         if not self.leaves_are_nodes:
             return _Eligibility(allowed=None)
-        tolerations = tuple(podset.tolerations) + tuple(self.flavor.tolerations)
         cache_key = self._eligibility_key(podset)
         cached = self._eligibility_cache.get(cache_key)
         if cached is not None:
             return cached
+        tolerations = cache_key[0]
         if self.reference:
             result = self._eligibility_per_leaf(podset, tolerations)
         else:
@@ -1072,8 +1066,10 @@ class TopologySnapshot:
         """TASRespectNodeAffinityPreferred: every leaf's preferred node affinity score (0 where
         the pod set may not run), or None when no score orders this placement: the gate is
         off, leaves are not nodes, or the pod set has no term that scores."""
+        if not (self.options.respect_node_affinity_preferred and self.leaves_are_nodes):
+            return None
         terms = scoring_terms(podset.preferred_affinity)
-        if not (self.options.respect_node_affinity_preferred and self.leaves_are_nodes and terms):
+        if not terms:
             return None
         cache_key = (self._eligibility_key(podset), terms)
         scores = self._affinity_cache.get(cache_key)
@@ -1158,12 +1154,14 @@ class TopologySnapshot:
 
     @staticmethod
     def _assume(
-        assumed: dict[int, dict[str, int]], leaves: list[tuple[int, int]], per_pod: Resources
+        assumed: dict[int, dict[str, int]], leaves: list[tuple[Domain, int]], per_pod: Resources
     ) -> None:
         """Earlier pod sets' pods, on the leaves they were placed on (below a virtual hostname
         level, the nodes, which the assignment does not name)."""
         for leaf, count in leaves:
-            usage = assumed.setdefault(leaf, {})
+            if count <= 0:
+                continue
+            usage = assumed.setdefault(leaf.leaf_index, {})
             for name, value in per_pod.items():
                 usage[name] = usage.get(name, 0) + value * count
             usage[PODS] = usage.get(PODS, 0) + ONE_POD * count
