@@ -845,6 +845,8 @@ class FeatureGates:
             balanced_placement=self.enabled(Gate.TAS_BALANCED_PLACEMENT),
             placement_groups=self.enabled(Gate.TAS_PLACEMENT_GROUPS),
             fragmentation_aware=self.enabled(Gate.TAS_PROFILE_FRAGMENTATION_AWARE),
+            respect_node_affinity_preferred=self.enabled(Gate.TAS_RESPECT_NODE_AFFINITY_PREFERRED),
+            node_feasibility_all_levels=self.enabled(Gate.TAS_NODE_FEASIBILITY_FOR_ALL_LEVELS),
         )
 
 

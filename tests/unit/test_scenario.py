@@ -206,6 +206,32 @@ def test_feature_gates_are_accepted(tmp_path: Path) -> None:
     assert workload["admitted"] is True
 
 
+@pytest.mark.parametrize("gate", [True, False])
+def test_node_feasibility_for_all_levels_follows_the_gate(tmp_path: Path, gate: bool) -> None:
+    """Racks as the lowest level: r1's two 2-cpu nodes are tainted, r2's are not. With
+    TASNodeFeasibilityForAllLevels a rack holds what the nodes a pod may run on hold (r1
+    nothing); without it (Kueue v0.17) every rack sums its nodes whatever their taints."""
+    scenario = base_scenario()
+    scenario["topology"]["levels"] = [{"nodeLabel": BLOCK}, {"nodeLabel": RACK}]
+    scenario["nodes"] = [
+        node("x1", "b1", "r1", taints=[{"key": "gpu", "effect": "NoSchedule"}]),
+        node("x2", "b1", "r1", taints=[{"key": "gpu", "effect": "NoSchedule"}]),
+        node("x3", "b1", "r2"),
+        node("x4", "b1", "r2"),
+    ]
+    scenario["workloads"][0]["podSets"][0]["count"] = 4
+    scenario["featureGates"] = {"TASNodeFeasibilityForAllLevels": gate}
+    [workload] = solved(tmp_path, scenario)
+    assert workload["admitted"] is True
+    # 4 pods need a whole rack: the untainted one with the gate; without it BestFit's
+    # tightest of two equal racks, the first by name
+    rack = "r2" if gate else "r1"
+    assert workload["podSets"][0]["topologyAssignment"] == {
+        "levels": [BLOCK, RACK],
+        "domains": [{"values": ["b1", rack], "count": 4}],
+    }
+
+
 # --- malformed scenarios: exit != 0, one line on stderr naming the field, nothing on stdout ----
 
 

@@ -47,9 +47,12 @@ from tas.solver.types import (
     POD_SCOPE,
     Node,
     NodeNuma,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
     NumaShape,
     NumaZone,
     PodSetRequest,
+    PreferredSchedulingTerm,
     Taint,
     Toleration,
     TopologyAssignment,
@@ -151,6 +154,40 @@ def toleration_from_object(t: Mapping) -> Toleration:
         effect=t.get("effect") or "",
         toleration_seconds=t.get("tolerationSeconds"),
     )
+
+
+PREFERRED_AFFINITY_FIELD = "affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+
+
+def preferred_affinity_from_spec(pod_spec: Mapping) -> tuple[PreferredSchedulingTerm, ...]:
+    """A pod spec's preferred node affinity terms; a malformed one is a ValueError naming its
+    field."""
+    node_affinity = (pod_spec.get("affinity") or {}).get("nodeAffinity") or {}
+    terms = []
+    for i, term in enumerate(
+        node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or []
+    ):
+        path = f"{PREFERRED_AFFINITY_FIELD}[{i}]"
+        weight = term.get("weight")
+        if not isinstance(weight, int) or isinstance(weight, bool):
+            raise ValueError(f"{path}.weight: must be an integer, got {weight!r}")
+        preference = node_selector_term_from_object(
+            term.get("preference") or {}, f"{path}.preference"
+        )
+        terms.append(PreferredSchedulingTerm(weight=weight, preference=preference))
+    return tuple(terms)
+
+
+def node_selector_term_from_object(term: Mapping, path: str) -> NodeSelectorTerm:
+    """Its matchExpressions (matchFields, which only name metadata.name, are not read)."""
+    requirements = []
+    for i, expression in enumerate(term.get("matchExpressions") or []):
+        key, operator = expression.get("key"), expression.get("operator")
+        if not isinstance(key, str) or not isinstance(operator, str):
+            raise ValueError(f"{path}.matchExpressions[{i}]: needs a key and an operator")
+        values = tuple(str(v) for v in expression.get("values") or ())
+        requirements.append(NodeSelectorRequirement(key=key, operator=operator, values=values))
+    return NodeSelectorTerm(match_expressions=tuple(requirements))
 
 
 @dataclass(frozen=True)
@@ -610,6 +647,7 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
                     tolerations=tuple(
                         toleration_from_object(t) for t in pod_spec.get("tolerations") or []
                     ),
+                    preferred_affinity=preferred_affinity_from_spec(pod_spec),
                     numa=numa_shape(pod_spec),
                 )
             )

@@ -96,6 +96,9 @@ class PlacementParams:
     slice_size_at_level: dict[int, int] = field(default_factory=dict)
     # (level index, size) of every slice layer when there are several, outermost first
     multi_layer: tuple[tuple[int, int], ...] = ()
+    # TASRespectNodeAffinityPreferred: domains' affinity_score orders them first, and BestFit
+    # looks only among the domains of the leading score
+    affinity: bool = False
     stats: ExclusionStats = field(default_factory=ExclusionStats)
 
     @property
@@ -142,6 +145,8 @@ def roll_up(
         domain.pod_count = domain.pod_count_with_leader = pods
         domain.slice_count = domain.slice_count_with_leader = slices
         domain.leader_count = 0
+        if domain.capacity_bound is not None:
+            apply_bound(domain, level == slice_level, slice_size, False)
         return
     pods = 0
     slices = 0
@@ -182,6 +187,39 @@ def roll_up(
         slices_with_leader = domain.pod_count_with_leader // slice_size
     domain.slice_count = slices
     domain.slice_count_with_leader = slices_with_leader
+    if domain.capacity_bound is not None:
+        apply_bound(domain, level == slice_level, slice_size, leader_required)
+
+
+def apply_bound(domain: Domain, at_slice_level: bool, slice_size: int, leader: bool) -> None:
+    """A usage domain's counts, summed from its nodes, cut to what its own remaining capacity
+    holds (capacity_bound; solver/feasibility.py). Below the slice level it holds no whole
+    slice of its own; at it, its slices follow its pods. Without a leader the with-leader
+    counts stay the plain ones."""
+    pods, leaders, pods_with_leader = domain.capacity_bound  # type: ignore[misc]
+    domain.pod_count = min(domain.pod_count, pods)
+    domain.slice_count = _bounded_slices(
+        domain.slice_count, domain.pod_count, at_slice_level, slice_size
+    )
+    if not leader:
+        domain.pod_count_with_leader = domain.pod_count
+        domain.slice_count_with_leader = domain.slice_count
+        return
+    domain.leader_count = min(domain.leader_count, leaders)
+    # a leader's cost is measured on one node, so the with-leader count can fall below zero
+    domain.pod_count_with_leader = min(max(0, domain.pod_count_with_leader), pods_with_leader)
+    domain.slice_count_with_leader = _bounded_slices(
+        max(0, domain.slice_count_with_leader),
+        domain.pod_count_with_leader,
+        at_slice_level,
+        slice_size,
+    )
+
+
+def _bounded_slices(slices: int, pods: int, at_slice_level: bool, slice_size: int) -> int:
+    if at_slice_level:
+        return pods // slice_size
+    return min(slices, pods // slice_size)
 
 
 def roll_up_simple(tree: DomainTree, slice_size: int, slice_level: int) -> None:
@@ -208,6 +246,15 @@ def roll_up_simple(tree: DomainTree, slice_size: int, slice_level: int) -> None:
             domain.leader_count = 0
 
 
+def set_affinity_scores(tree: DomainTree, leaf_scores: list[int]) -> None:
+    """Kueue's affinityScore: a leaf's is its node's, a parent's the sum of its children's."""
+    for leaf, score in zip(tree.leaves, leaf_scores, strict=True):
+        leaf.affinity_score = score
+    for level in range(tree.level_count - 2, -1, -1):
+        for domain in tree.levels[level]:
+            domain.affinity_score = sum(child.affinity_score for child in domain.children)
+
+
 # ---------------------------------------------------------------------------------------------
 # Sorting and best-fit primitives.
 
@@ -220,9 +267,12 @@ _ORDER_BITS = 24
 _FLIP = (1 << _COUNT_BITS) - 1  # turns an ascending count key into a descending one
 
 
-def sorted_domains(domains: list[Domain], least_free: bool) -> list[Domain]:
+def sorted_domains(domains: list[Domain], least_free: bool, affinity: bool = False) -> list[Domain]:
     """BestFit: most slices first; LeastFreeCapacity: fewest first; then fewest pods, fewest
-    NUMA zones needed (TASNUMAZones; 0 otherwise), values."""
+    NUMA zones needed (TASNUMAZones; 0 otherwise), values. With `affinity`, the highest
+    affinity score before all of these."""
+    if affinity:
+        return _by_affinity(sorted_domains(domains, least_free))
     count_bits, zone_bits, order_bits = _COUNT_BITS, _ZONE_BITS, _ORDER_BITS
     if least_free:
         return sorted(
@@ -251,12 +301,25 @@ def sorted_domains(domains: list[Domain], least_free: bool) -> list[Domain]:
     )
 
 
+def _by_affinity(ordered: list[Domain]) -> list[Domain]:
+    """Highest affinity score first, the given order within a score (a stable sort)."""
+    return sorted(ordered, key=lambda d: -d.affinity_score)
+
+
 def _packed(high: int, middle: int, order: int) -> int:
     return (((high << _COUNT_BITS) | middle) << _ORDER_BITS) | order
 
 
-def sorted_domains_with_leader(domains: list[Domain], least_free: bool) -> list[Domain]:
-    """As sorted_domains on the with-leader counts, domains able to host the leader first."""
+def sorted_domains_with_leader(
+    domains: list[Domain], least_free: bool, affinity: bool = False
+) -> list[Domain]:
+    """As sorted_domains on the with-leader counts, domains able to host the leader first
+    (before the affinity score too)."""
+    if affinity:
+        return sorted(
+            _by_affinity(sorted_domains_with_leader(domains, least_free)),
+            key=lambda d: -d.leader_count,
+        )
     if least_free:
         return sorted(
             domains,
@@ -283,15 +346,20 @@ def _slices_of(domain: Domain, with_leader: bool) -> int:
 
 
 def find_best_fit_domain(
-    domains: list[Domain], needed: int, leader_count: int, slices: bool
+    domains: list[Domain], needed: int, leader_count: int, slices: bool, affinity: bool = False
 ) -> Domain:
     """The first domain (in the given order) with the smallest count still >= needed, skipping
-    domains that cannot host the leaders; domains[0] when none fits."""
+    domains that cannot host the leaders; domains[0] when none fits. With `affinity`, only
+    the leading domains with domains[0]'s affinity score are candidates (Kueue's
+    topAffinityTierDomains): capacity never beats preference."""
     with_leader = leader_count > 0
     count_of = _slices_of if slices else _pods_of
     best = None
     best_count = MAX_INT32
+    tier = domains[0].affinity_score
     for domain in domains:
+        if affinity and domain.affinity_score != tier:
+            break
         if domain.leader_count < leader_count:
             continue
         count = count_of(domain, with_leader)
@@ -340,9 +408,11 @@ def update_counts_to_minimum(
     slice_size: int,
     best_fit: bool,
     slices: bool,
+    affinity: bool = False,
 ) -> list[Domain]:
     """Kueue's updateCountsToMinimumGeneric: take whole domains in order; BestFit swaps the
-    last one for the tightest remaining domain that covers what is left."""
+    last one for the tightest remaining domain that covers what is left (`affinity`: of the
+    same affinity score)."""
     domains = prioritize_leader_domain(domains, count, leader_count, slice_size, slices)
     result: list[Domain] = []
     remaining = count // slice_size if slices else count
@@ -357,6 +427,7 @@ def update_counts_to_minimum(
                 best_fit,
                 slice_size if slices else 1,
                 slices,
+                affinity,
             )
             result.append(domain)
             if completed:
@@ -364,7 +435,7 @@ def update_counts_to_minimum(
             continue
         if slices:
             if best_fit and domain.slice_count >= remaining:
-                domain = find_best_fit_domain(domains[position:], remaining, 0, True)
+                domain = find_best_fit_domain(domains[position:], remaining, 0, True, affinity)
             domain.leader_count = 0
             if domain.slice_count >= remaining:
                 domain.pod_count = remaining * slice_size
@@ -376,7 +447,7 @@ def update_counts_to_minimum(
             result.append(domain)
             continue
         if best_fit and domain.pod_count >= remaining:
-            domain = find_best_fit_domain(domains[position:], remaining, 0, False)
+            domain = find_best_fit_domain(domains[position:], remaining, 0, False, affinity)
         domain.leader_count = 0
         if domain.pod_count >= remaining:
             domain.pod_count = remaining
@@ -396,6 +467,7 @@ def _consume_with_leaders(
     best_fit: bool,
     unit: int,
     slices: bool,
+    affinity: bool,
 ) -> tuple[Domain, int, int, bool]:
     """Kueue's consumeWithLeadersGeneric; `unit` is the slice size (1 when placing pods)."""
     with_leader_attr = "slice_count_with_leader" if slices else "pod_count_with_leader"
@@ -405,7 +477,9 @@ def _consume_with_leaders(
         and getattr(domain, with_leader_attr) >= remaining
         and domain.leader_count >= remaining_leaders
     ):
-        domain = find_best_fit_domain(remaining_domains, remaining, remaining_leaders, slices)
+        domain = find_best_fit_domain(
+            remaining_domains, remaining, remaining_leaders, slices, affinity
+        )
     with_leader = getattr(domain, with_leader_attr)
     if with_leader >= remaining and domain.leader_count >= remaining_leaders:
         setattr(domain, primary_attr, remaining)
@@ -488,17 +562,17 @@ def find_level_with_fit_domains(
     domains = tree.levels[level]
     if not domains:
         raise PlacementFailure(f"no topology domains at level: {params.level_keys[level]}")
-    least_free = params.least_free_capacity
+    least_free, affinity = params.least_free_capacity, params.affinity
     leaders = params.leader_count
     if leaders == 0:
         # no domain hosts a leader and with-leader counts equal the plain ones
-        ordered = sorted_domains(domains, least_free)
+        ordered = sorted_domains(domains, least_free, affinity)
     else:
-        ordered = sorted_domains_with_leader(domains, least_free)
+        ordered = sorted_domains_with_leader(domains, least_free, affinity)
     top = ordered[0]
     needed = params.count // params.slice_size
     if params.best_fit and top.slice_count_with_leader >= needed and top.leader_count >= leaders:
-        top = find_best_fit_domain(ordered, needed, leaders, True)
+        top = find_best_fit_domain(ordered, needed, leaders, True, affinity)
 
     if least_free:
         for candidate in ordered:
@@ -516,7 +590,7 @@ def find_level_with_fit_domains(
         return level, [top]
 
     if params.required:
-        raise PlacementFailure(_not_fit(params, tree, level, top.slice_count, needed))
+        return level, [_required_fit_after_top(tree, level, params, ordered)]
     if level > 0 and not params.unconstrained:
         # preferred: climb one level and try to fit in a single, bigger domain
         return find_level_with_fit_domains(tree, level - 1, params)
@@ -530,7 +604,9 @@ def find_level_with_fit_domains(
     while remaining_leaders > 0 and position < len(ordered) and ordered[position].leader_count > 0:
         domain = ordered[position]
         if params.best_fit and domain.slice_count_with_leader >= remaining:
-            domain = find_best_fit_domain(ordered[position:], remaining, remaining_leaders, True)
+            domain = find_best_fit_domain(
+                ordered[position:], remaining, remaining_leaders, True, affinity
+            )
         results.append(domain)
         remaining_leaders -= domain.leader_count
         remaining -= domain.slice_count_with_leader
@@ -538,18 +614,35 @@ def find_level_with_fit_domains(
     if remaining_leaders > 0:
         raise PlacementFailure(_not_fit(params, tree, level, leaders - remaining_leaders, needed))
     # Without a leader the with-leader counts equal the plain ones: already in this order.
-    rest = ordered if leaders == 0 else sorted_domains(ordered[position:], least_free)
+    rest = ordered if leaders == 0 else sorted_domains(ordered[position:], least_free, affinity)
     position = 0
     while remaining > 0 and position < len(rest):
         domain = rest[position]
         if params.best_fit and domain.slice_count >= remaining:
-            domain = find_best_fit_domain(rest[position:], remaining, 0, True)
+            domain = find_best_fit_domain(rest[position:], remaining, 0, True, affinity)
         results.append(domain)
         remaining -= domain.slice_count
         position += 1
     if remaining > 0:
         raise PlacementFailure(_not_fit(params, tree, level, needed - remaining, needed))
     return level, results
+
+
+def _required_fit_after_top(
+    tree: DomainTree, level: int, params: PlacementParams, ordered: list[Domain]
+) -> Domain:
+    """A required level whose first domain does not fit. Only the affinity order can put a
+    fitting domain after it (the capacity orders put the roomiest first), so only then are
+    the others looked at: the best fit among the first fitting one's affinity score and
+    below. Kueue's message otherwise."""
+    needed = params.count // params.slice_size
+    leaders = params.leader_count
+    if params.affinity:
+        for position in range(1, len(ordered)):
+            domain = ordered[position]
+            if domain.slice_count_with_leader >= needed and domain.leader_count >= leaders:
+                return find_best_fit_domain(ordered[position:], needed, leaders, True, True)
+    raise PlacementFailure(_not_fit(params, tree, level, ordered[0].slice_count, needed))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -571,8 +664,9 @@ def descend(
     """
     best_fit = params.best_fit
     least_free = params.least_free_capacity
+    affinity = params.affinity
     current = update_counts_to_minimum(
-        fit_domains, params.count, params.leader_count, params.slice_size, best_fit, True
+        fit_domains, params.count, params.leader_count, params.slice_size, best_fit, True, affinity
     )
     lowest = tree.level_count - 1
     level = fit_level
@@ -584,12 +678,13 @@ def descend(
             if fill is not None:
                 fill(pooled)
             current = update_counts_to_minimum(
-                sorted_domains(pooled, least_free),
+                sorted_domains(pooled, least_free, affinity),
                 params.count,
                 params.leader_count,
                 params.slice_size,
                 best_fit,
                 True,
+                affinity,
             )
             level += 1
     while level < lowest:
@@ -602,7 +697,7 @@ def descend(
         for domain in current:
             # Children below the slice level still carry slice_count 0 when sorted, so they
             # are ordered by pod count alone: a Kueue quirk kept for identical choices.
-            children = sorted_domains(domain.children, least_free)
+            children = sorted_domains(domain.children, least_free, affinity)
             if size_on_level > 1:
                 for child in children:
                     child.slice_count = child.pod_count // size_on_level
@@ -615,6 +710,7 @@ def descend(
                     size_on_level,
                     best_fit,
                     size_on_level > 1,
+                    affinity,
                 )
             )
         current = next_level

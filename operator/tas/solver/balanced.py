@@ -30,9 +30,10 @@ class BalancedPlacementFailed(Exception):
 
 
 def evaluate_greedy(
-    domains: list[Domain], slice_count: int, leader_count: int
+    domains: list[Domain], slice_count: int, leader_count: int, affinity: bool = False
 ) -> tuple[bool, int, Domain | None, Domain | None]:
-    """Greedy BestFit-order take: (fits, domains used, last leader domain, last worker domain)."""
+    """Greedy BestFit-order take: (fits, domains used, last leader domain, last worker domain).
+    `affinity`: in the preferred node affinity order (PlacementParams.affinity)."""
     used = 0
     remaining = slice_count
     remaining_leaders = leader_count
@@ -40,7 +41,7 @@ def evaluate_greedy(
     last = None
     position = 0
     if leader_count > 0:
-        with_leader = sorted_domains_with_leader(domains, False)
+        with_leader = sorted_domains_with_leader(domains, False, affinity)
         while (
             remaining_leaders > 0
             and position < len(with_leader)
@@ -52,9 +53,9 @@ def evaluate_greedy(
             remaining_leaders -= domain.leader_count
             remaining -= domain.slice_count_with_leader
             position += 1
-        without_leader = sorted_domains(with_leader[position:], False)
+        without_leader = sorted_domains(with_leader[position:], False, affinity)
     else:
-        without_leader = sorted_domains(domains, False)
+        without_leader = sorted_domains(domains, False, affinity)
     if remaining_leaders > 0:
         return False, 0, None, None
     for domain in without_leader:
@@ -108,10 +109,11 @@ def select_optimal_domain_set(
     leader_count: int,
     slice_size: int,
     by_entropy: bool,
+    affinity: bool = False,
 ) -> list[Domain] | None:
     """The set of exactly as many domains as greedy needs with the least capacity that still
     covers the request (a knapsack over (domains used, leaders left, pods left))."""
-    fits, optimal, _, _ = evaluate_greedy(domains, slice_count, leader_count)
+    fits, optimal, _, _ = evaluate_greedy(domains, slice_count, leader_count, affinity)
     if not fits:
         return None
     if by_entropy:
@@ -146,16 +148,23 @@ def select_optimal_domain_set(
 
 
 def place_slices_balanced(
-    domains: list[Domain], slice_count: int, leader_count: int, slice_size: int, threshold: int
+    domains: list[Domain],
+    slice_count: int,
+    leader_count: int,
+    slice_size: int,
+    threshold: int,
+    affinity: bool = False,
 ) -> list[Domain]:
-    chosen = select_optimal_domain_set(domains, slice_count, leader_count, slice_size, False)
+    chosen = select_optimal_domain_set(
+        domains, slice_count, leader_count, slice_size, False, affinity
+    )
     if chosen is None:
         raise BalancedPlacementFailed(
             BALANCED_PREFIX + "Cannot find optimal domain set to fit the request"
         )
     if slice_count < len(chosen) * threshold:
         raise BalancedPlacementFailed(BALANCED_PREFIX + "Not enough slices to meet the threshold")
-    chosen = sorted_domains_with_leader(chosen, False)
+    chosen = sorted_domains_with_leader(chosen, False, affinity)
     extra_left = slice_count - len(chosen) * threshold
     leaders_left = leader_count
     for domain in chosen:
@@ -291,7 +300,7 @@ def find_best_domains(tree: DomainTree, params: PlacementParams) -> tuple[list[D
     for siblings in groups:
         # Greedy only reads counts, so the group itself can be evaluated before copying it.
         fits, used, last_with_leader, last = evaluate_greedy(
-            _lower_level(siblings, params), slice_count, params.leader_count
+            _lower_level(siblings, params), slice_count, params.leader_count, params.affinity
         )
         if not fits:
             continue
@@ -304,7 +313,7 @@ def find_best_domains(tree: DomainTree, params: PlacementParams) -> tuple[list[D
         candidates = _Candidates(siblings, params)
         candidates.prune_below(threshold, leader_required)
         fits, domain_count, _, _ = evaluate_greedy(
-            candidates.domains, slice_count, params.leader_count
+            candidates.domains, slice_count, params.leader_count, params.affinity
         )
         if not fits and threshold_with_reservation < threshold:
             # retry with a lower threshold that keeps room for the leader
@@ -314,7 +323,7 @@ def find_best_domains(tree: DomainTree, params: PlacementParams) -> tuple[list[D
             candidates = candidates.fresh()
             candidates.prune_below(threshold, leader_required)
             fits, domain_count, _, _ = evaluate_greedy(
-                candidates.domains, slice_count, params.leader_count
+                candidates.domains, slice_count, params.leader_count, params.affinity
             )
         if not fits:
             continue
@@ -335,7 +344,7 @@ def apply_balanced_placement(
     slice_count = params.count // params.slice_size
     if params.requested_level < params.slice_level:
         chosen = select_optimal_domain_set(
-            fit_domains, slice_count, params.leader_count, params.slice_size, True
+            fit_domains, slice_count, params.leader_count, params.slice_size, True, params.affinity
         )
         if chosen is None:
             raise BalancedPlacementFailed(
@@ -346,6 +355,6 @@ def apply_balanced_placement(
     else:
         fit_level = params.requested_level
     placed = place_slices_balanced(
-        fit_domains, slice_count, params.leader_count, params.slice_size, threshold
+        fit_domains, slice_count, params.leader_count, params.slice_size, threshold, params.affinity
     )
     return placed, fit_level

@@ -1,14 +1,21 @@
-"""Per-node scheduling filters: taints vs tolerations, nodeSelector, required node affinity.
+"""Per-node scheduling filters: taints vs tolerations, nodeSelector, required node affinity;
+and the score of preferred node affinity.
 
-Kueue applies these only when the lowest topology level is the hostname, because only then is
-each leaf a single node.
+Kueue applies these only where each leaf is a single node: when the lowest topology level is
+the hostname, or below any lowest level with TASNodeFeasibilityForAllLevels.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from tas.solver.types import NodeSelectorRequirement, NodeSelectorTerm, Taint, Toleration
+from tas.solver.types import (
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    PreferredSchedulingTerm,
+    Taint,
+    Toleration,
+)
 
 SCHEDULING_TAINT_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 
@@ -67,6 +74,24 @@ def matches_required_affinity(
         term.match_expressions
         and all(_matches_requirement(labels, req) for req in term.match_expressions)
         for term in terms
+    )
+
+
+def scoring_terms(
+    terms: tuple[PreferredSchedulingTerm, ...],
+) -> tuple[PreferredSchedulingTerm, ...]:
+    """The terms that can score: Kubernetes drops those of weight 0 and those without
+    expressions."""
+    return tuple(term for term in terms if term.weight and term.preference.match_expressions)
+
+
+def affinity_score(labels: Mapping[str, str], terms: tuple[PreferredSchedulingTerm, ...]) -> int:
+    """The sum of the weights of the scoring terms the node's labels match, as the
+    scheduler's NodeAffinity plugin scores a node before normalizing."""
+    return sum(
+        term.weight
+        for term in scoring_terms(terms)
+        if all(_matches_requirement(labels, req) for req in term.preference.match_expressions)
     )
 
 

@@ -5,18 +5,24 @@ capacity (allocatable - non-TAS usage - admitted TAS usage), kept up to date inc
 `add_usage` and `upsert_node`. `find_assignments` places one workload without changing it.
 
 A pod set is placed on the vectorized path (vectorized.py: numpy arrays over whole levels)
-unless balanced placement applies or a quantity is too large for int64; then, and with
-`reference=True`, on the plain path (Python over every Domain), which gives the same answers.
+unless balanced placement applies, preferred node affinity orders the domains, or a quantity is
+too large for int64; then, and with `reference=True`, on the plain path (Python over every
+Domain), which gives the same answers.
+
+With TASNodeFeasibilityForAllLevels and a lowest level other than the hostname, the tree has one
+more level than the topology: every node is a leaf (solver/feasibility.py).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 
-from tas.solver import balanced, groups, numa, profile, vectorized
+from tas.solver import balanced, feasibility, groups, numa, profile, vectorized
 from tas.solver.algorithm import (
     PlacementFailure,
     PlacementParams,
@@ -24,11 +30,14 @@ from tas.solver.algorithm import (
     find_level_with_fit_domains,
     roll_up,
     roll_up_simple,
+    set_affinity_scores,
 )
 from tas.solver.filters import (
+    affinity_score,
     first_untolerated_taint,
     matches_node_selector,
     matches_required_affinity,
+    scoring_terms,
     taint_string,
 )
 from tas.solver.tree import Domain, DomainTree
@@ -74,6 +83,13 @@ class _Invalid(Exception):
     """The request cannot be evaluated (unknown level, bad slice layers): Kueue's message."""
 
 
+class _Placed(NamedTuple):
+    """One pod set's assignment, and the pods it puts on each leaf."""
+
+    assignment: TopologyAssignment
+    leaves: list[tuple[Domain, int]]
+
+
 class TopologySnapshot:
     def __init__(
         self,
@@ -93,6 +109,11 @@ class TopologySnapshot:
         self.options = options
         self.reference = reference
         self.hostname_lowest = self.levels[-1] == HOSTNAME_LEVEL
+        # TASNodeFeasibilityForAllLevels: a hidden hostname level below the lowest level, whose
+        # domains are then the usage domains (solver/feasibility.py)
+        self.virtual_hostname = options.node_feasibility_all_levels and not self.hostname_lowest
+        self.leaves_are_nodes = self.hostname_lowest or self.virtual_hostname
+        self._tree_levels = (*self.levels, HOSTNAME_LEVEL) if self.virtual_hostname else self.levels
         self._nodes: dict[str, Node] = {node.name: node for node in nodes}
         self._tas_usage: dict[LeafKey, dict[str, int]] = {}
         self._tree: DomainTree | None = None  # built lazily; None after a shape change
@@ -104,6 +125,11 @@ class TopologySnapshot:
         self._rows: dict[str, int] = {}
         self._free: np.ndarray = np.zeros((0, 0), dtype=np.int64)
         self._eligibility_cache: dict[tuple, _Eligibility] = {}
+        self._affinity_cache: dict[tuple, list[int]] = {}
+        # with a virtual hostname level: usage domain path -> its position at its level, and
+        # the admitted usage of each (resources x usage domains; None: to be rebuilt)
+        self._usage_domains: dict[LeafKey, int] = {}
+        self._usage_array: np.ndarray | None = None
         # per label key: every leaf's value as a code, and value -> code (for node selectors)
         self._label_columns: dict[str, tuple[np.ndarray, dict[str, int]]] = {}
         self._tainted_leaves: list[int] = []  # leaves whose node has taints
@@ -143,8 +169,13 @@ class TopologySnapshot:
             self._tree = None
 
     def add_usage(self, assignment: TopologyAssignment, per_pod: Resources, sign: int = 1) -> None:
+        """With a virtual hostname level the usage stays on the usage domains the assignment
+        names: no leaf (node) is charged (solver/feasibility.py)."""
         per_pod = {**per_pod, PODS: per_pod.get(PODS, 0) + ONE_POD}
         leaf_by_key = self._leaf_by_key if self._tree is not None else {}
+        if self.virtual_hostname:
+            leaf_by_key = {}
+            self._usage_array = None
         pods_on_leaf: dict[int, int] = {}  # leaf index -> pods added (negative: removed)
         for domain in assignment.domains:
             key = self._key_of_assigned(domain.values)
@@ -200,7 +231,7 @@ class TopologySnapshot:
         assumed: dict[int, dict[str, int]] = {}  # leaf index -> usage of earlier pod sets
         # leaf index -> the NUMA shapes of earlier pods there, in placement order
         assumed_shapes: dict[int, list[NumaShape]] = {}
-        placed: dict[str, TopologyAssignment] = {}
+        placed: dict[str, _Placed] = {}
         groups = _groups(podsets)
         for position, group in enumerate(groups, start=1):
             try:
@@ -214,15 +245,16 @@ class TopologySnapshot:
             if later and self._numa.by_leaf:
                 for podset in (leader, workers):
                     if podset is not None and podset.numa is not None:
-                        self._assume_shapes(assumed_shapes, result[podset.name], podset.numa)
+                        self._assume_shapes(
+                            assumed_shapes, result[podset.name].assignment, podset.numa
+                        )
             for podset in group:
-                assignment = result[podset.name]
-                placed[podset.name] = assignment
+                placed[podset.name] = result[podset.name]
                 if later:
-                    self._assume(assumed, assignment, podset.requests)
+                    self._assume(assumed, result[podset.name].leaves, podset.requests)
         return WorkloadPlacement(
             podsets=tuple(
-                PodSetPlacement(name=ps.name, count=ps.count, assignment=placed[ps.name])
+                PodSetPlacement(name=ps.name, count=ps.count, assignment=placed[ps.name].assignment)
                 for ps in podsets
             )
         )
@@ -238,8 +270,11 @@ class TopologySnapshot:
         return self._group_layout
 
     def leaf_path(self, values: Sequence[str]) -> tuple[str, ...] | None:
-        """The full level values of an assigned domain (which may name the hostname only)."""
+        """The full level values of an assigned domain (which may name the hostname only; below
+        a virtual hostname level, a usage domain, which has them all)."""
         tree = self._ensure_tree()
+        if self.virtual_hostname:
+            return tuple(values) if tuple(values) in self._usage_domains else None
         index = self._leaf_by_key.get(self._key_of_assigned(values))
         return None if index is None else tree.leaves[index].values
 
@@ -274,10 +309,7 @@ class TopologySnapshot:
                 )
             except _Invalid as failure:
                 return WorkloadPlacement(failure=str(failure)), None
-        # a leaf whose pods have all left keeps a usage entry of zeros: it is empty again
-        occupied = np.array(
-            [self._tas_usage.get(key, {}).get(PODS, 0) > 0 for key in self._leaf_keys], dtype=bool
-        )
+        occupied = self._occupied_leaves(tree)
         try:
             placed = groups.place(
                 layout,
@@ -311,6 +343,16 @@ class TopologySnapshot:
                 )
             ),
             placed,
+        )
+
+    def _occupied_leaves(self, tree: DomainTree) -> np.ndarray:
+        """Leaves holding admitted pods (below a virtual hostname level: in a usage domain
+        that does, the leaf's parent). One whose pods have all left keeps a usage entry of
+        zeros: it is empty again."""
+        keys = [leaf.values[:-1] for leaf in tree.leaves] if self.virtual_hostname else None
+        return np.array(
+            [self._tas_usage.get(key, {}).get(PODS, 0) > 0 for key in keys or self._leaf_keys],
+            dtype=bool,
         )
 
     def numa_zones(
@@ -396,6 +438,12 @@ class TopologySnapshot:
         workload's own surviving pods or not) is the caller's choice, Kueue's unit tests
         hold none of it."""
         tree = self._ensure_tree()
+        if self.virtual_hostname:
+            # Kueue replaces only nodes an assignment names: hostname-lowest topologies
+            return ReplacementPlacement(
+                failure=f"cannot replace node {failed_node}: the topology's lowest level is "
+                f"not {HOSTNAME_LEVEL}, so its assignments name no node"
+            )
         surviving = [d for d in assignment.domains if d.values[-1] != failed_node]
         missing = 0
         for domain in assignment.domains:
@@ -418,7 +466,7 @@ class TopologySnapshot:
                 topology=replace(request.topology, slice_layers=(kept,) if kept else ()),
             )
         try:
-            added = self._place_group(tree, request, None, {}, within)[request.name]
+            added = self._place_group(tree, request, None, {}, within)[request.name].assignment
         except (PlacementFailure, _Invalid) as failure:
             return ReplacementPlacement(failure=str(failure))
         if not added.domains:
@@ -506,7 +554,7 @@ class TopologySnapshot:
         within: tuple[str, ...] = (),
         assumed_shapes: dict[int, list[NumaShape]] | None = None,
         excluded: np.ndarray | None = None,
-    ) -> dict[str, TopologyAssignment]:
+    ) -> dict[str, _Placed]:
         """`within`: only leaves under the domain with these leading level values count."""
         params = self._params(workers, leader)
         counting = _NumaCounting.of(self._numa, workers, leader, assumed_shapes or {})
@@ -522,10 +570,18 @@ class TopologySnapshot:
             allowed = self._profile_domain(
                 tree, params, requests, leader, counting, assumed, allowed
             )
+        scores = self._affinity_scores(workers)
+        if scores is not None and any(scores):  # all 0: the orders without it
+            params.affinity = True
+            set_affinity_scores(tree, scores)
+        bounds = self._usage_bounds(tree, requests, leader_requests, assumed)
         balanced_placement = (
             self.options.balanced_placement and not params.required and not params.unconstrained
         )
-        if balanced_placement or not self._vectorizable(tree, requests, leader_requests, assumed):
+        plain = balanced_placement or params.affinity
+        if plain or not self._vectorizable(tree, requests, leader_requests, assumed):
+            if bounds is not None:
+                feasibility.set_domain_bounds(tree, tree.level_count - 2, bounds)
             leaves = self._place_plain(
                 tree,
                 requests,
@@ -539,16 +595,67 @@ class TopologySnapshot:
             placed = [(leaf, leaf.pod_count) for leaf in leaves]
         else:
             placed = self._place_vectorized(
-                tree, requests, leader_requests, assumed, params, allowed, counting
+                tree, requests, leader_requests, assumed, params, allowed, counting, bounds
             )
+        return self._results(leader, workers, placed)
 
-        result: dict[str, TopologyAssignment] = {}
+    def _results(
+        self,
+        leader: PodSetRequest | None,
+        workers: PodSetRequest,
+        placed: list[tuple[Domain, int]],
+    ) -> dict[str, _Placed]:
+        result: dict[str, _Placed] = {}
         if leader is not None:
             # the leader's leaf is the one whose count field says so (both paths fill it)
             leader_counts = [(d, d.leader_count) for d, _ in placed if d.leader_count > 0]
-            result[leader.name] = self._assignment(leader_counts)
-        result[workers.name] = self._assignment(placed)
+            result[leader.name] = _Placed(self._assignment(leader_counts), leader_counts)
+        result[workers.name] = _Placed(self._assignment(placed), placed)
         return result
+
+    def _usage_bounds(
+        self,
+        tree: DomainTree,
+        requests: Resources,
+        leader_requests: Resources | None,
+        assumed: dict[int, dict[str, int]],
+    ) -> feasibility.UsageBounds | None:
+        """With a virtual hostname level: what each usage domain's own remaining capacity
+        holds (its nodes' free capacity, less admitted usage and earlier pod sets')."""
+        if not self.virtual_hostname or not tree.leaves:
+            return None
+        free = self._free_after(assumed)
+        starts = tree.child_starts[-1]
+        widest = max(b - a for a, b in itertools.pairwise(tree.child_bounds[-1]))
+        used = self._usage_used()
+        exact = (
+            free.dtype != object
+            and used.dtype != object
+            and int(np.abs(free).max(initial=0)) * widest <= EXACT_LIMIT
+        )
+        if not exact:  # a sum of int64 could overflow: Python integers
+            free, used = free.astype(object), used.astype(object)
+        remaining = np.add.reduceat(free, starts, axis=1) - used
+        return feasibility.usage_bounds(remaining, self._rows, requests, leader_requests)
+
+    def _usage_used(self) -> np.ndarray:
+        """Admitted usage per usage domain (resources x usage domains), kept until it changes.
+        Usage of a domain with no counted node is left out, as Kueue skips it."""
+        if self._usage_array is None:
+            used = [[0] * len(self._usage_domains) for _ in self._rows]
+            for key, usage in self._tas_usage.items():
+                position = self._usage_domains.get(key)
+                if position is None:
+                    continue
+                for name, value in usage.items():
+                    row = self._rows.get(name)
+                    if row is not None:  # an unknown resource: no capacity to bound anyway
+                        used[row][position] += value
+            exact = all(abs(v) <= EXACT_LIMIT for row in used for v in row)
+            self._usage_array = np.array(used, dtype=np.int64 if exact else object).reshape(
+                len(self._rows), len(self._usage_domains)
+            )
+        return self._usage_array
 
     def _profile_domain(
         self,
@@ -625,6 +732,7 @@ class TopologySnapshot:
         params: PlacementParams,
         allowed: np.ndarray | None,
         counting: _NumaCounting | None,
+        bounds: feasibility.UsageBounds | None = None,
     ) -> list[tuple[Domain, int]]:
         free = self._free_after(assumed)
         names, fits = vectorized.resource_fits(free, self._rows, requests)
@@ -642,7 +750,7 @@ class TopologySnapshot:
             names, fits, by_totals == 0 if allowed is None else (by_totals == 0) & allowed
         )
         if leader_requests is None:
-            counts = vectorized.roll_up(tree, pods, params)
+            counts = feasibility.roll_up(tree, pods, params, bounds)
             if counting is not None:
                 counts.leaf_zones = _LeafZones(counting, pods)
             fit_level, fit = vectorized.find_level_with_fit_domains(
@@ -662,8 +770,8 @@ class TopologySnapshot:
         if counting is not None:
             hosts_leader, after_leader = counting.with_leader(hosts_leader, after_leader)
         pods_with_leader = np.where(hosts_leader, after_leader, pods)
-        counts = vectorized.roll_up(
-            tree, pods, params, pods_with_leader, hosts_leader.astype(np.int64)
+        counts = feasibility.roll_up(
+            tree, pods, params, bounds, pods_with_leader, hosts_leader.astype(np.int64)
         )
         fit_level, fit = vectorized.find_level_with_fit_domains(
             counts, params.requested_level, params
@@ -687,12 +795,13 @@ class TopologySnapshot:
         """Counts on every Domain object, levels sorted in Python: the reference the
         vectorized path is tested against, and the path of balanced placement."""
         allowed_list = allowed.tolist() if allowed is not None else None
+        bounded = self.virtual_hostname  # usage domains carry a capacity_bound: roll_up keeps it
 
         def fill_counts() -> None:
             self._fill_leaf_counts(
                 tree, requests, leader_requests, assumed, params, allowed_list, counting
             )
-            if leader_requests is None and not params.slice_size_at_level:
+            if leader_requests is None and not params.slice_size_at_level and not bounded:
                 roll_up_simple(tree, params.slice_size, params.slice_level)
             else:
                 for root in tree.roots:
@@ -784,7 +893,7 @@ class TopologySnapshot:
             unconstrained=unconstrained,
             least_free_capacity=unconstrained and self.options.profile_mixed,
             topology_name=self.flavor.topology_name or "",
-            level_keys=self.levels,
+            level_keys=self._tree_levels,
             leader_count=1 if leader is not None else 0,
             slice_size_at_level=slice_size_at_level,
             multi_layer=multi_layer,
@@ -930,25 +1039,48 @@ class TopologySnapshot:
         return best_name
 
     def _eligibility(self, podset: PodSetRequest) -> _Eligibility:
-        """Taints, nodeSelector and required affinity, checked only for hostname leaves; a
+        """Taints, nodeSelector and required affinity, checked only where leaves are nodes; a
         leaf is counted under the first check it fails, in that order."""
-        if not self.hostname_lowest:
+        if not self.leaves_are_nodes:
             return _Eligibility(allowed=None)
-        tolerations = tuple(podset.tolerations) + tuple(self.flavor.tolerations)
-        cache_key = (
-            tolerations,
-            tuple(sorted(podset.node_selector.items())),
-            tuple(podset.required_affinity),
-        )
+        cache_key = self._eligibility_key(podset)
         cached = self._eligibility_cache.get(cache_key)
         if cached is not None:
             return cached
+        tolerations = cache_key[0]
         if self.reference:
             result = self._eligibility_per_leaf(podset, tolerations)
         else:
             result = self._eligibility_by_columns(podset, tolerations)
         self._eligibility_cache[cache_key] = result
         return result
+
+    def _eligibility_key(self, podset: PodSetRequest) -> tuple:
+        return (
+            tuple(podset.tolerations) + tuple(self.flavor.tolerations),
+            tuple(sorted(podset.node_selector.items())),
+            tuple(podset.required_affinity),
+        )
+
+    def _affinity_scores(self, podset: PodSetRequest) -> list[int] | None:
+        """TASRespectNodeAffinityPreferred: every leaf's preferred node affinity score (0 where
+        the pod set may not run), or None when no score orders this placement: the gate is
+        off, leaves are not nodes, or the pod set has no term that scores."""
+        if not (self.options.respect_node_affinity_preferred and self.leaves_are_nodes):
+            return None
+        terms = scoring_terms(podset.preferred_affinity)
+        if not terms:
+            return None
+        cache_key = (self._eligibility_key(podset), terms)
+        scores = self._affinity_cache.get(cache_key)
+        if scores is None:
+            allowed = self._eligibility(podset).allowed
+            scores = [
+                affinity_score(nodes[0].labels, terms) if allowed is None or allowed[i] else 0
+                for i, nodes in enumerate(self._leaf_nodes)
+            ]
+            self._affinity_cache[cache_key] = scores
+        return scores
 
     def _eligibility_by_columns(
         self, podset: PodSetRequest, tolerations: tuple[Toleration, ...]
@@ -1020,20 +1152,19 @@ class TopologySnapshot:
 
     # -- usage bookkeeping -----------------------------------------------------------------------
 
+    @staticmethod
     def _assume(
-        self,
-        assumed: dict[int, dict[str, int]],
-        assignment: TopologyAssignment,
-        per_pod: Resources,
+        assumed: dict[int, dict[str, int]], leaves: list[tuple[Domain, int]], per_pod: Resources
     ) -> None:
-        for domain in assignment.domains:
-            leaf = self._leaf_by_key.get(self._key_of_assigned(domain.values))
-            if leaf is None:
+        """Earlier pod sets' pods, on the leaves they were placed on (below a virtual hostname
+        level, the nodes, which the assignment does not name)."""
+        for leaf, count in leaves:
+            if count <= 0:
                 continue
-            usage = assumed.setdefault(leaf, {})
+            usage = assumed.setdefault(leaf.leaf_index, {})
             for name, value in per_pod.items():
-                usage[name] = usage.get(name, 0) + value * domain.count
-            usage[PODS] = usage.get(PODS, 0) + ONE_POD * domain.count
+                usage[name] = usage.get(name, 0) + value * count
+            usage[PODS] = usage.get(PODS, 0) + ONE_POD * count
 
     def _key_of_assigned(self, values: Sequence[str]) -> LeafKey:
         if self.hostname_lowest:
@@ -1041,6 +1172,9 @@ class TopologySnapshot:
         return tuple(values)
 
     def _assignment(self, leaves_with_counts: list[tuple[Domain, int]]) -> TopologyAssignment:
+        """Kueue's assignment of leaves; below a virtual hostname level, of their parents."""
+        if self.virtual_hostname:
+            leaves_with_counts = feasibility.counts_by_parent(leaves_with_counts)
         # Kueue sorts by the full level values even when only the hostname is reported: the
         # leaves' order in the tree.
         ordered = sorted(leaves_with_counts, key=lambda item: item[0].order)
@@ -1069,7 +1203,15 @@ class TopologySnapshot:
                 return None
         if self.hostname_lowest:
             return (labels[HOSTNAME_LEVEL],)
+        if self.virtual_hostname:
+            # by name: a hostname label need not be there, nor be unique (as in Kueue)
+            return (node.name,)
         return tuple(labels[level] for level in self.levels)
+
+    def _path_of(self, node: Node) -> tuple[str, ...]:
+        """A counted node's leaf: its value at every level of the tree."""
+        path = tuple(node.labels[level] for level in self.levels)
+        return (*path, node.name) if self.virtual_hostname else path
 
     def _ensure_tree(self) -> DomainTree:
         if self._tree is not None:
@@ -1079,17 +1221,18 @@ class TopologySnapshot:
             key = self._leaf_key_of(node)
             if key is not None:
                 nodes_by_key.setdefault(key, []).append(node)
-        path_of = {
-            key: tuple(nodes[0].labels[level] for level in self.levels)
-            for key, nodes in nodes_by_key.items()
-        }
+        path_of = {key: self._path_of(nodes[0]) for key, nodes in nodes_by_key.items()}
         keys = sorted(nodes_by_key, key=lambda k: path_of[k])
-        tree = DomainTree(len(self.levels), [path_of[k] for k in keys])
+        tree = DomainTree(len(self._tree_levels), [path_of[k] for k in keys])
         self._leaf_keys = keys
         self._leaf_nodes = [nodes_by_key[k] for k in keys]
         self._leaf_by_key = {key: index for index, key in enumerate(keys)}
         self._eligibility_cache = {}
+        self._affinity_cache = {}
         self._label_columns = {}
+        if self.virtual_hostname:
+            self._usage_domains = {d.values: d.order for d in tree.levels[-2]}
+            self._usage_array = None
         self._tainted_leaves = [i for i, nodes in enumerate(self._leaf_nodes) if nodes[0].taints]
         self._numa = _NumaColumns(
             {
@@ -1115,6 +1258,7 @@ class TopologySnapshot:
         """The row of a resource, added (zero on every leaf) when new."""
         row = self._rows.get(name)
         if row is None:
+            self._usage_array = None
             row = self._rows[name] = len(self._rows)
             new = np.zeros((1, self._free.shape[1]), dtype=self._free.dtype)
             self._free = np.vstack([self._free, new])
@@ -1135,8 +1279,9 @@ class TopologySnapshot:
                 remaining[name] = remaining.get(name, 0) + value
             for name, value in node.usage.items():
                 remaining[name] = remaining.get(name, 0) - value
-        for name, value in self._tas_usage.get(self._leaf_keys[index], {}).items():
-            remaining[name] = remaining.get(name, 0) - value
+        if not self.virtual_hostname:
+            for name, value in self._tas_usage.get(self._leaf_keys[index], {}).items():
+                remaining[name] = remaining.get(name, 0) - value
         return remaining
 
     def _refresh_leaf(self, index: int) -> None:

@@ -14,6 +14,8 @@ import numpy as np
 
 class Domain:
     __slots__ = (
+        "affinity_score",
+        "capacity_bound",
         "children",
         "leader_count",
         "leaf_index",
@@ -43,6 +45,12 @@ class Domain:
         # NUMA zones the leaf's pods need at the fewest (0: not counted by zones); a tie-break
         # after Kueue's keys (gate TASNUMAZones)
         self.zones_needed = 0
+        # The preferred node affinity weights its nodes match, summed (gate
+        # TASRespectNodeAffinityPreferred); read only when the placement orders by it
+        self.affinity_score = 0
+        # (pods, leaders, pods beside the leader) its own remaining capacity holds: set on usage
+        # domains with TASNodeFeasibilityForAllLevels (solver/feasibility.py), else None
+        self.capacity_bound: tuple[int, int, int] | None = None
 
     @property
     def id(self) -> str:
@@ -67,6 +75,8 @@ class Domain:
         copy.slice_count_with_leader = self.slice_count_with_leader
         copy.leader_count = self.leader_count
         copy.zones_needed = self.zones_needed
+        copy.affinity_score = self.affinity_score
+        copy.capacity_bound = self.capacity_bound
         return copy
 
     def clear_counts(self) -> None:
@@ -135,3 +145,15 @@ class DomainTree:
     @property
     def roots(self) -> list[Domain]:
         return self.levels[0]
+
+    def top(self, level_count: int) -> DomainTree:
+        """The tree's first `level_count` levels, sharing its domains and arrays: a tree whose
+        leaves are this tree's domains at level `level_count - 1`."""
+        view = object.__new__(DomainTree)
+        view.level_count = level_count
+        view.levels = self.levels[:level_count]
+        view.leaves = self.levels[level_count - 1]
+        view.child_bounds = self.child_bounds[: level_count - 1]
+        view.child_starts = self.child_starts[: level_count - 1]
+        view.zeros = self.zeros[:level_count]
+        return view

@@ -44,6 +44,15 @@ class NodeSelectorTerm:
     match_expressions: tuple[NodeSelectorRequirement, ...] = ()
 
 
+@dataclass(frozen=True)
+class PreferredSchedulingTerm:
+    """One term of preferredDuringSchedulingIgnoredDuringExecution: a node matching
+    `preference` scores `weight` (1-100)."""
+
+    weight: int
+    preference: NodeSelectorTerm
+
+
 CONTAINER_SCOPE = "container"  # Topology Manager scopes, as NodeResourceTopology names them
 POD_SCOPE = "pod"
 
@@ -138,6 +147,8 @@ class PodSetRequest:
     node_selector: Mapping[str, str] = field(default_factory=dict)
     tolerations: tuple[Toleration, ...] = ()
     required_affinity: tuple[NodeSelectorTerm, ...] = ()  # ORed terms; empty = no constraint
+    # Scores nodes; orders domains only with TASRespectNodeAffinityPreferred (SolverOptions)
+    preferred_affinity: tuple[PreferredSchedulingTerm, ...] = ()
     # Set when every container is Guaranteed with whole CPUs: counted per NUMA zone on nodes
     # that report zones (solver/numa.py). None: node totals only.
     numa: NumaShape | None = None
@@ -163,6 +174,12 @@ class SolverOptions:
     balanced_placement: bool = False  # TASBalancedPlacement
     placement_groups: bool = False  # TASPlacementGroups (ours): solver/groups.py
     fragmentation_aware: bool = False  # TASProfileFragmentationAware (ours): solver/profile.py
+    # TASRespectNodeAffinityPreferred: where leaves are nodes, the pod set's preferred node
+    # affinity score orders domains before BestFit / LeastFreeCapacity
+    respect_node_affinity_preferred: bool = False
+    # TASNodeFeasibilityForAllLevels: with a lowest level other than the hostname, every node
+    # is a leaf below it (solver/feasibility.py)
+    node_feasibility_all_levels: bool = False
 
 
 @dataclass(frozen=True)

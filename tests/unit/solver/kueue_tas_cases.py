@@ -5,10 +5,10 @@ was converted mechanically (nodes, requests, topology requests, expected assignm
 messages), so every expectation here is Kueue's, not ours. Case names are Kueue's.
 Requests are in Kueue's units (see kueue_requests); allocatable are Kubernetes quantities.
 
-Not here: the 11 preferred-node-affinity cases (TASRespectNodeAffinityPreferred, not
-implemented), the 8 elastic-workload cases (not implemented), and the 5 node-replacement cases
-(one is in test_kueue_replacement.py; the others differ only in the caller-side
-SkipReassignmentForPodOwnedWorkloads rule).
+Not here: the 11 preferred-node-affinity cases (TASRespectNodeAffinityPreferred: in
+kueue_affinity_cases.py), the 8 elastic-workload cases (not implemented), and the 5
+node-replacement cases (one is in test_kueue_replacement.py; the others differ only in the
+caller-side SkipReassignmentForPodOwnedWorkloads rule).
 """
 
 from tas.solver import PodSetRequest, SliceLayer, Taint, Toleration, TopologyRequest

@@ -21,6 +21,7 @@ from tas.solver import (
     FlavorSpec,
     Node,
     PodSetRequest,
+    SolverOptions,
     Taint,
     Toleration,
     TopologyAssignment,
@@ -104,14 +105,17 @@ def resized(draw, node: Node) -> Node:
 
 
 @settings(max_examples=200)
-@given(st.sampled_from(((BLOCK, RACK, HOST), (BLOCK, RACK))), st.data())
-def test_updates_in_place_equal_a_snapshot_built_afresh(levels, data):
+@given(st.sampled_from(((BLOCK, RACK, HOST), (BLOCK, RACK))), st.booleans(), st.data())
+def test_updates_in_place_equal_a_snapshot_built_afresh(levels, feasibility, data):
+    """`feasibility`: TASNodeFeasibilityForAllLevels (nodes as leaves below a rack, whose
+    usage the rack keeps)."""
     draw = data.draw
+    options = SolverOptions(node_feasibility_all_levels=feasibility)
     start = draw(st.lists(st.sampled_from(NAMES), unique=True, min_size=1, max_size=5))
     # int64 capacity at first: a node resized past 2**62 must switch the arrays over
     current = {name: draw(nodes(name, huge=False)) for name in start}
     flavor = FlavorSpec(topology_name="default")
-    live = TopologySnapshot(levels, current.values(), flavor)
+    live = TopologySnapshot(levels, current.values(), flavor, options)
     for probe in PROBES:  # as the admission loop would: the eligibility caches are warm
         live.find_assignments([probe])
     leaves = st.sampled_from(NAMES).map(lambda n: (n,))
@@ -146,7 +150,7 @@ def test_updates_in_place_equal_a_snapshot_built_afresh(levels, data):
             usages.append(usage)
         else:
             live.find_assignments([draw(st.sampled_from(PROBES))])
-    fresh = TopologySnapshot(levels, current.values(), flavor)
+    fresh = TopologySnapshot(levels, current.values(), flavor, options)
     for usage in usages:
         fresh.add_usage(usage, {"cpu": 1000})
     assert free_by_leaf(live) == free_by_leaf(fresh)

@@ -6,12 +6,14 @@ our assignment (levels, domains, order, counts) or failure message is exactly Ku
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
+from tas import features
 from tas.solver import (
     DomainAssignment,
     FlavorSpec,
-    SolverOptions,
     TopologyAssignment,
     TopologySnapshot,
 )
@@ -31,16 +33,18 @@ OUR_MESSAGE_SUFFIX = {
 }
 
 
-def snapshot_for(case: KueueCase) -> TopologySnapshot:
-    gates = {**KUEUE_DEFAULT_GATES, **case.gates}
+def snapshot_for(
+    case: KueueCase, gates: dict[str, bool] | None = None, *, reference: bool = False
+) -> TopologySnapshot:
+    """The case's cluster, with Kueue's defaults, the case's gates and then `gates` (as the
+    operator turns gates into solver options); `reference`: the plain path only."""
+    values = {**KUEUE_DEFAULT_GATES, **case.gates, **(gates or {})}
     snapshot = TopologySnapshot(
         case.levels,
         with_non_tas_usage(case.nodes, case.pods),
         FlavorSpec(node_labels=case.node_labels, topology_name="default"),
-        SolverOptions(
-            profile_mixed=gates["TASProfileMixed"],
-            balanced_placement=gates["TASBalancedPlacement"],
-        ),
+        features.from_mapping(values).solver_options(),
+        reference=reference,
     )
     for usage in case.prior_usage:
         # an admitted workload's pods on one leaf (Kueue's priorOwnUsage / sibling usage)
@@ -60,17 +64,25 @@ def case_id(case: KueueCase) -> str:
 
 @pytest.mark.parametrize("case", CASES, ids=[case_id(case) for case in CASES])
 def test_find_topology_assignments(case: KueueCase) -> None:
-    result = snapshot_for(case).find_assignments([ps.request for ps in case.podsets])
+    assert_kueue_result(case, lambda: snapshot_for(case), OUR_MESSAGE_SUFFIX.get(case.name, ""))
+
+
+def assert_kueue_result(
+    case: KueueCase, make_snapshot: Callable[[], TopologySnapshot], suffix: str = ""
+) -> None:
+    """The case's expectations: each pod set's assignment, or the first failing one's
+    message (with `suffix` appended: a deliberate difference)."""
+    result = make_snapshot().find_assignments([ps.request for ps in case.podsets])
 
     want_reason = next((ps.reason for ps in case.podsets if ps.reason), None)
     if want_reason is not None:
-        assert result.failure == want_reason + OUR_MESSAGE_SUFFIX.get(case.name, "")
+        assert result.failure == want_reason + suffix
         # A failure places nothing, but Kueue's table also expects the assignments of the pod
         # sets before the failing one: those, placed alone, must be exactly Kueue's.
         first_failing = next(i for i, ps in enumerate(case.podsets) if ps.reason)
         earlier = case.podsets[:first_failing]
         if earlier:
-            placed = snapshot_for(case).find_assignments([ps.request for ps in earlier])
+            placed = make_snapshot().find_assignments([ps.request for ps in earlier])
             assert placed.failure is None
             got = {placement.name: placement.assignment for placement in placed.podsets}
             assert got == {ps.request.name: ps.want for ps in earlier}

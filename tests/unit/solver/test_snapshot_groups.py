@@ -282,6 +282,27 @@ def test_leaf_path_without_a_hostname_level_takes_the_values_as_they_are():
     assert snap.leaf_path(("b1", "b9")) is None
 
 
+def test_members_below_a_hidden_hostname_level_are_placed_on_nodes_and_named_by_rack():
+    """TASNodeFeasibilityForAllLevels on a rack-lowest topology: the planner counts nodes, the
+    assignment names racks, another workload's pods occupy their rack, and a rack's values are
+    its full path."""
+    options = SolverOptions(node_feasibility_all_levels=True)
+    snap = TopologySnapshot(("block", "rack"), uneven_blocks(), options=options)
+    placement, planned = member(snap, pods(4), GroupRules(exclusive=RACK))
+    assert placement.podsets[0].assignment == TopologyAssignment(
+        ("block", "rack"), (DomainAssignment(("b1", "b1-r0"), 4),)
+    )
+    # planned per node (3 cpus free on each)
+    assert {path[:2] for path in planned.pods} == {("b1", "b1-r0")}
+    assert sum(planned.pods.values()) == 4 and max(planned.pods.values()) <= 3
+    snap.add_usage(placement.podsets[0].assignment, {CPU: 1000})
+    placement, _ = member(snap, pods(4), GroupRules(exclusive=RACK))
+    # b1-r0 is no longer empty; of b0's racks, b0-r0 (5) is the tighter
+    assert [d.values for d in placement.podsets[0].assignment.domains] == [("b0", "b0-r0")]
+    assert snap.leaf_path(("b1", "b1-r0")) == ("b1", "b1-r0")
+    assert snap.leaf_path(("b1-r0-h0",)) is None
+
+
 # -- _profile_domain: what the profile sees --------------------------------------------------
 
 

@@ -1,6 +1,6 @@
 """Domain orders, ported from Kueue's TestSortedDomains and TestSortedDomainsWithLeader
-(pkg/cache/scheduler/tas_flavor_snapshot_test.go at ff69552e; the preferred-affinity cases
-are left out, that gate is not implemented)."""
+(pkg/cache/scheduler/tas_flavor_snapshot_test.go at ff69552e; the preferred-affinity cases are
+in test_kueue_affinity_preferred.py)."""
 
 from __future__ import annotations
 

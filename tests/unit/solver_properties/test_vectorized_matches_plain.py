@@ -2,7 +2,9 @@
 every Domain, `TopologySnapshot(..., reference=True)`) give identical results: assignments,
 failure messages with their exclusion counts, and replacements, over random topologies (with or
 without a hostname level), taints, node selectors, tolerations, leader groups, slices in one or
-two layers, both profiles, and sequences of admissions and departures.
+two layers, both profiles, sequences of admissions and departures, and the gates
+TASNodeFeasibilityForAllLevels (nodes as leaves below any lowest level) and
+TASRespectNodeAffinityPreferred (preferred node affinity, which sends both to the plain path).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from tas.solver import (
     NodeSelectorRequirement,
     NodeSelectorTerm,
     PodSetRequest,
+    PreferredSchedulingTerm,
     SliceLayer,
     SolverOptions,
     Taint,
@@ -39,6 +42,13 @@ AFFINITIES = [
     (NodeSelectorTerm((NodeSelectorRequirement("pool", "In", ("a",)),)),),
     (NodeSelectorTerm((NodeSelectorRequirement("pool", "NotIn", ("a",)),)),),
     (NodeSelectorTerm((NodeSelectorRequirement("example.com/level-0", "In", ("d0-0",)),)),),
+]
+
+
+PREFERENCES = [
+    (),
+    (PreferredSchedulingTerm(10, AFFINITIES[2][0]),),
+    (PreferredSchedulingTerm(5, AFFINITIES[3][0]), PreferredSchedulingTerm(50, AFFINITIES[4][0])),
 ]
 
 
@@ -110,6 +120,7 @@ def workload(draw: st.DrawFn, levels: tuple[str, ...]) -> list[PodSetRequest]:
             node_selector={"pool": draw(st.sampled_from("ab"))} if draw(st.booleans()) else {},
             tolerations=(Toleration("maintenance", "Exists"),) if draw(st.booleans()) else (),
             required_affinity=draw(st.sampled_from(AFFINITIES)),
+            preferred_affinity=draw(st.sampled_from(PREFERENCES)),
         )
         for podset in podsets_of_workload
     ]
@@ -119,7 +130,10 @@ def workload(draw: st.DrawFn, levels: tuple[str, ...]) -> list[PodSetRequest]:
 def runs(draw: st.DrawFn):
     levels, nodes = draw(topologies())
     options = SolverOptions(
-        profile_mixed=draw(st.booleans()), balanced_placement=draw(st.booleans())
+        profile_mixed=draw(st.booleans()),
+        balanced_placement=draw(st.booleans()),
+        node_feasibility_all_levels=draw(st.booleans()),
+        respect_node_affinity_preferred=draw(st.booleans()),
     )
     workloads = draw(st.lists(workload(levels), min_size=1, max_size=8))
     # after each workload: keep it running, or let it leave again (a departure)
