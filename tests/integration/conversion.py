@@ -17,8 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from tas import certs
+from tas.api import crdgen
 from tas.webhookcert import CONVERTED_CRDS
 from tas.webhooks.server import CONVERSION_PATH, WebhookServer
+
+# The client config of the plain CRD files (crds/).
+FILES = {**crdgen.DEFAULT_SERVICE, "path": "/" + crdgen.CONVERSION_PATH}
 
 
 def _free_port() -> int:
@@ -54,22 +58,28 @@ def conversion_webhook(cluster: Any) -> Iterator[str]:
             started.set()
 
     task = loop.create_task(serve())
-    thread = threading.Thread(target=loop.run_until_complete, args=(task,), daemon=True)
+
+    def run() -> None:
+        with contextlib.suppress(asyncio.CancelledError):
+            loop.run_until_complete(task)
+
+    thread = threading.Thread(target=run, daemon=True)
     thread.start()
     started.wait(30)
     url = f"https://127.0.0.1:{port}/{CONVERSION_PATH}"
     bundle = base64.b64encode(data[certs.CA_CRT]).decode()
-    patch = {
-        "spec": {
-            "conversion": {
-                "webhook": {"clientConfig": {"url": url, "caBundle": bundle, "service": None}}
-            }
-        }
-    }
+    ours = {"url": url, "caBundle": bundle, "service": None}
     for name in CONVERTED_CRDS:
-        cluster.kubectl("patch", "crd", name, "--type=merge", "-p", json.dumps(patch))
+        _client_config(cluster, name, ours)
     try:
         yield url
     finally:
+        for name in CONVERTED_CRDS:  # as the CRD files have it again
+            _client_config(cluster, name, {"url": None, "caBundle": None, "service": FILES})
         loop.call_soon_threadsafe(task.cancel)
         thread.join(30)
+
+
+def _client_config(cluster: Any, crd: str, config: dict) -> None:
+    patch = {"spec": {"conversion": {"webhook": {"clientConfig": config}}}}
+    cluster.kubectl("patch", "crd", crd, "--type=merge", "-p", json.dumps(patch))
