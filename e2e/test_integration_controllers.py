@@ -310,7 +310,7 @@ def gpu_nodes(cluster: Cluster, topology_nodes) -> None:
 
 
 @pytest.fixture
-def gpu_queue(cluster: Cluster, namespace: str, gpu_nodes, kueue_example) -> str:
+def gpu_queue(cluster: Cluster, namespace: str, gpu_nodes, operator) -> str:
     """Kueue's sample-gpu-queues.yaml ClusterQueue on the example's flavor, named apart."""
     cq = f"gpu-{namespace}"
     cluster.apply(jobs.cluster_queue(cq, {"cpu": 100, "memory": "100Gi", "nvidia.com/gpu": 16}))

@@ -198,8 +198,8 @@ def _version(resource: type[KueueResource], name: str) -> dict[str, Any]:
 
 def _conversion(chart: bool) -> dict[str, Any]:
     client_config: Any = _CHART_CLIENT_CONFIG
-    if not chart:
-        client_config = {"service": {**DEFAULT_SERVICE, "path": "/" + CONVERSION_PATH}}
+    if not chart:  # url null: applied over a CRD the chart pointed at a URL, it goes
+        client_config = {"service": {**DEFAULT_SERVICE, "path": "/" + CONVERSION_PATH}, "url": None}
     return {
         "strategy": "Webhook",
         "webhook": {"clientConfig": client_config, "conversionReviewVersions": ["v1"]},
