@@ -96,6 +96,8 @@ REASON_FAILED = "Failed"
 REASON_NODE_FAILURES = "NodeFailures"
 REASON_EVICTED = "Evicted"
 REASON_PREEMPTED = "Preempted"  # the Evicted condition's reason, and the victim's event
+REASON_DEACTIVATED = "Deactivated"  # spec.active set to false (kueuectl stop workload)
+REASON_REACTIVATED = "Reactivated"  # spec.active back to true: the Requeued condition's reason
 # The Preempted condition's reasons (Kueue's): why the victim had to go.
 REASON_IN_CLUSTER_QUEUE = "InClusterQueue"
 REASON_IN_COHORT_RECLAMATION = "InCohortReclamation"

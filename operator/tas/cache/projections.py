@@ -27,6 +27,7 @@ from tas.api.constants import (
     NEVER,
     NUMA_ZONE_ANNOTATION,
     PODSET_LABEL,
+    REASON_DEACTIVATED,
     STRICT_FIFO,
     TOPOLOGY_SCHEDULING_GATE,
     TRY_NEXT_FLAVOR,
@@ -494,7 +495,8 @@ class WorkloadInfo:
     # annotations cannot be read.
     placement_group: GroupRef | None = None
     placement_group_error: str | None = field(default=None, compare=False)
-    priority_class: str = ""  # spec.priorityClassName: Kueue's metrics label workloads by it
+    active: bool = True  # spec.active: false takes it out of its queue and evicts it
+    priority_class: str = ""  # spec.priorityClassRef.name: Kueue's metrics label workloads by it
 
     @property
     def group_key(self) -> tuple[str, str] | None:
@@ -588,7 +590,25 @@ class WorkloadInfo:
 
     @cached_property
     def pending(self) -> bool:
-        return not self.has_quota and not self.finished
+        """Waits for admission: no quota, not finished, and active (an inactive workload is
+        out of its queue until reactivated, and requeued: Requeued=True first)."""
+        return not self.has_quota and not self.finished and self.active and not self.to_reactivate
+
+    @cached_property
+    def to_deactivate(self) -> bool:
+        """Inactive but holding quota, and not on its way out yet: to be evicted."""
+        return not self.active and self.has_quota and not self.evicted
+
+    @cached_property
+    def to_reactivate(self) -> bool:
+        """Active again after a deactivation (Requeued=False, reason Deactivated)."""
+        cond = self.condition(COND_REQUEUED)
+        return (
+            self.active
+            and cond is not None
+            and cond.get("status") == "False"
+            and cond.get("reason") == REASON_DEACTIVATED
+        )
 
     @cached_property
     def assigned_hosts(self) -> frozenset[str]:
@@ -693,7 +713,8 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
         job_uid=(meta.get("labels") or {}).get(JOB_UID_LABEL),
         placement_group=group,
         placement_group_error=group_error,
-        priority_class=spec.get("priorityClassName") or "",
+        active=spec.get("active") is not False,
+        priority_class=(spec.get("priorityClassRef") or {}).get("name") or "",
     )
 
 

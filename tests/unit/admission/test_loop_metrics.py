@@ -64,7 +64,9 @@ def test_two_admitted_and_one_left_inadmissible():
     state = make_state(two_racks())
     for name in ("a", "b", "c"):  # 8 pods of 1 cpu in one rack: two racks hold two of them
         obj = workload(name, pods=8, annotations_request={"required": RACK}, created=ago(100))
-        obj["spec"]["priorityClassName"] = "high" if name == "a" else ""
+        if name == "a":
+            ref = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"}
+            obj["spec"]["priorityClassRef"] = ref
         add(state, unique(obj))
     writer = FakeWriter()
     loop = AdmissionLoop(state, writer)

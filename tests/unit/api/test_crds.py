@@ -156,7 +156,8 @@ def test_names_and_versions(
                         "namespace": "tas-system",
                         "path": "/convert",
                         "port": 9443,
-                    }
+                    },
+                    "url": None,  # applied over a CRD the chart pointed at a URL, it goes
                 },
                 "conversionReviewVersions": ["v1"],
             },

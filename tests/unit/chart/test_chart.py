@@ -677,12 +677,13 @@ def test_the_chart_owns_complete_webhook_configurations() -> None:
         assert hook["kind"] == kind
         # The path is the handler's id: kopf routes the review to it by that.
         assert hook["clientConfig"] == {
+            "url": None,
             "service": {
                 "namespace": NAMESPACE,
                 "name": service["metadata"]["name"],
                 "port": service["spec"]["ports"][0]["port"],
                 "path": f"/{path}",
-            }
+            },
         }  # no caBundle: the operator puts it in, and `helm upgrade` leaves it
         [rule] = hook["rules"]
         assert (rule["apiGroups"], rule["resources"], rule["operations"]) == (
@@ -746,7 +747,8 @@ def test_an_operator_outside_the_cluster_is_called_by_url() -> None:
     docs = render({"webhook": {"url": "https://127.0.0.1:19443", "timeoutSeconds": 3}})
     for hook in webhooks(docs).values():
         path = hook["name"].split(".", 1)[0]
-        assert hook["clientConfig"] == {"url": f"https://127.0.0.1:19443/{path}"}
+        # The other form explicitly null: an upgrade from one to the other removes it.
+        assert hook["clientConfig"] == {"url": f"https://127.0.0.1:19443/{path}", "service": None}
         assert hook["timeoutSeconds"] == 3
     assert flag(docs, "webhook-host") == "127.0.0.1"  # the name the certificate must carry
 
@@ -884,15 +886,16 @@ def test_rendered_crds_are_the_generated_ones(url: str | None) -> None:
     assert sorted(clients) == sorted(crdgen_converted())
     for config in clients.values():
         if url:
-            assert config == {"url": f"{url}/convert"}
+            assert config == {"url": f"{url}/convert", "service": None}
         else:
             assert config == {
+                "url": None,
                 "service": {
                     "namespace": NAMESPACE,
                     "name": f"{FULLNAME}-webhook",
                     "port": 9443,
                     "path": "/convert",
-                }
+                },
             }
     for doc in (*generated, *rendered):  # everything else is the same
         if "conversion" in doc["spec"]:
