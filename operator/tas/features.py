@@ -841,6 +841,8 @@ class FeatureGates:
             balanced_placement=self.enabled(Gate.TAS_BALANCED_PLACEMENT),
             placement_groups=self.enabled(Gate.TAS_PLACEMENT_GROUPS),
             fragmentation_aware=self.enabled(Gate.TAS_PROFILE_FRAGMENTATION_AWARE),
+            partial_slices=self.enabled(Gate.TAS_PARTIAL_SLICES),
+            grouped_pod_set_slicing=self.enabled(Gate.TAS_GROUPED_POD_SET_SLICING),
         )
 
 

@@ -163,6 +163,12 @@ class SolverOptions:
     balanced_placement: bool = False  # TASBalancedPlacement
     placement_groups: bool = False  # TASPlacementGroups (ours): solver/groups.py
     fragmentation_aware: bool = False  # TASProfileFragmentationAware (ours): solver/profile.py
+    # TASPartialSlices: a single slice layer whose size does not divide the count places a
+    # last, shorter slice in one domain of the slice level (solver/algorithm.py, "tail").
+    partial_slices: bool = False
+    # TASGroupedPodSetSlicing: a leader/workers group may carry slices. Placement already
+    # handles them; validation (api/annotations.py, admission) reads this to allow them.
+    grouped_pod_set_slicing: bool = False
 
 
 @dataclass(frozen=True)
