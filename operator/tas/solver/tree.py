@@ -24,6 +24,8 @@ class Domain:
         "pod_count_with_leader",
         "slice_count",
         "slice_count_with_leader",
+        "slice_count_with_leader_and_tail",
+        "slice_count_with_tail",
         "values",
         "zones_needed",
     )
@@ -40,6 +42,9 @@ class Domain:
         self.pod_count_with_leader = 0
         self.slice_count_with_leader = 0
         self.leader_count = 0
+        # whole slices held beside a partial last slice (solver/partial_slices.py)
+        self.slice_count_with_tail = 0
+        self.slice_count_with_leader_and_tail = 0
         # NUMA zones the leaf's pods need at the fewest (0: not counted by zones); a tie-break
         # after Kueue's keys (gate TASNUMAZones)
         self.zones_needed = 0
@@ -66,6 +71,8 @@ class Domain:
         copy.pod_count_with_leader = self.pod_count_with_leader
         copy.slice_count_with_leader = self.slice_count_with_leader
         copy.leader_count = self.leader_count
+        copy.slice_count_with_tail = self.slice_count_with_tail
+        copy.slice_count_with_leader_and_tail = self.slice_count_with_leader_and_tail
         copy.zones_needed = self.zones_needed
         return copy
 
