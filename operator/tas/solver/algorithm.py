@@ -23,9 +23,7 @@ from tas.solver.partial_slices import (
     selection_holds_tail,
     slice_capacity,
 )
-from tas.solver.tree import Domain, DomainTree
-
-MAX_INT32 = 2**31 - 1
+from tas.solver.tree import MAX_INT32, Domain, DomainTree
 
 
 @dataclass
@@ -648,7 +646,7 @@ def _spread_over_domains(
         position += 1
     if remaining_leaders > 0:
         raise fail(leaders - remaining_leaders)
-    with_leader = [True] * len(results)
+    leader_domains = len(results)
     # Without a leader the with-leader counts equal the plain ones: already in this order.
     rest = ordered if leaders == 0 else sorted_domains(ordered[position:], least_free)
     position = 0
@@ -662,8 +660,8 @@ def _spread_over_domains(
         position += 1
     if remaining > 0:
         raise fail(needed - remaining)
-    with_leader += [False] * (len(results) - len(with_leader))
-    if tail and not selection_holds_tail(results, assigned, with_leader):
+    takes_leader = [position < leader_domains for position in range(len(results))]
+    if tail and not selection_holds_tail(results, assigned, takes_leader):
         extra = first_domain_hosting_tail(rest, results)
         if extra is None:
             raise fail(needed)

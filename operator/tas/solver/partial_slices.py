@@ -19,10 +19,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tas.solver.tree import Domain, DomainTree
+from tas.solver.tree import MAX_INT32, Domain, DomainTree
 
 NO_TAIL_FIT = -1  # below any number of slices, zero included
-MAX_INT32 = 2**31 - 1
 
 
 def slice_capacity(domain: Domain, with_leader: bool, with_tail: bool) -> int:

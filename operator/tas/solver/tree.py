@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+MAX_INT32 = 2**31 - 1  # Kueue's counts are int32: its "no such domain" and "none fits yet"
+
 
 class Domain:
     __slots__ = (

@@ -23,14 +23,13 @@ from typing import Any
 import numpy as np
 
 from tas.solver.algorithm import (
-    MAX_INT32,
     PlacementFailure,
     PlacementParams,
     multi_layer_not_fit_message,
     not_fit_message,
 )
 from tas.solver.partial_slices import NO_TAIL_FIT
-from tas.solver.tree import Domain, DomainTree
+from tas.solver.tree import MAX_INT32, Domain, DomainTree
 
 Array = np.ndarray
 # "No such child" in penalty arrays: far above any slice count, and twice it fits int64.
