@@ -11,12 +11,13 @@ expectations are traced by hand through that file and tas_flavor_snapshot.go: th
 the PR (a 16-pod LeaderWorkerSet, 15 workers and a leader, in 4 racks of 4: three whole rack
 slices and one rack holding the leader and 3 workers), the three cases of the older, closed
 PR "Allow partial final slice" (their topologies; the expectations are the merged algorithm's,
-which differ from that PR's), and cases for each rule of the algorithm. Each note says which.
+which differ from that PR's), and cases for each rule of the algorithm (their names and
+notes say which rule).
 """
 
 from __future__ import annotations
 
-from tas.solver import PodSetRequest, SliceLayer, TopologyRequest
+from tas.solver import Node, PodSetRequest, SliceLayer, TopologyAssignment, TopologyRequest
 from tests.unit.solver.solver_test_helpers import (
     BLOCK,
     HOST,
@@ -34,13 +35,13 @@ PARTIAL = {"TASPartialSlices": True}
 GROUPED = {"TASGroupedPodSetSlicing": True}
 
 
-def host(block: str, rack: str, name: str, cpu: str) -> object:
+def host(block: str, rack: str, name: str, cpu: str) -> Node:
     return node(
         f"{block}-{rack}-{name}", {BLOCK: block, RACK: rack, HOST: name}, {"cpu": cpu, "pods": "10"}
     )
 
 
-def hosts(*pairs: tuple[str, int]):
+def hosts(*pairs: tuple[str, int]) -> TopologyAssignment:
     return assignment(ONE_LEVEL, [((name,), count) for name, count in pairs])
 
 
