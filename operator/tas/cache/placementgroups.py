@@ -57,14 +57,14 @@ def _labelled_path(state: ClusterState, levels: tuple[str, ...], values) -> Path
 
 
 def partitions_of(state: ClusterState, key: Key) -> dict[Path, int]:
-    """Each domain's partition: decided for members still being written, and the object's
-    (which wins: it is what every earlier write stored)."""
-    out: dict[Path, int] = {}
+    """Each domain's partition: the object's, under the decisions for members still being
+    written. Those win: each lives only until its member's write lands, so it is newer than
+    any object read, which may still give a domain whose pods have all left since (released:
+    the planner may give it to another partition) to its old partition."""
+    group = state.placement_groups.get(key)
+    out = dict(group.partitions) if group is not None else {}
     for domains in state.assumed_partitions.get(key, {}).values():
         out.update(domains)
-    group = state.placement_groups.get(key)
-    if group is not None:
-        out.update(group.partitions)
     return out
 
 

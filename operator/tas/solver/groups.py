@@ -6,7 +6,9 @@ A group's members are placed one request at a time, each seeing what the earlier
   free again once the group is empty);
 - anti-affinity at level L: no two pods of the group in one domain of L;
 - partitions: K partitions, and a domain of the partition level holds pods of one partition
-  only; after each request the partition sizes differ by at most 1;
+  only; each new pod goes to a smallest partition, so the sizes differ by at most 1 after each
+  request, unless members that left set them further apart than the request can even out
+  (pods never move);
 - exclusivity at level L: the group takes whole domains of L, empty when taken, and no pod
   outside the group may enter them (callers exclude `owned_domains` for everyone else).
 

@@ -10,6 +10,7 @@ from tas.api.constants import (
     PLACEMENT_GROUP_PARTITION_TOPOLOGY,
     PLACEMENT_GROUP_PARTITIONS,
 )
+from tas.cache.projections import placement_group_from_object
 from tas.kube import KubeError
 from tas.solver.types import SolverOptions
 from tests.unit.admission.fixtures import RACK, make_state, node, workload
@@ -94,3 +95,33 @@ def test_the_status_follows_a_member_leaving():
     status = writer.groups[("ns", "shards")]["status"]
     assert status["members"] == [] and status["pods"] == 0
     assert all(p["domains"] == [] for p in status["partitions"])
+
+
+def test_a_rack_released_by_a_departed_member_takes_the_partition_decided_for_it():
+    """x fills r1, so member a's partition 1 opens r2; the object says so. Both leave, and the
+    object still gives r2 to partition 1 when b (2 pods) is decided: its partition 1 goes to
+    r1 (beside y, the tightest) and partition 2 to the released r2. The group written before
+    b's admission must say what the planner decided: one pod in each partition."""
+    state, writer, loop = setup()
+    x = workload("x", pods=2, cpu="4")
+    add(state, x)
+    cycle(loop)
+    a = member("a", 1)
+    add(state, a)
+    cycle(loop)
+    assert admitted(writer) == ["x", "a"]
+    written = writer.groups[("ns", "shards")]
+    state.upsert_placement_group(
+        placement_group_from_object({"metadata": {"namespace": "ns", "name": "shards"}, **written})
+    )
+    (released,) = state.placement_groups[("ns", "shards")].partitions
+    state.delete_workload("ns", "x")
+    state.delete_workload("ns", "a")  # the object is not rewritten yet: the watch lags
+    add(state, workload("y", pods=1))
+    cycle(loop)
+    add(state, member("b", 2))
+    cycle(loop)
+    assert admitted(writer)[-1] == "b"
+    partitions = writer.groups[("ns", "shards")]["status"]["partitions"]
+    assert [p["pods"] for p in partitions] == [1, 1]
+    assert [tuple(d) for d in partitions[1]["domains"]] == [released]

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.unit.simulate.test_trace import simulate_file
@@ -59,6 +59,28 @@ def pods_over_time(document: dict[str, Any]) -> list[tuple[float, dict[str, Coun
 
 def domains(pods: Mapping[Path, int], depth: int) -> set[Path]:
     return {path[: depth + 1] for path, n in pods.items() if n}
+
+
+def regression(mode: str, workloads: list[dict[str, Any]], **shape: int):
+    """A drawn example: the trace on blocks x racks x hosts of 2 cpu, and its groups."""
+    specs = {w["group"]["name"]: w["group"] for w in workloads if isinstance(w.get("group"), dict)}
+    document = pool(workloads, cpu="2", **({"blocks": 2, "racks": 2, "hosts": 2} | shape))
+    return with_gate(document, mode), specs
+
+
+SHARDS = {"name": "shards", "partitions": 2, "partitionTopology": RACK}
+
+
+def released_rack() -> list[dict[str, Any]]:
+    """Two racks of one 2-cpu host. x fills r0, so m1's partition 1 opens r1; both leave at 1,
+    y takes r0. m2 (2 pods) at 2: partition 1 in r0 (the tightest), partition 2 in r1, released
+    by m1 though the PlacementGroup last written still gives it to partition 1."""
+    return [
+        job("x", 0, 1, "2", duration=1),
+        job("m1", 0, 1, "1", duration=1, group=SHARDS),
+        job("y", 1, 1, "1"),
+        job("m2", 2, 2, "1", group="shards"),
+    ]
 
 
 def affinity_trace() -> list[dict[str, Any]]:
@@ -199,6 +221,24 @@ def test_partitions_stay_within_one_and_a_rack_holds_one_partition(mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_a_rack_released_by_a_departed_member_takes_the_partition_given_it_next(mode):
+    """released_rack(): m2's pods are one in each partition, r1 being partition 2's now."""
+    document, _ = regression(mode, released_rack(), blocks=1, hosts=1)
+    racks: dict[float, dict[str, dict[str, int]]] = {}  # member -> rack -> partition
+
+    def observe(now, running):
+        racks[now] = {
+            name: {path[1]: p for use in uses for path, p in use.partitions.items()}
+            for name, uses in running.items()
+            if uses[0].partitions
+        }
+
+    simulate(document, observe)
+    assert racks[0.0] == {"m1": {"b0-r1": 1}}
+    assert racks[2.0] == {"m2": {"b0-r0": 1, "b0-r1": 2}}
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_the_affinity_domain_is_free_again_once_the_group_is_empty(mode):
     """m1 takes r0 and leaves at 5; f fills the rest of r0's room for 4-cpu pods. m2 (two
     4-cpu pods) at 6 fits only in r1: it goes there, the group being empty."""
@@ -261,8 +301,84 @@ def grouped_traces(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, dict[str,
     return with_gate(document, draw(st.sampled_from(MODES))), specs
 
 
+def check_partitions(
+    spec: dict[str, Any], held: Counter, labels: dict[Path, int], before: list[int] | None
+) -> list[int]:
+    """A partitioned group's pods: each labelled, a domain of the partition level holding one
+    partition; `before`: the sizes at the last event when only members arrived since. Returns
+    the sizes now."""
+    depth = LEVELS.index(spec["partitionTopology"])
+    assert set(labels) == set(held)  # every pod of the group has a partition
+    assert set(labels.values()) <= set(range(1, spec["partitions"] + 1))
+    by_domain: dict[Path, set[int]] = {}
+    for path, partition in labels.items():
+        by_domain.setdefault(path[: depth + 1], set()).add(partition)
+    assert all(len(p) == 1 for p in by_domain.values())
+    per_partition = Counter()
+    for path, partition in labels.items():
+        per_partition[partition] += held[path]
+    sizes = [per_partition[p] for p in range(1, spec["partitions"] + 1)]
+    if before is not None:
+        # Each new pod went to a smallest partition: one that grew ends at most 1 above the
+        # smallest. The sizes end within 1 only when the arrivals can make them so: pods never
+        # move, and members that left may have left the partitions further apart.
+        assert all(now >= then for now, then in zip(sizes, before, strict=True))
+        grown = [now for now, then in zip(sizes, before, strict=True) if now > then]
+        assert all(now <= min(sizes) + 1 for now in grown)
+    return sizes
+
+
+def check_group(
+    spec: dict[str, Any], held: Counter, everyone: Counter, labels: dict[Path, int], before
+) -> list[int]:
+    """Every constraint of one group on the pods its running members hold (`held`) among all
+    running pods; returns its partition sizes (empty without partitions)."""
+    if "affinityTopology" in spec:
+        depth = LEVELS.index(spec["affinityTopology"])
+        assert len(domains(held, depth)) <= 1
+    if "antiAffinityTopology" in spec:
+        depth = LEVELS.index(spec["antiAffinityTopology"])
+        per_domain = Counter()
+        for path, n in held.items():
+            per_domain[path[: depth + 1]] += n
+        assert max(per_domain.values(), default=0) <= 1
+    if "exclusiveTopology" in spec:
+        depth = LEVELS.index(spec["exclusiveTopology"])
+        for domain in domains(held, depth):
+            inside = [p for p in everyone if p[: depth + 1] == domain]
+            assert sum(everyone[p] for p in inside) == sum(held[p] for p in inside)
+    if "partitions" not in spec:
+        return []
+    return check_partitions(spec, held, labels, before)
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(grouped_traces())
+@example(regression("clusterQueues", released_rack(), blocks=1, hosts=1))  # m2's were [2, 0]
+# The same, as hypothesis found it: an exclusive group's member keeps m1 out of r0.
+@example(
+    regression(
+        "clusterQueues",
+        [
+            job("m2", 2, 2, "500m", group="shards"),
+            job("y1", 1, 1, "500m"),
+            job("y2", 1, 1, "500m"),
+            job("t1", 0, 1, "500m", duration=1, group={"name": "t", "exclusiveTopology": RACK}),
+            job("m1", 0, 1, "500m", duration=1, group=SHARDS),
+        ],
+    )
+)
+# Three in partition 1, two in partition 2 leave at 6; m6 alone cannot even them out: [3, 1].
+@example(
+    regression(
+        "solver",
+        [
+            *(job(f"m{i}", i, 1, "1", group=SHARDS if i == 1 else "shards") for i in (1, 3, 5)),
+            *(job(f"m{i}", i, 1, "1", duration=6 - i, group="shards") for i in (2, 4)),
+            job("m6", 7, 1, "1", group="shards"),
+        ],
+    )
+)
 def test_every_group_constraint_holds_after_every_event(drawn):
     document, specs = drawn
     group_of = {
@@ -271,6 +387,7 @@ def test_every_group_constraint_holds_after_every_event(drawn):
         if "group" in w
     }
     members_before: dict[str, set[str]] = {name: set() for name in specs}
+    sizes_before = {name: [0] * spec.get("partitions", 0) for name, spec in specs.items()}
 
     def observe(now, running):
         pods: dict[str, Counter] = {name: Counter() for name in specs}  # group -> per leaf
@@ -286,38 +403,12 @@ def test_every_group_constraint_holds_after_every_event(drawn):
                         if use.partitions:
                             partition_of[group_of[name]][path] = use.partitions[path]
         for group, spec in specs.items():
-            held = pods[group]
             members = {name for name in running if group_of.get(name) == group}
-            if "affinityTopology" in spec:
-                depth = LEVELS.index(spec["affinityTopology"])
-                assert len(domains(held, depth)) <= 1
-            if "antiAffinityTopology" in spec:
-                depth = LEVELS.index(spec["antiAffinityTopology"])
-                per_domain = Counter()
-                for path, n in held.items():
-                    per_domain[path[: depth + 1]] += n
-                assert max(per_domain.values(), default=0) <= 1
-            if "exclusiveTopology" in spec:
-                depth = LEVELS.index(spec["exclusiveTopology"])
-                for domain in domains(held, depth):
-                    inside = [p for p in everyone if p[: depth + 1] == domain]
-                    assert sum(everyone[p] for p in inside) == sum(held[p] for p in inside)
-            if "partitions" in spec:
-                depth = LEVELS.index(spec["partitionTopology"])
-                labels = partition_of[group]
-                assert set(labels) == set(held)  # every pod of the group has a partition
-                assert set(labels.values()) <= set(range(1, spec["partitions"] + 1))
-                by_domain: dict[Path, set[int]] = {}
-                for path, partition in labels.items():
-                    by_domain.setdefault(path[: depth + 1], set()).add(partition)
-                assert all(len(p) == 1 for p in by_domain.values())
-                if members > members_before[group]:
-                    # admitted members, none gone: the last admission left them within 1
-                    sizes = Counter()
-                    for path, partition in labels.items():
-                        sizes[partition] += held[path]
-                    counts = [sizes[p] for p in range(1, spec["partitions"] + 1)]
-                    assert max(counts) - min(counts) <= 1
+            arrivals_only = members > members_before[group]  # and none gone
+            before = sizes_before[group] if arrivals_only else None
+            sizes_before[group] = check_group(
+                spec, pods[group], everyone, partition_of[group], before
+            )
             members_before[group] = members
 
     report = simulate(document, observe)
