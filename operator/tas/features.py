@@ -847,6 +847,8 @@ class FeatureGates:
             fragmentation_aware=self.enabled(Gate.TAS_PROFILE_FRAGMENTATION_AWARE),
             respect_node_affinity_preferred=self.enabled(Gate.TAS_RESPECT_NODE_AFFINITY_PREFERRED),
             node_feasibility_all_levels=self.enabled(Gate.TAS_NODE_FEASIBILITY_FOR_ALL_LEVELS),
+            partial_slices=self.enabled(Gate.TAS_PARTIAL_SLICES),
+            grouped_pod_set_slicing=self.enabled(Gate.TAS_GROUPED_POD_SET_SLICING),
         )
 
 

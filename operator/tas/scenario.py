@@ -345,7 +345,9 @@ def _optional_numa(entry: Mapping[str, Any], path: str) -> NodeNuma | None:
     return _numa(entry["numa"], f"{path}.numa")
 
 
-def _podset(entry: Any, path: str, levels: Sequence[str], multi_layer: bool) -> PodSetRequest:
+def _podset(
+    entry: Any, path: str, levels: Sequence[str], gates: features.FeatureGates
+) -> PodSetRequest:
     entry = _expect(entry, dict, path)
     name = _field(entry, "name", str, path)
     count = _field(entry, "count", int, path)
@@ -363,7 +365,13 @@ def _podset(entry: Any, path: str, levels: Sequence[str], multi_layer: bool) -> 
         )
     annotations = _string_map(_field(entry, "annotations", dict, path, {}), f"{path}.annotations")
     try:
-        topology = parse_topology_request(annotations, count, multi_layer_enabled=multi_layer)
+        topology = parse_topology_request(
+            annotations,
+            count,
+            multi_layer_enabled=gates.enabled(Gate.TAS_MULTI_LAYER_TOPOLOGY),
+            partial_slices_enabled=gates.enabled(Gate.TAS_PARTIAL_SLICES),
+            grouped_slicing_enabled=gates.enabled(Gate.TAS_GROUPED_POD_SET_SLICING),
+        )
         validate_levels(topology, levels, annotations)
     except TopologyRequestError as error:
         raise ScenarioError(_key(f"{path}.annotations", error.annotation), error.detail) from None
@@ -502,7 +510,7 @@ def _cohorts(document: Mapping[str, Any]) -> tuple[dict, ...]:
 
 
 def _workloads(
-    document: Mapping[str, Any], levels: Sequence[str], multi_layer: bool
+    document: Mapping[str, Any], levels: Sequence[str], gates: features.FeatureGates
 ) -> tuple[Workload, ...]:
     workloads: list[Workload] = []
     seen: set[str] = set()
@@ -517,8 +525,7 @@ def _workloads(
         if not entries:
             raise ScenarioError(f"{path}.podSets", "must have at least one pod set")
         podsets = tuple(
-            _podset(item, f"{path}.podSets[{i}]", levels, multi_layer)
-            for i, item in enumerate(entries)
+            _podset(item, f"{path}.podSets[{i}]", levels, gates) for i, item in enumerate(entries)
         )
         names = [podset.name for podset in podsets]
         for i, podset_name in enumerate(names):
@@ -527,7 +534,9 @@ def _workloads(
                     f"{path}.podSets[{i}].name", f"pod set {podset_name!r} appears twice"
                 )
         try:
-            validate_pod_set_groups(podsets)
+            validate_pod_set_groups(
+                podsets, grouped_slicing_enabled=gates.enabled(Gate.TAS_GROUPED_POD_SET_SLICING)
+            )
         except TopologyRequestError as error:
             podset_path = f"{path}.podSets[{error.podset_index}].annotations"
             raise ScenarioError(_key(podset_path, error.annotation), error.detail) from None
@@ -553,7 +562,7 @@ def parse_scenario(document: Any) -> Scenario:
     gates = _gates(document)
     queues = _cluster_queues(document)
     cohorts = _cohorts(document)
-    workloads = _workloads(document, levels, gates.enabled(Gate.TAS_MULTI_LAYER_TOPOLOGY))
+    workloads = _workloads(document, levels, gates)
     names = [q["metadata"]["name"] for q in queues]
     for index, workload in enumerate(workloads):
         if queues and workload.cluster_queue is None and len(queues) > 1:

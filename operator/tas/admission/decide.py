@@ -177,8 +177,8 @@ def _admission(cq: str, workload: WorkloadInfo, flavor: str, covered, placements
     return {"clusterQueue": cq, "podSetAssignments": out}
 
 
-def _check_requests(workload: WorkloadInfo, levels: tuple[str, ...]) -> None:
-    validate_pod_set_groups(workload.pod_sets)
+def _check_requests(workload: WorkloadInfo, levels: tuple[str, ...], grouped_slicing: bool) -> None:
+    validate_pod_set_groups(workload.pod_sets, grouped_slicing_enabled=grouped_slicing)
     for ps in workload.pod_sets:
         validate_levels(ps.topology, levels)
 
@@ -229,7 +229,11 @@ def decide(
         # As Kueue, the flavor must suit the topology request before its quota is looked at.
         if flavor.topology_name:
             try:
-                _check_requests(workload, state.topologies[flavor.topology_name])
+                _check_requests(
+                    workload,
+                    state.topologies[flavor.topology_name],
+                    state.options.grouped_pod_set_slicing,
+                )
             except TopologyRequestError as exc:
                 return Decision(False, str(exc), invalid=True)
         elif any(not ps.topology.implied for ps in workload.pod_sets):

@@ -141,20 +141,21 @@ def parse_topology_request(
     pod_index_label: str | None = None,
     sub_group: tuple[str, int] | None = None,
     multi_layer_enabled: bool = True,
+    partial_slices_enabled: bool = False,
+    grouped_slicing_enabled: bool = False,
 ) -> TopologyRequest:
     """Parse one pod set's annotations, refusing what Kueue's webhook refuses.
 
-    `count` is the pod set's count (slice sizes may not exceed it); `multi_layer_enabled` is the
-    TASMultiLayerTopology gate. A pod set without annotations gives the implied request.
+    `count` is the pod set's count (slice sizes may not exceed it); `multi_layer_enabled`,
+    `partial_slices_enabled` and `grouped_slicing_enabled` are the TASMultiLayerTopology,
+    TASPartialSlices and TASGroupedPodSetSlicing gates. A pod set without annotations gives the
+    implied request.
     `pod_index_label` and `sub_group` (the label of a pod's Job index, and the number of Jobs)
     are the integration's rank order, recorded for the ungater.
     """
     required = annotations.get(PODSET_REQUIRED_TOPOLOGY)
     preferred = annotations.get(PODSET_PREFERRED_TOPOLOGY)
     unconstrained_text = annotations.get(PODSET_UNCONSTRAINED_TOPOLOGY)
-    slice_topology = annotations.get(PODSET_SLICE_REQUIRED_TOPOLOGY)
-    slice_size_text = annotations.get(PODSET_SLICE_SIZE)
-    constraints_text = annotations.get(PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS)
     group_name = annotations.get(PODSET_GROUP_NAME)
 
     _check_one_mode(annotations)
@@ -172,21 +173,15 @@ def parse_topology_request(
             )
         unconstrained = _GO_BOOLS[unconstrained_text]
 
+    # With TASGroupedPodSetSlicing a group may have slices, checked as anyone's.
+    grouped_without_slices = None if grouped_slicing_enabled else group_name
     if group_name is not None:
-        _check_group_name(group_name, required, preferred, slice_topology, slice_size_text)
-
-    if constraints_text is not None:
-        layers = _parse_constraints(
-            constraints_text,
-            count,
-            multi_layer_enabled,
-            slice_topology,
-            slice_size_text,
-            group_name,
+        _check_group_name(
+            group_name, required, preferred, {} if grouped_slicing_enabled else annotations
         )
-    else:
-        layers = _parse_single_slice_layer(slice_topology, slice_size_text, count)
-
+    layers = _parse_slice_layers(
+        annotations, count, grouped_without_slices, multi_layer_enabled, partial_slices_enabled
+    )
     return TopologyRequest(
         required=required,
         preferred=preferred,
@@ -222,18 +217,16 @@ def _check_group_name(
     group_name: str,
     required: str | None,
     preferred: str | None,
-    slice_topology: str | None,
-    slice_size_text: str | None,
+    slicing: Mapping[str, str],
 ) -> None:
+    """The group rules; `slicing` holds the slice annotations a group may not have (none with
+    TASGroupedPodSetSlicing)."""
     if not group_name.strip():
         raise TopologyRequestError(PODSET_GROUP_NAME, group_name, "must not be empty")
     if _is_numeric_group_name(group_name):
         raise TopologyRequestError(PODSET_GROUP_NAME, group_name, "must not be a number")
-    for other, value in (
-        (PODSET_SLICE_SIZE, slice_size_text),
-        (PODSET_SLICE_REQUIRED_TOPOLOGY, slice_topology),
-    ):
-        if value is not None:
+    for other in (PODSET_SLICE_SIZE, PODSET_SLICE_REQUIRED_TOPOLOGY):
+        if other in slicing:
             raise TopologyRequestError(
                 PODSET_GROUP_NAME, group_name, f"may not be set together with {_quote(other)}"
             )
@@ -245,8 +238,33 @@ def _check_group_name(
         )
 
 
+def _parse_slice_layers(
+    annotations: Mapping[str, str],
+    count: int,
+    group_name: str | None,
+    multi_layer: bool,
+    partial_slices: bool,
+) -> tuple[SliceLayer, ...]:
+    """The slice layers of the single-layer or the constraints annotations; `group_name` is
+    the group that may not have constraints (None: no such group, or TASGroupedPodSetSlicing)."""
+    slice_topology = annotations.get(PODSET_SLICE_REQUIRED_TOPOLOGY)
+    slice_size_text = annotations.get(PODSET_SLICE_SIZE)
+    constraints_text = annotations.get(PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS)
+    if constraints_text is None:
+        return _parse_single_slice_layer(slice_topology, slice_size_text, count, partial_slices)
+    return _parse_constraints(
+        constraints_text,
+        count,
+        multi_layer,
+        slice_topology,
+        slice_size_text,
+        group_name,
+        partial_slices,
+    )
+
+
 def _parse_single_slice_layer(
-    slice_topology: str | None, slice_size_text: str | None, count: int
+    slice_topology: str | None, slice_size_text: str | None, count: int, partial_slices: bool
 ) -> tuple[SliceLayer, ...]:
     if slice_topology is not None:
         _check_label_key(PODSET_SLICE_REQUIRED_TOPOLOGY, slice_topology)
@@ -263,8 +281,9 @@ def _parse_single_slice_layer(
                 slice_size_text,
                 f"must not be greater than the pod set count {count}",
             )
-        if count % size != 0:
-            # Kueue places only whole slices, so the rest would stay gated forever.
+        if count % size != 0 and not partial_slices:
+            # Without TASPartialSlices Kueue places only whole slices: the rest would stay
+            # gated forever.
             raise TopologyRequestError(
                 PODSET_SLICE_SIZE, slice_size_text, f"must divide the pod set count {count}"
             )
@@ -292,8 +311,12 @@ def _parse_constraints(
     slice_topology: str | None,
     slice_size_text: str | None,
     group_name: str | None,
+    partial_slices: bool,
 ) -> tuple[SliceLayer, ...]:
-    """`[{"topology": L, "size": N}, ...]`, outermost first; depth is checked in validate_levels."""
+    """`[{"topology": L, "size": N}, ...]`, outermost first; depth is checked in validate_levels.
+
+    `group_name` is None when TASGroupedPodSetSlicing allows slices in a group. A partial last
+    slice (TASPartialSlices) is for a single layer only: inner layers could not divide it."""
     name = PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS
 
     def fail(problem: str) -> TopologyRequestError:
@@ -346,13 +369,22 @@ def _parse_constraints(
                 f"layer {index}: size {size} must divide the outer layer's size {layers[-1].size}"
             )
         layers.append(SliceLayer(level=level, size=size))
-    if layers[0].size > count:
-        raise fail(
-            f"layer 0: size {layers[0].size} must not be greater than the pod set count {count}"
-        )
-    if count % layers[0].size != 0:
-        raise fail(f"layer 0: size {layers[0].size} must divide the pod set count {count}")
+    problem = _outer_size_problem(layers, count, partial_slices)
+    if problem is not None:
+        raise fail(problem)
     return tuple(layers)
+
+
+def _outer_size_problem(layers: list[SliceLayer], count: int, partial_slices: bool) -> str | None:
+    """The outermost size is at most the count and divides it, but with TASPartialSlices a
+    single layer may leave a partial last slice."""
+    size = layers[0].size
+    if size > count:
+        return f"layer 0: size {size} must not be greater than the pod set count {count}"
+    if count % size != 0 and not (partial_slices and len(layers) == 1):
+        when = " when more than one layer is specified" if partial_slices else ""
+        return f"layer 0: size {size} must divide the pod set count {count}{when}"
+    return None
 
 
 def _json_field(entry: dict[str, object], key: str) -> object:
@@ -427,9 +459,12 @@ def validate_levels(
         )
 
 
-def validate_pod_set_groups(podsets: Sequence[PodSetRequest]) -> None:
+def validate_pod_set_groups(
+    podsets: Sequence[PodSetRequest], *, grouped_slicing_enabled: bool = False
+) -> None:
     """`podset-group-name` across one workload's pod sets: each group is exactly two pod sets,
-    one of them with count 1, both required (or both preferred) at the same level."""
+    one of them with count 1, both required (or both preferred) at the same level, and without
+    slices unless `grouped_slicing_enabled` (the TASGroupedPodSetSlicing gate)."""
     groups: dict[str, list[int]] = {}
     for index, podset in enumerate(podsets):
         if podset.topology.group_name is not None:
@@ -465,7 +500,8 @@ def validate_pod_set_groups(podsets: Sequence[PodSetRequest]) -> None:
                 f" ({first.name!r}, {second.name!r})",
                 podset_index=members[1],
             )
-        if first.topology.slice_layers or second.topology.slice_layers:
+        sliced = first.topology.slice_layers or second.topology.slice_layers
+        if sliced and not grouped_slicing_enabled:
             raise TopologyRequestError(
                 PODSET_GROUP_NAME, name, "may not be used with slices", podset_index=members[1]
             )

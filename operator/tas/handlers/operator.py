@@ -26,7 +26,7 @@ from tas.api.annotations import TopologyRequestError
 from tas.api.constants import QUEUE_NAME_LABEL
 from tas.config import Settings
 from tas.features import Gate
-from tas.handlers.runtime import Runtime
+from tas.handlers.runtime import Runtime, slicing_gates
 from tas.handlers.watches import owned_by_jobset
 from tas.integrations import JOBSET, LEADERWORKERSET, Framework
 from tas.jobframework.workload import build_workload
@@ -146,8 +146,8 @@ def enabled(memo: Any, framework: Framework) -> bool:
     return memo.settings.integrations.enabled(framework)
 
 
-def multi_layer(memo: Any) -> bool:
-    return memo.settings.gates.enabled(Gate.TAS_MULTI_LAYER_TOPOLOGY)
+def slicing(memo: Any) -> dict[str, bool]:
+    return slicing_gates(memo.settings.gates)
 
 
 def refuse(errors: list[str]) -> None:
@@ -200,7 +200,7 @@ async def validate_topology_request(body: kopf.Body, memo: kopf.Memo, **_: Any) 
     if not enabled(memo, Framework.JOB) or owned_by_jobset(body):
         return
     try:
-        build_workload(JOB, review_object(body), multi_layer_enabled=multi_layer(memo))
+        build_workload(JOB, review_object(body), **slicing(memo))
     except TopologyRequestError as exc:
         raise kopf.AdmissionError(str(exc), code=422) from None
 
@@ -238,7 +238,7 @@ async def validate_jobset(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     if not enabled(memo, Framework.JOBSET):
         return
     try:
-        JOB_SET.pod_sets(review_object(body), multi_layer_enabled=multi_layer(memo))
+        JOB_SET.pod_sets(review_object(body), **slicing(memo))
     except TopologyRequestError as exc:
         raise kopf.AdmissionError(str(exc), code=422) from None
 
@@ -281,11 +281,7 @@ async def gate_queued_pod(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, *
 async def validate_pod(body: kopf.Body, old: Any, memo: kopf.Memo, **_: Any) -> None:
     if enabled(memo, Framework.POD):
         previous = {"metadata": dict(old.get("metadata") or {})} if old else None
-        refuse(
-            pod_webhook.validate(
-                review_object(body), previous, multi_layer_enabled=multi_layer(memo)
-            )
-        )
+        refuse(pod_webhook.validate(review_object(body), previous, **slicing(memo)))
 
 
 # ---- StatefulSets ------------------------------------------------------------------------------
@@ -359,4 +355,4 @@ async def mark_queued_leaderworkerset(
 async def validate_leaderworkerset(body: kopf.Body, old: Any, memo: kopf.Memo, **_: Any) -> None:
     if enabled(memo, Framework.LEADERWORKERSET):
         previous = {"metadata": dict(old.get("metadata") or {})} if old else None
-        refuse(lws.validate(review_object(body), previous, multi_layer_enabled=multi_layer(memo)))
+        refuse(lws.validate(review_object(body), previous, **slicing(memo)))

@@ -23,7 +23,7 @@ from tas.cache import projections as proj
 from tas.cache.reflector import Reflector
 from tas.cache.state import ClusterState
 from tas.config import Settings
-from tas.features import Gate
+from tas.features import FeatureGates, Gate
 from tas.handlers.watches import WATCHES, Watch, on_workload
 from tas.hotswap.controller import NodeHealthController
 from tas.hotswap.replace import ReplacementRules
@@ -67,6 +67,15 @@ CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 WRITERS = ("admission", "jobs", "jobsets", "pods", "leaderworkersets", "ungater", "hotswap")
 
 
+def slicing_gates(gates: FeatureGates) -> dict[str, bool]:
+    """The gates that change which slice annotations validate, as keyword arguments."""
+    return {
+        "multi_layer_enabled": gates.enabled(Gate.TAS_MULTI_LAYER_TOPOLOGY),
+        "partial_slices_enabled": gates.enabled(Gate.TAS_PARTIAL_SLICES),
+        "grouped_slicing_enabled": gates.enabled(Gate.TAS_GROUPED_POD_SET_SLICING),
+    }
+
+
 class Runtime:
     def __init__(self, settings: Settings, kube: Kube | None = None) -> None:
         gates = settings.gates
@@ -87,18 +96,12 @@ class Runtime:
                 multiple_nodes=gates.enabled(Gate.TAS_REPLACE_MULTIPLE_FAILED_NODES),
             ),
         )
-        multi_layer = gates.enabled(Gate.TAS_MULTI_LAYER_TOPOLOGY)
-        self.jobs = job_controller(
-            self.state, self.kube, self.writer, multi_layer_enabled=multi_layer
-        )
-        self.jobsets = JobReconciler(
-            JOB_SET, self.state, self.kube, self.writer, multi_layer_enabled=multi_layer
-        )
-        self.pod_groups = PodController(
-            self.state, self.kube, self.writer, multi_layer_enabled=multi_layer
-        )
+        slicing = slicing_gates(gates)
+        self.jobs = job_controller(self.state, self.kube, self.writer, **slicing)
+        self.jobsets = JobReconciler(JOB_SET, self.state, self.kube, self.writer, **slicing)
+        self.pod_groups = PodController(self.state, self.kube, self.writer, **slicing)
         self.leaderworkersets = LeaderWorkerSetController(
-            self.state, self.kube, self.pod_groups.pods, multi_layer_enabled=multi_layer
+            self.state, self.kube, self.pod_groups.pods, **slicing
         )
         self.child_jobs: dict[tuple[str, str], str] = {}  # a JobSet's Jobs: key -> uid
         self.ungater = Ungater(self.state, self.kube)

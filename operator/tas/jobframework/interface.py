@@ -23,7 +23,14 @@ class Finished:
 class GenericJob(Protocol):
     resource: Resource
 
-    def pod_sets(self, obj: Mapping, *, multi_layer_enabled: bool = True) -> list[dict]:
+    def pod_sets(
+        self,
+        obj: Mapping,
+        *,
+        multi_layer_enabled: bool = True,
+        partial_slices_enabled: bool = False,
+        grouped_slicing_enabled: bool = False,
+    ) -> list[dict]:
         """The Workload's spec.podSets; raises TopologyRequestError for a bad annotation."""
 
     def priority(self, obj: Mapping) -> int: ...

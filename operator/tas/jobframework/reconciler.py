@@ -44,6 +44,8 @@ class JobReconciler:
         writer: WorkloadWriter,
         *,
         multi_layer_enabled: bool = True,
+        partial_slices_enabled: bool = False,
+        grouped_slicing_enabled: bool = False,
     ) -> None:
         self.job = job
         self.kind = job.resource.kind
@@ -51,6 +53,8 @@ class JobReconciler:
         self.kube = kube
         self.writer = writer
         self.multi_layer_enabled = multi_layer_enabled
+        self.partial_slices_enabled = partial_slices_enabled
+        self.grouped_slicing_enabled = grouped_slicing_enabled
         self.objects: dict[
             Key, dict
         ] = {}  # latest queued objects (no managedFields, no status noise)
@@ -113,7 +117,12 @@ class JobReconciler:
                     workload, transitions.released(workload), "requeued after eviction"
                 )
         elif needs_new_workload(
-            self.job, obj, workload, multi_layer_enabled=self.multi_layer_enabled
+            self.job,
+            obj,
+            workload,
+            multi_layer_enabled=self.multi_layer_enabled,
+            partial_slices_enabled=self.partial_slices_enabled,
+            grouped_slicing_enabled=self.grouped_slicing_enabled,
         ):
             log.info("%s %s/%s changed while suspended; re-creating its workload", self.kind, *key)
             await self.kube.delete(workload_path(workload.namespace, workload.name))
@@ -125,6 +134,8 @@ class JobReconciler:
                 self.job,
                 obj,
                 multi_layer_enabled=self.multi_layer_enabled,
+                partial_slices_enabled=self.partial_slices_enabled,
+                grouped_slicing_enabled=self.grouped_slicing_enabled,
                 classes=self.state.priority_classes(),
             )
         except TopologyRequestError as exc:

@@ -36,6 +36,8 @@ def pod_set(
     pod_index_label: str | None = None,
     sub_group: tuple[str, int] | None = None,
     multi_layer_enabled: bool = True,
+    partial_slices_enabled: bool = False,
+    grouped_slicing_enabled: bool = False,
 ) -> dict:
     """One Workload pod set of a pod template; raises TopologyRequestError."""
     template = copy.deepcopy(dict(template))
@@ -46,6 +48,8 @@ def pod_set(
         pod_index_label=pod_index_label,
         sub_group=sub_group,
         multi_layer_enabled=multi_layer_enabled,
+        partial_slices_enabled=partial_slices_enabled,
+        grouped_slicing_enabled=grouped_slicing_enabled,
     )
     out = {"name": name, "count": count, "template": template}
     api_request = topologyrequest.to_api(request)
@@ -95,14 +99,25 @@ def _priority(priority: int | Priority) -> Priority:
 
 
 def build_workload(
-    job, obj: Mapping, *, multi_layer_enabled: bool = True, classes: PriorityClasses | None = None
+    job,
+    obj: Mapping,
+    *,
+    multi_layer_enabled: bool = True,
+    partial_slices_enabled: bool = False,
+    grouped_slicing_enabled: bool = False,
+    classes: PriorityClasses | None = None,
 ) -> dict:
     """The Workload of a GenericJob object, owned by it (Kueue's ConstructWorkload). With the
     cluster's priority classes its priority is resolved as Kueue does (raises
     PriorityClassMissing); without them it is the templates' own `priority`."""
     meta = obj["metadata"]
     resource: Resource = job.resource
-    pod_sets = job.pod_sets(obj, multi_layer_enabled=multi_layer_enabled)
+    pod_sets = job.pod_sets(
+        obj,
+        multi_layer_enabled=multi_layer_enabled,
+        partial_slices_enabled=partial_slices_enabled,
+        grouped_slicing_enabled=grouped_slicing_enabled,
+    )
     priority = workload_priority(meta, pod_sets, job.priority(obj), classes)
     return new_workload(
         workload_name(resource.kind, resource.group, meta["name"], meta.get("uid") or ""),
@@ -130,7 +145,13 @@ def template_priority(template: Mapping) -> int:
 
 
 def needs_new_workload(
-    job, obj: Mapping, workload: WorkloadInfo, *, multi_layer_enabled=True
+    job,
+    obj: Mapping,
+    workload: WorkloadInfo,
+    *,
+    multi_layer_enabled=True,
+    partial_slices_enabled=False,
+    grouped_slicing_enabled=False,
 ) -> bool:
     """A suspended object whose pod sets no longer match its pending Workload: resized, or a
     template edited (requests, topology annotations, nodeSelector, tolerations). Kueue then
@@ -143,7 +164,13 @@ def needs_new_workload(
         return False  # our own additions are still in the templates
     try:
         wanted = workload_from_object(
-            build_workload(job, obj, multi_layer_enabled=multi_layer_enabled)
+            build_workload(
+                job,
+                obj,
+                multi_layer_enabled=multi_layer_enabled,
+                partial_slices_enabled=partial_slices_enabled,
+                grouped_slicing_enabled=grouped_slicing_enabled,
+            )
         )
     except (TopologyRequestError, KeyError, TypeError, ValueError):
         return True  # an edit made it invalid: the new Workload's creation reports why

@@ -10,6 +10,20 @@ from tas.workload.writer import WorkloadWriter
 
 
 def job_controller(
-    state: ClusterState, kube: Kube, writer: WorkloadWriter, *, multi_layer_enabled: bool = True
+    state: ClusterState,
+    kube: Kube,
+    writer: WorkloadWriter,
+    *,
+    multi_layer_enabled: bool = True,
+    partial_slices_enabled: bool = False,
+    grouped_slicing_enabled: bool = False,
 ) -> JobReconciler:
-    return JobReconciler(JOB, state, kube, writer, multi_layer_enabled=multi_layer_enabled)
+    return JobReconciler(
+        JOB,
+        state,
+        kube,
+        writer,
+        multi_layer_enabled=multi_layer_enabled,
+        partial_slices_enabled=partial_slices_enabled,
+        grouped_slicing_enabled=grouped_slicing_enabled,
+    )

@@ -76,8 +76,22 @@ def restore_patch(job: Mapping, workload: WorkloadInfo) -> dict | None:
     return None if patch is None else guarded(job, {"spec": {"template": patch}})
 
 
-def needs_new_workload(job: Mapping, workload: WorkloadInfo, *, multi_layer_enabled=True) -> bool:
-    return framework.needs_new_workload(JOB, job, workload, multi_layer_enabled=multi_layer_enabled)
+def needs_new_workload(
+    job: Mapping,
+    workload: WorkloadInfo,
+    *,
+    multi_layer_enabled=True,
+    partial_slices_enabled=False,
+    grouped_slicing_enabled=False,
+) -> bool:
+    return framework.needs_new_workload(
+        JOB,
+        job,
+        workload,
+        multi_layer_enabled=multi_layer_enabled,
+        partial_slices_enabled=partial_slices_enabled,
+        grouped_slicing_enabled=grouped_slicing_enabled,
+    )
 
 
 def pods_hold_capacity(pods: Iterable[PodInfo], nodes: Mapping[str, Node]) -> bool:
@@ -89,8 +103,20 @@ class _Job:
 
     resource = JOB_RESOURCE
 
-    def pod_sets(self, obj: Mapping, *, multi_layer_enabled: bool = True) -> list[dict]:
-        return job_workload.pod_sets(obj, multi_layer_enabled=multi_layer_enabled)
+    def pod_sets(
+        self,
+        obj: Mapping,
+        *,
+        multi_layer_enabled: bool = True,
+        partial_slices_enabled: bool = False,
+        grouped_slicing_enabled: bool = False,
+    ) -> list[dict]:
+        return job_workload.pod_sets(
+            obj,
+            multi_layer_enabled=multi_layer_enabled,
+            partial_slices_enabled=partial_slices_enabled,
+            grouped_slicing_enabled=grouped_slicing_enabled,
+        )
 
     def priority(self, obj: Mapping) -> int:
         return framework.template_priority(_template(obj))

@@ -23,7 +23,13 @@ def pod_count(job: Mapping) -> int:
     return count
 
 
-def pod_sets(job: Mapping, *, multi_layer_enabled: bool = True) -> list[dict]:
+def pod_sets(
+    job: Mapping,
+    *,
+    multi_layer_enabled: bool = True,
+    partial_slices_enabled: bool = False,
+    grouped_slicing_enabled: bool = False,
+) -> list[dict]:
     """The Workload's podSets; raises TopologyRequestError for invalid topology annotations."""
     template = (job.get("spec") or {}).get("template") or {}
     return [
@@ -33,11 +39,25 @@ def pod_sets(job: Mapping, *, multi_layer_enabled: bool = True) -> list[dict]:
             template,
             pod_index_label=JOB_COMPLETION_INDEX_LABEL,
             multi_layer_enabled=multi_layer_enabled,
+            partial_slices_enabled=partial_slices_enabled,
+            grouped_slicing_enabled=grouped_slicing_enabled,
         )
     ]
 
 
-def build_workload(job: Mapping, *, multi_layer_enabled: bool = True) -> dict:
+def build_workload(
+    job: Mapping,
+    *,
+    multi_layer_enabled: bool = True,
+    partial_slices_enabled: bool = False,
+    grouped_slicing_enabled: bool = False,
+) -> dict:
     from tas.jobs.lifecycle import JOB
 
-    return framework.build_workload(JOB, job, multi_layer_enabled=multi_layer_enabled)
+    return framework.build_workload(
+        JOB,
+        job,
+        multi_layer_enabled=multi_layer_enabled,
+        partial_slices_enabled=partial_slices_enabled,
+        grouped_slicing_enabled=grouped_slicing_enabled,
+    )

@@ -60,7 +60,14 @@ def where(index: int, replicated_job: Mapping) -> str:
 class _JobSet:
     resource = JOBSET
 
-    def pod_sets(self, obj: Mapping, *, multi_layer_enabled: bool = True) -> list[dict]:
+    def pod_sets(
+        self,
+        obj: Mapping,
+        *,
+        multi_layer_enabled: bool = True,
+        partial_slices_enabled: bool = False,
+        grouped_slicing_enabled: bool = False,
+    ) -> list[dict]:
         """One pod set per replicatedJob; a TopologyRequestError names the replicatedJob."""
         out = []
         rjobs = replicated_jobs(obj)
@@ -75,13 +82,18 @@ class _JobSet:
                         pod_index_label=JOB_COMPLETION_INDEX_LABEL,
                         sub_group=(JOBSET_JOB_INDEX_LABEL, replicas(rj)),
                         multi_layer_enabled=multi_layer_enabled,
+                        partial_slices_enabled=partial_slices_enabled,
+                        grouped_slicing_enabled=grouped_slicing_enabled,
                     )
                 )
             except TopologyRequestError as exc:
                 raise exc.at(where(index, rj)) from None
         try:  # podset-group-name across the replicatedJobs
             validate_pod_set_groups(
-                workload_from_object({"metadata": {"name": "x"}, "spec": {"podSets": out}}).pod_sets
+                workload_from_object(
+                    {"metadata": {"name": "x"}, "spec": {"podSets": out}}
+                ).pod_sets,
+                grouped_slicing_enabled=grouped_slicing_enabled,
             )
         except TopologyRequestError as exc:
             index = exc.podset_index or 0

@@ -44,11 +44,15 @@ class LeaderWorkerSetController:
         pods: Mapping[tuple[str, str], Mapping],
         *,
         multi_layer_enabled: bool = True,
+        partial_slices_enabled: bool = False,
+        grouped_slicing_enabled: bool = False,
     ) -> None:
         self.state = state
         self.kube = kube
         self.pods = pods  # the pod integration's managed pods
         self.multi_layer_enabled = multi_layer_enabled
+        self.partial_slices_enabled = partial_slices_enabled
+        self.grouped_slicing_enabled = grouped_slicing_enabled
         self.objects: dict[tuple[str, str], dict] = {}
 
     def upsert(self, obj: Mapping) -> list[WorkKey]:
@@ -115,6 +119,8 @@ class LeaderWorkerSetController:
                 lws,
                 index,
                 multi_layer_enabled=self.multi_layer_enabled,
+                partial_slices_enabled=self.partial_slices_enabled,
+                grouped_slicing_enabled=self.grouped_slicing_enabled,
                 classes=self.state.priority_classes(),
             )
         except TopologyRequestError as exc:

@@ -75,7 +75,13 @@ def group_workload_name(lws: Mapping, group_index: int | str) -> str:
     )
 
 
-def pod_sets(lws: Mapping, *, multi_layer_enabled: bool = True) -> list[dict]:
+def pod_sets(
+    lws: Mapping,
+    *,
+    multi_layer_enabled: bool = True,
+    partial_slices_enabled: bool = False,
+    grouped_slicing_enabled: bool = False,
+) -> list[dict]:
     """leader (1) and worker (size - 1), or main (size); a TopologyRequestError names the
     template."""
     out = []
@@ -83,7 +89,14 @@ def pod_sets(lws: Mapping, *, multi_layer_enabled: bool = True) -> list[dict]:
     if leader is not None:
         try:
             out.append(
-                framework.pod_set(LEADER, 1, leader, multi_layer_enabled=multi_layer_enabled)
+                framework.pod_set(
+                    LEADER,
+                    1,
+                    leader,
+                    multi_layer_enabled=multi_layer_enabled,
+                    partial_slices_enabled=partial_slices_enabled,
+                    grouped_slicing_enabled=grouped_slicing_enabled,
+                )
             )
         except TopologyRequestError as exc:
             raise exc.at(f"{TEMPLATES}.leaderTemplate.metadata.annotations") from None
@@ -96,13 +109,16 @@ def pod_sets(lws: Mapping, *, multi_layer_enabled: bool = True) -> list[dict]:
                 worker_template(lws),
                 pod_index_label=LWS_WORKER_INDEX_LABEL,
                 multi_layer_enabled=multi_layer_enabled,
+                partial_slices_enabled=partial_slices_enabled,
+                grouped_slicing_enabled=grouped_slicing_enabled,
             )
         )
     except TopologyRequestError as exc:
         raise exc.at(f"{TEMPLATES}.workerTemplate.metadata.annotations") from None
     try:
         validate_pod_set_groups(
-            workload_from_object({"metadata": {"name": "x"}, "spec": {"podSets": out}}).pod_sets
+            workload_from_object({"metadata": {"name": "x"}, "spec": {"podSets": out}}).pod_sets,
+            grouped_slicing_enabled=grouped_slicing_enabled,
         )
     except TopologyRequestError as exc:
         which = (
@@ -117,10 +133,17 @@ def group_workload(
     group_index: int,
     *,
     multi_layer_enabled: bool = True,
+    partial_slices_enabled: bool = False,
+    grouped_slicing_enabled: bool = False,
     classes: framework.PriorityClasses | None = None,
 ) -> dict:
     meta = lws["metadata"]
-    sets = pod_sets(lws, multi_layer_enabled=multi_layer_enabled)
+    sets = pod_sets(
+        lws,
+        multi_layer_enabled=multi_layer_enabled,
+        partial_slices_enabled=partial_slices_enabled,
+        grouped_slicing_enabled=grouped_slicing_enabled,
+    )
     return framework.new_workload(
         group_workload_name(lws, group_index),
         meta.get("namespace") or "",
@@ -158,11 +181,21 @@ def mutate(lws: Mapping) -> dict:
 
 
 def validate(
-    lws: Mapping, old: Mapping | None = None, *, multi_layer_enabled: bool = True
+    lws: Mapping,
+    old: Mapping | None = None,
+    *,
+    multi_layer_enabled: bool = True,
+    partial_slices_enabled: bool = False,
+    grouped_slicing_enabled: bool = False,
 ) -> list[str]:
     errors = []
     try:
-        pod_sets(lws, multi_layer_enabled=multi_layer_enabled)
+        pod_sets(
+            lws,
+            multi_layer_enabled=multi_layer_enabled,
+            partial_slices_enabled=partial_slices_enabled,
+            grouped_slicing_enabled=grouped_slicing_enabled,
+        )
     except TopologyRequestError as exc:
         errors.append(str(exc))
     if old is not None and framework.queue_name(old) != framework.queue_name(lws):

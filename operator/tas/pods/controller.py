@@ -103,11 +103,15 @@ class PodController:
         writer: WorkloadWriter,
         *,
         multi_layer_enabled: bool = True,
+        partial_slices_enabled: bool = False,
+        grouped_slicing_enabled: bool = False,
     ) -> None:
         self.state = state
         self.kube = kube
         self.writer = writer
         self.multi_layer_enabled = multi_layer_enabled
+        self.partial_slices_enabled = partial_slices_enabled
+        self.grouped_slicing_enabled = grouped_slicing_enabled
         self.pods: dict[p.Key, dict] = {}  # managed pods, trimmed
         self.groups: dict[tuple[str, str], set[p.Key]] = defaultdict(set)  # (ns, workload) -> pods
         self._incomplete_reported: dict[WorkKey, str] = {}  # the last "fewer pods" event sent
@@ -188,6 +192,8 @@ class PodController:
             workload = g.single_workload(
                 pod,
                 multi_layer_enabled=self.multi_layer_enabled,
+                partial_slices_enabled=self.partial_slices_enabled,
+                grouped_slicing_enabled=self.grouped_slicing_enabled,
                 classes=self.state.priority_classes(),
             )
         except TopologyRequestError as exc:
@@ -282,6 +288,8 @@ class PodController:
             workload = g.group_workload(
                 group,
                 multi_layer_enabled=self.multi_layer_enabled,
+                partial_slices_enabled=self.partial_slices_enabled,
+                grouped_slicing_enabled=self.grouped_slicing_enabled,
                 classes=self.state.priority_classes(),
             )
         except TopologyRequestError as exc:

@@ -53,6 +53,8 @@ def single_workload(
     pod: Mapping,
     *,
     multi_layer_enabled: bool = True,
+    partial_slices_enabled: bool = False,
+    grouped_slicing_enabled: bool = False,
     classes: framework.PriorityClasses | None = None,
 ) -> dict:
     """A pod alone: its Workload, owned by it (raises TopologyRequestError, and
@@ -65,6 +67,8 @@ def single_workload(
             pod_set_template(pod),
             pod_index_label=POD_GROUP_POD_INDEX_LABEL,
             multi_layer_enabled=multi_layer_enabled,
+            partial_slices_enabled=partial_slices_enabled,
+            grouped_slicing_enabled=grouped_slicing_enabled,
         )
     ]
     return framework.new_workload(
@@ -157,7 +161,13 @@ def roles(pods: Iterable[Mapping]) -> dict[str, list[Mapping]]:
     return dict(sorted(out.items()))
 
 
-def group_pod_sets(group: Group, *, multi_layer_enabled: bool = True) -> list[dict]:
+def group_pod_sets(
+    group: Group,
+    *,
+    multi_layer_enabled: bool = True,
+    partial_slices_enabled: bool = False,
+    grouped_slicing_enabled: bool = False,
+) -> list[dict]:
     """One pod set per role of the active pods (sorted by role), counted; with fast admission
     the first runnable pod's role for the whole count. Raises TopologyRequestError."""
     active = sorted(group.active(), key=lambda pod: (pod_time(pod), p.meta(pod)["name"]))
@@ -173,6 +183,8 @@ def group_pod_sets(group: Group, *, multi_layer_enabled: bool = True) -> list[di
             pod_set_template(pods[0]),
             pod_index_label=POD_GROUP_POD_INDEX_LABEL,
             multi_layer_enabled=multi_layer_enabled,
+            partial_slices_enabled=partial_slices_enabled,
+            grouped_slicing_enabled=grouped_slicing_enabled,
         )
         for name, pods in members.items()
     ]
@@ -186,10 +198,17 @@ def group_workload(
     group: Group,
     *,
     multi_layer_enabled: bool = True,
+    partial_slices_enabled: bool = False,
+    grouped_slicing_enabled: bool = False,
     classes: framework.PriorityClasses | None = None,
 ) -> dict:
     first = group.first
-    pod_sets = group_pod_sets(group, multi_layer_enabled=multi_layer_enabled)
+    pod_sets = group_pod_sets(
+        group,
+        multi_layer_enabled=multi_layer_enabled,
+        partial_slices_enabled=partial_slices_enabled,
+        grouped_slicing_enabled=grouped_slicing_enabled,
+    )
     return framework.new_workload(
         group.workload,
         group.namespace,

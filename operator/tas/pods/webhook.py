@@ -72,7 +72,12 @@ def mutate(pod: Mapping, *, tas: bool = True) -> dict:
 
 
 def validate(
-    pod: Mapping, old: Mapping | None = None, *, multi_layer_enabled: bool = True
+    pod: Mapping,
+    old: Mapping | None = None,
+    *,
+    multi_layer_enabled: bool = True,
+    partial_slices_enabled: bool = False,
+    grouped_slicing_enabled: bool = False,
 ) -> list[str]:
     """Why Kueue would refuse this managed pod (nothing for a pod that is not managed)."""
     errors: list[str] = []
@@ -86,7 +91,11 @@ def validate(
         count = p.total_count(pod) or 1
         try:
             parse_topology_request(
-                p.annotations(pod), count, multi_layer_enabled=multi_layer_enabled
+                p.annotations(pod),
+                count,
+                multi_layer_enabled=multi_layer_enabled,
+                partial_slices_enabled=partial_slices_enabled,
+                grouped_slicing_enabled=grouped_slicing_enabled,
             )
         except TopologyRequestError as exc:
             errors.append(f"{ANNOTATIONS}: {exc}")

@@ -11,9 +11,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tas.solver.tree import Domain, DomainTree
-
-MAX_INT32 = 2**31 - 1
+from tas.solver.partial_slices import (
+    CheapestTwo,
+    cheapest_tail_domains,
+    find_best_fit_domain_with_tail,
+    first_domain_hosting_tail,
+    fits_slices,
+    hosts_tail_with_assigned_slices,
+    leader_penalty_with_tail,
+    place_tail,
+    selection_holds_tail,
+    slice_capacity,
+)
+from tas.solver.tree import MAX_INT32, Domain, DomainTree
 
 
 @dataclass
@@ -99,6 +109,8 @@ class PlacementParams:
     # TASRespectNodeAffinityPreferred: domains' affinity_score orders them first, and BestFit
     # looks only among the domains of the leading score
     affinity: bool = False
+    # pods of the partial last slice (TASPartialSlices): count % slice_size, else 0
+    tail_size: int = 0
     stats: ExclusionStats = field(default_factory=ExclusionStats)
 
     @property
@@ -370,10 +382,17 @@ def find_best_fit_domain(
 
 
 def prioritize_leader_domain(
-    domains: list[Domain], count: int, leader_count: int, slice_size: int, slices: bool
+    domains: list[Domain],
+    count: int,
+    leader_count: int,
+    slice_size: int,
+    slices: bool,
+    tail: bool = False,
 ) -> list[Domain]:
     """Move to the front the first leader-capable domain whose leader penalty the total
-    capacity can absorb, so the descent never loses a feasible leader placement."""
+    capacity can absorb, so the descent never loses a feasible leader placement. With a tail
+    the leader and the tail are costed together: a domain that is the tail's only home does
+    not get the leader."""
     if leader_count == 0 or len(domains) < 2:
         return domains
     required = count
@@ -382,10 +401,15 @@ def prioritize_leader_domain(
         available = sum(d.slice_count for d in domains)
     else:
         available = sum(d.pod_count for d in domains)
+    tails = cheapest_tail_domains(domains) if tail else CheapestTwo()
     for position, domain in enumerate(domains):
         if domain.leader_count < leader_count:
             continue
-        if slices:
+        if tail:
+            penalty = leader_penalty_with_tail(domains, tails, position)
+            if penalty is None:
+                continue
+        elif slices:
             penalty = domain.slice_count - domain.slice_count_with_leader
         else:
             penalty = domain.pod_count - domain.pod_count_with_leader
@@ -409,54 +433,106 @@ def update_counts_to_minimum(
     best_fit: bool,
     slices: bool,
     affinity: bool = False,
+    tail_size: int = 0,
 ) -> list[Domain]:
     """Kueue's updateCountsToMinimumGeneric: take whole domains in order; BestFit swaps the
     last one for the tightest remaining domain that covers what is left (`affinity`: of the
-    same affinity score)."""
-    domains = prioritize_leader_domain(domains, count, leader_count, slice_size, slices)
+    same affinity score). A tail (only while whole slices are handed out) goes to a domain
+    that closes the count with it, else to the first taken domain with room for it, else to
+    one more domain."""
+    tail_pending = slices and tail_size > 0
+    domains = prioritize_leader_domain(
+        domains, count, leader_count, slice_size, slices, tail_pending
+    )
     result: list[Domain] = []
     remaining = count // slice_size if slices else count
     remaining_leaders = leader_count
+    tail_hosted = False
+    unit = slice_size if slices else 1
     for position, domain in enumerate(domains):
+        rest = domains[position:]
+        if tail_pending and not tail_hosted:
+            closing = closing_domain_with_tail(
+                rest, remaining, remaining_leaders, slice_size, tail_size, best_fit, affinity
+            )
+            if closing is not None:
+                return [*result, closing]
         if remaining_leaders > 0:
             domain, remaining, remaining_leaders, completed = _consume_with_leaders(
-                domain,
-                domains[position:],
-                remaining,
-                remaining_leaders,
-                best_fit,
-                slice_size if slices else 1,
-                slices,
-                affinity,
+                domain, rest, remaining, remaining_leaders, best_fit, unit, slices, affinity
             )
-            result.append(domain)
-            if completed:
-                return result
-            continue
-        if slices:
-            if best_fit and domain.slice_count >= remaining:
-                domain = find_best_fit_domain(domains[position:], remaining, 0, True, affinity)
-            domain.leader_count = 0
-            if domain.slice_count >= remaining:
-                domain.pod_count = remaining * slice_size
-                domain.slice_count = remaining
-                result.append(domain)
-                return result
-            domain.pod_count = domain.slice_count * slice_size
-            remaining -= domain.slice_count
-            result.append(domain)
-            continue
-        if best_fit and domain.pod_count >= remaining:
-            domain = find_best_fit_domain(domains[position:], remaining, 0, False, affinity)
-        domain.leader_count = 0
-        if domain.pod_count >= remaining:
-            domain.pod_count = remaining
-            result.append(domain)
-            return result
-        remaining -= domain.pod_count
+        else:
+            domain, remaining, completed = _consume(
+                domain, rest, remaining, best_fit, unit, slices, affinity
+            )
         result.append(domain)
+        if completed:
+            return place_tail(result, domains, tail_size) if tail_pending else result
+        tail_hosted = tail_hosted or (tail_pending and hosts_tail_with_assigned_slices(domain))
     # Unreachable when phase 2a succeeded; Kueue logs and yields no domains here.
     return []
+
+
+def _consume(
+    domain: Domain,
+    remaining_domains: list[Domain],
+    remaining: int,
+    best_fit: bool,
+    unit: int,
+    slices: bool,
+    affinity: bool,
+) -> tuple[Domain, int, bool]:
+    """One domain without leaders to place: all it holds, or (BestFit: the tightest domain
+    from here on that covers it) what is left. `unit` is the slice size (1 for pods)."""
+    count_of = _slices_of if slices else _pods_of
+    if best_fit and count_of(domain, False) >= remaining:
+        domain = find_best_fit_domain(remaining_domains, remaining, 0, slices, affinity)
+    domain.leader_count = 0
+    capacity = count_of(domain, False)
+    if capacity >= remaining:
+        domain.pod_count = remaining * unit
+        if slices:
+            domain.slice_count = remaining
+        return domain, 0, True
+    domain.pod_count = capacity * unit
+    return domain, remaining - capacity, False
+
+
+def closing_domain_with_tail(
+    candidates: list[Domain],
+    remaining: int,
+    remaining_leaders: int,
+    slice_size: int,
+    tail_size: int,
+    best_fit: bool,
+    affinity: bool,
+) -> Domain | None:
+    """Kueue's closingDomainWithTail: one domain that takes the remaining whole slices, the
+    remaining leaders and the tail, unless that steps up to a roomier domain than the one
+    best fit would close the whole slices with (both best fits within the leading affinity
+    score, with `affinity`)."""
+    with_leader = remaining_leaders > 0
+    domain = candidates[0]
+    if (
+        slice_capacity(domain, with_leader, False) < remaining
+        or domain.leader_count < remaining_leaders
+    ):
+        return None
+    whole_fit = domain
+    if best_fit:
+        domain = find_best_fit_domain_with_tail(candidates, remaining, remaining_leaders, affinity)
+        whole_fit = find_best_fit_domain(candidates, remaining, remaining_leaders, True, affinity)
+    if (
+        slice_capacity(domain, with_leader, True) < remaining
+        or domain.leader_count < remaining_leaders
+        or slice_capacity(domain, with_leader, False)
+        > slice_capacity(whole_fit, with_leader, False)
+    ):
+        return None
+    domain.leader_count = remaining_leaders
+    domain.slice_count = domain.slice_count_with_leader = remaining
+    domain.pod_count = remaining * slice_size + tail_size
+    return domain
 
 
 def _consume_with_leaders(
@@ -557,13 +633,21 @@ def _count_slices_in_subtree(domain: Domain, level: int, target_level: int, size
 
 
 def find_level_with_fit_domains(
-    tree: DomainTree, level: int, params: PlacementParams
+    tree: DomainTree,
+    level: int,
+    params: PlacementParams,
+    fill: Callable[[list[Domain]], None] | None = None,
 ) -> tuple[int, list[Domain]]:
+    """`fill` writes phase 1's counts onto a level's domains before they are read (see
+    descend). With a tail, a domain fits when it holds the whole slices beside the tail."""
     domains = tree.levels[level]
     if not domains:
         raise PlacementFailure(f"no topology domains at level: {params.level_keys[level]}")
+    if fill is not None:
+        fill(domains)
     least_free, affinity = params.least_free_capacity, params.affinity
     leaders = params.leader_count
+    tail = params.tail_size > 0
     if leaders == 0:
         # no domain hosts a leader and with-leader counts equal the plain ones
         ordered = sorted_domains(domains, least_free, affinity)
@@ -571,35 +655,57 @@ def find_level_with_fit_domains(
         ordered = sorted_domains_with_leader(domains, least_free, affinity)
     top = ordered[0]
     needed = params.count // params.slice_size
-    if params.best_fit and top.slice_count_with_leader >= needed and top.leader_count >= leaders:
-        top = find_best_fit_domain(ordered, needed, leaders, True, affinity)
+    requested = needed + 1 if tail else needed  # messages count the tail as a slice
+    # Sorted by whole slices, the first domain need not hold the tail: the scan finds one.
+    if (
+        params.best_fit
+        and top.leader_count >= leaders
+        and (tail or fits_slices(top, needed, leaders, False))
+    ):
+        if tail:
+            top = find_best_fit_domain_with_tail(ordered, needed, leaders, affinity)
+        else:
+            top = find_best_fit_domain(ordered, needed, leaders, True, affinity)
 
     if least_free:
         for candidate in ordered:
-            capacity = candidate.slice_count
-            if leaders > 0:
-                if candidate.leader_count < leaders:
-                    continue
-                capacity = candidate.slice_count_with_leader
-            if capacity >= needed:
+            if fits_slices(candidate, needed, leaders, tail):
                 return level, [candidate]
         if params.required:
-            raise PlacementFailure(_not_fit(params, tree, level, ordered[-1].pod_count, needed))
+            raise PlacementFailure(_not_fit(params, tree, level, ordered[-1].pod_count, requested))
 
-    if top.slice_count_with_leader >= needed and top.leader_count >= leaders:
+    if fits_slices(top, needed, leaders, tail):
         return level, [top]
 
     if params.required:
         return level, [_required_fit_after_top(tree, level, params, ordered)]
     if level > 0 and not params.unconstrained:
         # preferred: climb one level and try to fit in a single, bigger domain
-        return find_level_with_fit_domains(tree, level - 1, params)
+        return find_level_with_fit_domains(tree, level - 1, params, fill)
+    return level, _spread_over_domains(tree, level, ordered, params)
 
-    # Top level reached (or unconstrained): spread over several domains.
+
+def _spread_over_domains(
+    tree: DomainTree, level: int, ordered: list[Domain], params: PlacementParams
+) -> list[Domain]:
+    """Top level reached (or unconstrained): several domains, leaders first; with a tail, one
+    more domain when none of the chosen ones has room for it beside its whole slices."""
+    least_free, affinity = params.least_free_capacity, params.affinity
+    leaders = params.leader_count
+    tail = params.tail_size > 0
+    needed = params.count // params.slice_size
+    requested = needed + 1 if tail else needed
+
+    def fail(fit: int) -> PlacementFailure:
+        return PlacementFailure(_not_fit(params, tree, level, fit, requested))
+
     results: list[Domain] = []
+    assigned: list[int] = []  # the whole slices each chosen domain is to take
     remaining = needed
     remaining_leaders = leaders
-    ordered = prioritize_leader_domain(ordered, params.count, leaders, params.slice_size, True)
+    ordered = prioritize_leader_domain(
+        ordered, params.count, leaders, params.slice_size, True, tail
+    )
     position = 0
     while remaining_leaders > 0 and position < len(ordered) and ordered[position].leader_count > 0:
         domain = ordered[position]
@@ -608,11 +714,13 @@ def find_level_with_fit_domains(
                 ordered[position:], remaining, remaining_leaders, True, affinity
             )
         results.append(domain)
+        assigned.append(min(domain.slice_count_with_leader, remaining))
         remaining_leaders -= domain.leader_count
         remaining -= domain.slice_count_with_leader
         position += 1
     if remaining_leaders > 0:
-        raise PlacementFailure(_not_fit(params, tree, level, leaders - remaining_leaders, needed))
+        raise fail(leaders - remaining_leaders)
+    leader_domains = len(results)
     # Without a leader the with-leader counts equal the plain ones: already in this order.
     rest = ordered if leaders == 0 else sorted_domains(ordered[position:], least_free, affinity)
     position = 0
@@ -621,28 +729,39 @@ def find_level_with_fit_domains(
         if params.best_fit and domain.slice_count >= remaining:
             domain = find_best_fit_domain(rest[position:], remaining, 0, True, affinity)
         results.append(domain)
+        assigned.append(min(domain.slice_count, remaining))
         remaining -= domain.slice_count
         position += 1
     if remaining > 0:
-        raise PlacementFailure(_not_fit(params, tree, level, needed - remaining, needed))
-    return level, results
+        raise fail(needed - remaining)
+    takes_leader = [position < leader_domains for position in range(len(results))]
+    if tail and not selection_holds_tail(results, assigned, takes_leader):
+        extra = first_domain_hosting_tail(rest, results)
+        if extra is None:
+            raise fail(needed)
+        results.append(extra)
+    return results
 
 
 def _required_fit_after_top(
     tree: DomainTree, level: int, params: PlacementParams, ordered: list[Domain]
 ) -> Domain:
     """A required level whose first domain does not fit. Only the affinity order can put a
-    fitting domain after it (the capacity orders put the roomiest first), so only then are
-    the others looked at: the best fit among the first fitting one's affinity score and
-    below. Kueue's message otherwise."""
+    fitting domain after it (the capacity orders put the roomiest first; with a tail the best
+    fit has scanned them all), so only then are the others looked at: the best fit among the
+    first fitting one's affinity score and below, beside the tail when there is one. Kueue's
+    message otherwise (counting the tail as a slice)."""
     needed = params.count // params.slice_size
     leaders = params.leader_count
+    tail = params.tail_size > 0
     if params.affinity:
         for position in range(1, len(ordered)):
-            domain = ordered[position]
-            if domain.slice_count_with_leader >= needed and domain.leader_count >= leaders:
+            if fits_slices(ordered[position], needed, leaders, tail):
+                if tail:
+                    return find_best_fit_domain_with_tail(ordered[position:], needed, leaders, True)
                 return find_best_fit_domain(ordered[position:], needed, leaders, True, True)
-    raise PlacementFailure(_not_fit(params, tree, level, ordered[0].slice_count, needed))
+    requested = needed + 1 if tail else needed
+    raise PlacementFailure(_not_fit(params, tree, level, ordered[0].slice_count, requested))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -662,12 +781,7 @@ def descend(
     `fill` writes phase 1's counts onto domains before they are first read, when phase 1 left
     them in arrays (vectorized.LevelCounts.fill_domains); None when every domain has them.
     """
-    best_fit = params.best_fit
-    least_free = params.least_free_capacity
-    affinity = params.affinity
-    current = update_counts_to_minimum(
-        fit_domains, params.count, params.leader_count, params.slice_size, best_fit, True, affinity
-    )
+    current = _take_whole_slices(fit_domains, params)
     lowest = tree.level_count - 1
     level = fit_level
     if not balanced:
@@ -677,16 +791,10 @@ def descend(
             pooled = [child for domain in current for child in domain.children]
             if fill is not None:
                 fill(pooled)
-            current = update_counts_to_minimum(
-                sorted_domains(pooled, least_free, affinity),
-                params.count,
-                params.leader_count,
-                params.slice_size,
-                best_fit,
-                True,
-                affinity,
-            )
+            ordered = sorted_domains(pooled, params.least_free_capacity, params.affinity)
+            current = _take_whole_slices(ordered, params)
             level += 1
+    # Below, every domain splits its own pods (the tail's among them, one by one).
     while level < lowest:
         size_on_level = params.slice_size
         if level >= params.slice_level:
@@ -695,24 +803,43 @@ def descend(
         if fill is not None:
             fill([child for domain in current for child in domain.children])
         for domain in current:
-            # Children below the slice level still carry slice_count 0 when sorted, so they
-            # are ordered by pod count alone: a Kueue quirk kept for identical choices.
-            children = sorted_domains(domain.children, least_free, affinity)
-            if size_on_level > 1:
-                for child in children:
-                    child.slice_count = child.pod_count // size_on_level
-                    child.slice_count_with_leader = child.pod_count_with_leader // size_on_level
-            next_level.extend(
-                update_counts_to_minimum(
-                    children,
-                    domain.pod_count,
-                    domain.leader_count,
-                    size_on_level,
-                    best_fit,
-                    size_on_level > 1,
-                    affinity,
-                )
-            )
+            next_level.extend(_split_among_children(domain, size_on_level, params))
         current = next_level
         level += 1
     return current
+
+
+def _take_whole_slices(domains: list[Domain], params: PlacementParams) -> list[Domain]:
+    """The whole request (its tail too) over these domains, in whole slices."""
+    return update_counts_to_minimum(
+        domains,
+        params.count,
+        params.leader_count,
+        params.slice_size,
+        params.best_fit,
+        True,
+        affinity=params.affinity,
+        tail_size=params.tail_size,
+    )
+
+
+def _split_among_children(
+    domain: Domain, size_on_level: int, params: PlacementParams
+) -> list[Domain]:
+    """A domain's pods over its own children, in groups of `size_on_level`."""
+    # Children below the slice level still carry slice_count 0 when sorted, so they are
+    # ordered by pod count alone: a Kueue quirk kept for identical choices.
+    children = sorted_domains(domain.children, params.least_free_capacity, params.affinity)
+    if size_on_level > 1:
+        for child in children:
+            child.slice_count = child.pod_count // size_on_level
+            child.slice_count_with_leader = child.pod_count_with_leader // size_on_level
+    return update_counts_to_minimum(
+        children,
+        domain.pod_count,
+        domain.leader_count,
+        size_on_level,
+        params.best_fit,
+        size_on_level > 1,
+        affinity=params.affinity,
+    )

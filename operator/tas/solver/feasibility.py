@@ -91,9 +91,11 @@ def roll_up(
     when given: the counts are rolled up to them, cut, and rolled up again from them, taken as
     the leaves of the levels above (which also recomputes their slices from the cut pods, as
     Kueue's bound does). As the plain path's apply_bound (algorithm.py), on arrays."""
-    counts = vectorized.roll_up(tree, leaf_pods, params, leaf_pods_with_leader, leaf_leaders)
     if bounds is None:
-        return counts
+        return vectorized.roll_up(tree, leaf_pods, params, leaf_pods_with_leader, leaf_leaders)
+    # a partial slice's capacities come from the cut counts: the upper roll-up only
+    uncut = replace(params, tail_size=0) if params.tail_size else params
+    counts = vectorized.roll_up(tree, leaf_pods, uncut, leaf_pods_with_leader, leaf_leaders)
     level = tree.level_count - 2
     pods = np.minimum(counts.pods[level], bounds.pods)
     pods_with_leader = leaders = None
@@ -113,7 +115,14 @@ def roll_up(
         pods_with_leader=upper.pods_with_leader + counts.pods_with_leader[below],
         slices_with_leader=upper.slices_with_leader + counts.slices_with_leader[below],
         leaders=upper.leaders + counts.leaders[below],
+        # the slice level is declared, at or above the usage domains: zeros below them
+        slices_with_tail=_extended(upper.slices_with_tail, tree.zeros[below]),
+        slices_with_leader_and_tail=_extended(upper.slices_with_leader_and_tail, tree.zeros[below]),
     )
+
+
+def _extended(upper: list[np.ndarray] | None, lower: list[np.ndarray]) -> list[np.ndarray] | None:
+    return None if upper is None else upper + lower
 
 
 def counts_by_parent(leaves_with_counts: list[tuple[Domain, int]]) -> list[tuple[Domain, int]]:

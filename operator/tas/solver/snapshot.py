@@ -5,12 +5,15 @@ capacity (allocatable - non-TAS usage - admitted TAS usage), kept up to date inc
 `add_usage` and `upsert_node`. `find_assignments` places one workload without changing it.
 
 A pod set is placed on the vectorized path (vectorized.py: numpy arrays over whole levels)
-unless balanced placement applies, preferred node affinity orders the domains, or a quantity is
-too large for int64; then, and with `reference=True`, on the plain path (Python over every
-Domain), which gives the same answers.
+unless balanced placement applies, preferred node affinity orders the domains, NUMA zones break
+ties for a partial last slice, or a quantity is too large for int64; then, and with
+`reference=True`, on the plain path (Python over every Domain), which gives the same answers. A
+partial last slice (TASPartialSlices) is rolled up on the arrays and its domains chosen on the
+Domain objects (algorithm.py).
 
 With TASNodeFeasibilityForAllLevels and a lowest level other than the hostname, the tree has one
-more level than the topology: every node is a leaf (solver/feasibility.py).
+more level than the topology: every node is a leaf (solver/feasibility.py). The partial slice's
+capacities are then taken from the usage domains' bounded counts, as the whole slices' are.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tas.solver import balanced, feasibility, groups, numa, profile, vectorized
+from tas.solver import balanced, feasibility, groups, numa, partial_slices, profile, vectorized
 from tas.solver.algorithm import (
     PlacementFailure,
     PlacementParams,
@@ -53,6 +56,7 @@ from tas.solver.types import (
     PodSetRequest,
     ReplacementPlacement,
     Resources,
+    SliceLayer,
     SolverOptions,
     Toleration,
     TopologyAssignment,
@@ -473,10 +477,17 @@ class TopologySnapshot:
             return ReplacementPlacement(
                 failure=f"cannot find replacement assignment for unhealthy node: {failed_node}"
             )
-        return ReplacementPlacement(
-            assignment=self._merge(assignment.levels, [*surviving, *added.domains]),
-            added=added,
-        )
+        merged = self._merge(assignment.levels, [*surviving, *added.domains])
+        if self.options.partial_slices and layers:
+            # As Kueue with TASPartialSlices: the tail last again, and no split slice.
+            slice_level = self.levels.index(layers[0].level)
+            merged = self._tail_last(merged, slice_level, layers[0].size)
+            if merged is None:
+                return ReplacementPlacement(
+                    failure=f"cannot replace the node {failed_node} without splitting a "
+                    "PodSet slice"
+                )
+        return ReplacementPlacement(assignment=merged, added=added)
 
     def _replacement_domain(
         self, tree: DomainTree, request: PodSetRequest, surviving: list[DomainAssignment]
@@ -515,15 +526,19 @@ class TopologySnapshot:
         size: int,
         level: int,
     ) -> tuple[str, ...]:
-        """The slice-level domain whose pods plus the missing ones make whole slices again.
-        Kueue takes any such domain (map order); we take the first by values."""
+        """The slice-level domain whose pods plus the missing ones make whole slices again:
+        the first by values. With TASPartialSlices, as Kueue: in the assignment's order, where
+        only the last may hold the partial slice."""
         pods_in: dict[tuple[str, ...], int] = {}
         for domain in surviving:
             leaf = tree.leaves[self._leaf_by_key[self._key_of_assigned(domain.values)]]
             ancestor = leaf.values[: level + 1]
             pods_in[ancestor] = pods_in.get(ancestor, 0) + domain.count
-        for ancestor in sorted(pods_in):
-            if (pods_in[ancestor] + missing) % size == 0:
+        order = list(pods_in) if self.options.partial_slices else sorted(pods_in)
+        tail = (missing + sum(pods_in.values())) % size if self.options.partial_slices else 0
+        for position, ancestor in enumerate(order):
+            expected = tail if position == len(order) - 1 else 0
+            if (pods_in[ancestor] + missing) % size == expected:
                 return ancestor
         return ()
 
@@ -574,11 +589,33 @@ class TopologySnapshot:
         if scores is not None and any(scores):  # all 0: the orders without it
             params.affinity = True
             set_affinity_scores(tree, scores)
+        placed = self._place(tree, requests, leader_requests, assumed, params, allowed, counting)
+        return self._results(leader, workers, placed, params)
+
+    def _place(
+        self,
+        tree: DomainTree,
+        requests: dict[str, int],
+        leader_requests: dict[str, int] | None,
+        assumed: dict[int, dict[str, int]],
+        params: PlacementParams,
+        allowed: np.ndarray | None,
+        counting: _NumaCounting | None,
+    ) -> list[tuple[Domain, int]]:
+        """Every leaf that takes pods and how many: on the vectorized path when it applies."""
         bounds = self._usage_bounds(tree, requests, leader_requests, assumed)
+        # Balanced placement hands out whole slices only (Kueue: TODO for a tail).
         balanced_placement = (
-            self.options.balanced_placement and not params.required and not params.unconstrained
+            self.options.balanced_placement
+            and not params.required
+            and not params.unconstrained
+            and not params.tail_size
         )
-        plain = balanced_placement or params.affinity
+        # Preferred affinity orders, and NUMA tie-breaks with a tail, are on Domain objects
+        # only: the plain path.
+        plain = (
+            balanced_placement or params.affinity or (params.tail_size > 0 and counting is not None)
+        )
         if plain or not self._vectorizable(tree, requests, leader_requests, assumed):
             if bounds is not None:
                 feasibility.set_domain_bounds(tree, tree.level_count - 2, bounds)
@@ -592,26 +629,53 @@ class TopologySnapshot:
                 balanced_placement,
                 counting,
             )
-            placed = [(leaf, leaf.pod_count) for leaf in leaves]
-        else:
-            placed = self._place_vectorized(
-                tree, requests, leader_requests, assumed, params, allowed, counting, bounds
-            )
-        return self._results(leader, workers, placed)
+            return [(leaf, leaf.pod_count) for leaf in leaves]
+        return self._place_vectorized(
+            tree, requests, leader_requests, assumed, params, allowed, counting, bounds
+        )
 
     def _results(
         self,
         leader: PodSetRequest | None,
         workers: PodSetRequest,
         placed: list[tuple[Domain, int]],
+        params: PlacementParams,
     ) -> dict[str, _Placed]:
         result: dict[str, _Placed] = {}
         if leader is not None:
             # the leader's leaf is the one whose count field says so (both paths fill it)
             leader_counts = [(d, d.leader_count) for d, _ in placed if d.leader_count > 0]
             result[leader.name] = _Placed(self._assignment(leader_counts), leader_counts)
-        result[workers.name] = _Placed(self._assignment(placed), placed)
+        assignment = self._assignment(placed)
+        if params.tail_size:
+            ordered = self._tail_last(assignment, params.slice_level, params.slice_size)
+            if ordered is None or _pod_total(ordered) != params.count:
+                # phase 1 chose the domains knowing where the tail goes: unreachable
+                raise PlacementFailure(
+                    f"cannot place the partial slice of PodSet {workers.name} "
+                    "in a single topology domain"
+                )
+            assignment = ordered
+        result[workers.name] = _Placed(assignment, placed)
         return result
+
+    def _tail_last(
+        self, assignment: TopologyAssignment, slice_level: int, size: int
+    ) -> TopologyAssignment | None:
+        """The assignment with the domains holding the partial slice last (see
+        partial_slices.tail_last); None when its counts are not whole slices and one tail, or
+        it names a domain the snapshot does not have."""
+        keys = []
+        for domain in assignment.domains:
+            path = self.leaf_path(domain.values)  # below a virtual hostname: a usage domain's
+            if path is None:
+                return None
+            keys.append(path[: slice_level + 1])
+        counts = [d.count for d in assignment.domains]
+        order = partial_slices.tail_last(keys, counts, size)
+        if order is None:
+            return None
+        return replace(assignment, domains=tuple(assignment.domains[i] for i in order))
 
     def _usage_bounds(
         self,
@@ -675,6 +739,7 @@ class TopologySnapshot:
             or counting is not None
             or params.unconstrained
             or params.multi_layer
+            or params.tail_size
             or not self._vectorizable(tree, requests, None, assumed)
         ):
             return allowed
@@ -751,6 +816,8 @@ class TopologySnapshot:
         )
         if leader_requests is None:
             counts = feasibility.roll_up(tree, pods, params, bounds)
+            if params.tail_size:
+                return self._descend_filled(tree, counts, params)
             if counting is not None:
                 counts.leaf_zones = _LeafZones(counting, pods)
             fit_level, fit = vectorized.find_level_with_fit_domains(
@@ -758,6 +825,31 @@ class TopologySnapshot:
             )
             placed = vectorized.descend(counts, fit_level, fit, params)
             return [(tree.leaves[leaf], count) for leaf, count in placed]
+        pods_with_leader, leaders = self._leader_leaf_counts(
+            free, pods, requests, leader_requests, allowed, counting
+        )
+        counts = feasibility.roll_up(tree, pods, params, bounds, pods_with_leader, leaders)
+        if params.tail_size:
+            return self._descend_filled(tree, counts, params)
+        fit_level, fit = vectorized.find_level_with_fit_domains(
+            counts, params.requested_level, params
+        )
+        leaves = descend(
+            tree, fit_level, counts.fill(fit_level, fit), params, fill=counts.fill_domains
+        )
+        return [(leaf, leaf.pod_count) for leaf in leaves]
+
+    def _leader_leaf_counts(
+        self,
+        free: np.ndarray,
+        pods: np.ndarray,
+        requests: Resources,
+        leader_requests: Resources,
+        allowed: np.ndarray | None,
+        counting: _NumaCounting | None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Per leaf: the pods it holds beside the leader where it can host the leader (else
+        `pods`), and whether it can (1 or 0)."""
         hosts_leader = (
             vectorized.pods_that_fit(vectorized.resource_fits(free, self._rows, leader_requests)[1])
             > 0
@@ -769,16 +861,18 @@ class TopologySnapshot:
         )
         if counting is not None:
             hosts_leader, after_leader = counting.with_leader(hosts_leader, after_leader)
-        pods_with_leader = np.where(hosts_leader, after_leader, pods)
-        counts = feasibility.roll_up(
-            tree, pods, params, bounds, pods_with_leader, hosts_leader.astype(np.int64)
+        return np.where(hosts_leader, after_leader, pods), hosts_leader.astype(np.int64)
+
+    @staticmethod
+    def _descend_filled(
+        tree: DomainTree, counts: vectorized.LevelCounts, params: PlacementParams
+    ) -> list[tuple[Domain, int]]:
+        """Phase 2 of algorithm.py over the arrays' counts, written onto the domains it reads:
+        choosing domains for a tail lives there only (its levels are small but for the leaves)."""
+        fit_level, fit_domains = find_level_with_fit_domains(
+            tree, params.requested_level, params, fill=counts.fill_domains
         )
-        fit_level, fit = vectorized.find_level_with_fit_domains(
-            counts, params.requested_level, params
-        )
-        leaves = descend(
-            tree, fit_level, counts.fill(fit_level, fit), params, fill=counts.fill_domains
-        )
+        leaves = descend(tree, fit_level, fit_domains, params, fill=counts.fill_domains)
         return [(leaf, leaf.pod_count) for leaf in leaves]
 
     def _place_plain(
@@ -813,6 +907,14 @@ class TopologySnapshot:
                         params.slice_size_at_level,
                         leader_requests is not None,
                     )
+            if params.tail_size:
+                partial_slices.roll_up_tails(
+                    tree,
+                    params.slice_size,
+                    params.tail_size,
+                    params.slice_level,
+                    leader_requests is not None,
+                )
 
         fill_counts()
         if balanced_placement:
@@ -854,16 +956,48 @@ class TopologySnapshot:
         requested_level = self._level_index(level_key, "no requested topology level")
         slice_key = layers[0].level if layers else self.levels[-1]
         slice_level = self._level_index(slice_key, "no requested topology level for slices")
-        if workers.count % slice_size != 0:
-            # Kueue would place only whole slices and leave the rest gated; refuse instead.
-            field = "podSetSliceSize" if len(layers) == 1 else "slice layer 0 size"
-            raise _Invalid(f"{field} {slice_size} must divide the pod set count {workers.count}")
+        tail_size = self._tail_size(workers.count, layers)
         if requested_level > slice_level:
             raise _Invalid(
                 f"podset slice topology {slice_key} is above the podset topology {level_key}"
             )
+        slice_size_at_level = self._inner_slice_sizes(layers, slice_level)
+        multi_layer: tuple[tuple[int, int], ...] = ()
+        if slice_size_at_level:
+            multi_layer = tuple((self.levels.index(lay.level), lay.size) for lay in layers)
+        return PlacementParams(
+            count=workers.count,
+            slice_size=slice_size,
+            requested_level=requested_level,
+            slice_level=slice_level,
+            required=bool(request.required),
+            unconstrained=unconstrained,
+            least_free_capacity=unconstrained and self.options.profile_mixed,
+            topology_name=self.flavor.topology_name or "",
+            level_keys=self._tree_levels,
+            leader_count=1 if leader is not None else 0,
+            slice_size_at_level=slice_size_at_level,
+            multi_layer=multi_layer,
+            tail_size=tail_size,
+        )
+
+    def _tail_size(self, count: int, layers: tuple[SliceLayer, ...]) -> int:
+        """The pods of a partial last slice: with TASPartialSlices and a single layer only
+        (inner layers could not divide it); otherwise a count that is not a whole number of
+        slices is refused (Kueue would place the whole slices and leave the rest gated)."""
+        if not layers or count % layers[0].size == 0:
+            return 0
+        if self.options.partial_slices and len(layers) == 1:
+            return count % layers[0].size
+        field = "podSetSliceSize" if len(layers) == 1 else "slice layer 0 size"
+        raise _Invalid(f"{field} {layers[0].size} must divide the pod set count {count}")
+
+    def _inner_slice_sizes(
+        self, layers: tuple[SliceLayer, ...], slice_level: int
+    ) -> dict[int, int]:
+        """Level index -> inner slice size, for every level an inner layer covers."""
         slice_size_at_level: dict[int, int] = {}
-        previous_size, previous_level = slice_size, slice_level
+        previous_size, previous_level = layers[0].size if layers else 1, slice_level
         for layer in layers[1:]:
             layer_level = self._level_index(
                 layer.level, "no requested topology level for additional slice layer"
@@ -881,23 +1015,7 @@ class TopologySnapshot:
             for level in range(previous_level + 1, layer_level + 1):
                 slice_size_at_level[level] = layer.size
             previous_size, previous_level = layer.size, layer_level
-        multi_layer: tuple[tuple[int, int], ...] = ()
-        if slice_size_at_level:
-            multi_layer = tuple((self.levels.index(lay.level), lay.size) for lay in layers)
-        return PlacementParams(
-            count=workers.count,
-            slice_size=slice_size,
-            requested_level=requested_level,
-            slice_level=slice_level,
-            required=bool(request.required),
-            unconstrained=unconstrained,
-            least_free_capacity=unconstrained and self.options.profile_mixed,
-            topology_name=self.flavor.topology_name or "",
-            level_keys=self._tree_levels,
-            leader_count=1 if leader is not None else 0,
-            slice_size_at_level=slice_size_at_level,
-            multi_layer=multi_layer,
-        )
+        return slice_size_at_level
 
     def _level_index(self, key: str, what: str) -> int:
         try:
@@ -1292,6 +1410,10 @@ class TopologySnapshot:
             self._row(name)
         for name, row in self._rows.items():
             self._set_free(row, index, remaining.get(name, 0))
+
+
+def _pod_total(assignment: TopologyAssignment) -> int:
+    return sum(domain.count for domain in assignment.domains)
 
 
 def _with_one_pod(requests: Mapping[str, int]) -> dict[str, int]:

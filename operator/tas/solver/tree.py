@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+MAX_INT32 = 2**31 - 1  # Kueue's counts are int32: its "no such domain" and "none fits yet"
+
 
 class Domain:
     __slots__ = (
@@ -26,6 +28,8 @@ class Domain:
         "pod_count_with_leader",
         "slice_count",
         "slice_count_with_leader",
+        "slice_count_with_leader_and_tail",
+        "slice_count_with_tail",
         "values",
         "zones_needed",
     )
@@ -42,6 +46,9 @@ class Domain:
         self.pod_count_with_leader = 0
         self.slice_count_with_leader = 0
         self.leader_count = 0
+        # whole slices held beside a partial last slice (solver/partial_slices.py)
+        self.slice_count_with_tail = 0
+        self.slice_count_with_leader_and_tail = 0
         # NUMA zones the leaf's pods need at the fewest (0: not counted by zones); a tie-break
         # after Kueue's keys (gate TASNUMAZones)
         self.zones_needed = 0
@@ -74,6 +81,8 @@ class Domain:
         copy.pod_count_with_leader = self.pod_count_with_leader
         copy.slice_count_with_leader = self.slice_count_with_leader
         copy.leader_count = self.leader_count
+        copy.slice_count_with_tail = self.slice_count_with_tail
+        copy.slice_count_with_leader_and_tail = self.slice_count_with_leader_and_tail
         copy.zones_needed = self.zones_needed
         copy.affinity_score = self.affinity_score
         copy.capacity_bound = self.capacity_bound

@@ -180,6 +180,12 @@ class SolverOptions:
     # TASNodeFeasibilityForAllLevels: with a lowest level other than the hostname, every node
     # is a leaf below it (solver/feasibility.py)
     node_feasibility_all_levels: bool = False
+    # TASPartialSlices: a single slice layer whose size does not divide the count places a
+    # last, shorter slice in one domain of the slice level (solver/algorithm.py, "tail").
+    partial_slices: bool = False
+    # TASGroupedPodSetSlicing: a leader/workers group may carry slices. Placement already
+    # handles them; validation (api/annotations.py, admission) reads this to allow them.
+    grouped_pod_set_slicing: bool = False
 
 
 @dataclass(frozen=True)

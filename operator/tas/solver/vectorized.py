@@ -23,15 +23,17 @@ from typing import Any
 import numpy as np
 
 from tas.solver.algorithm import (
-    MAX_INT32,
     PlacementFailure,
     PlacementParams,
     multi_layer_not_fit_message,
     not_fit_message,
 )
-from tas.solver.tree import Domain, DomainTree
+from tas.solver.partial_slices import NO_TAIL_FIT
+from tas.solver.tree import MAX_INT32, Domain, DomainTree
 
 Array = np.ndarray
+# "No such child" in penalty arrays: far above any slice count, and twice it fits int64.
+_NONE = 2**40
 
 
 # ---------------------------------------------------------------------------------------------
@@ -96,6 +98,10 @@ class LevelCounts:
     # NUMA zones each leaf's pods need at the fewest (TASNUMAZones), a tie-break after the
     # counts; None: no leaf is counted by zones
     leaf_zones: Any = None  # indexable by positions (snapshot._LeafZones), or None
+    # With a partial last slice: whole slices beside it, and beside it and the leader
+    # (solver/partial_slices.py), for every level (0 below the slice level); else None.
+    slices_with_tail: list[Array] | None = None
+    slices_with_leader_and_tail: list[Array] | None = None
 
     def fill(self, level: int, indices: Array | list[int]) -> list[Domain]:
         """Write the counts of these domains of `level` onto their Domain objects."""
@@ -119,6 +125,12 @@ class LevelCounts:
             domain.slice_count_with_leader = slices_wl
             domain.leader_count = leaders
             filled.append(domain)
+        if self.slices_with_tail is not None and self.slices_with_leader_and_tail is not None:
+            tails = self.slices_with_tail[level][indices].tolist()
+            both = self.slices_with_leader_and_tail[level][indices].tolist()
+            for domain, with_tail, with_both in zip(filled, tails, both, strict=True):
+                domain.slice_count_with_tail = with_tail
+                domain.slice_count_with_leader_and_tail = with_both
         return filled
 
     def fill_domains(self, domains: list[Domain]) -> None:
@@ -176,7 +188,91 @@ def roll_up(
             slices[level] = pods[level] // size
             if with_leader:
                 slices_wl[level] = pods_wl[level] // size
-    return LevelCounts(tree, pods, slices, pods_wl, slices_wl, leaders)
+    counts = LevelCounts(tree, pods, slices, pods_wl, slices_wl, leaders)
+    if params.tail_size:
+        _roll_up_tails(counts, params, with_leader)
+    return counts
+
+
+def _roll_up_tails(counts: LevelCounts, params: PlacementParams, with_leader: bool) -> None:
+    """partial_slices.roll_up_tails on whole levels: at the slice level the tail is charged to
+    the domain itself, above it to the cheapest child (with a leader: the cheapest way to hold
+    both, never the same child's lowest penalty twice)."""
+    tree, size, tail = counts.tree, params.slice_size, params.tail_size
+    with_tail, both = list(tree.zeros), list(tree.zeros)
+    level = params.slice_level
+    with_tail[level] = _hosting_tail(counts.pods[level], size, tail)
+    both[level] = np.full(len(tree.levels[level]), NO_TAIL_FIT, dtype=np.int64)
+    if with_leader:
+        both[level] = _hosting_tail(counts.pods_with_leader[level], size, tail)
+    for level in range(params.slice_level - 1, -1, -1):
+        below, starts = level + 1, tree.child_starts[level]
+        child_slices = counts.slices[below]
+        tail_penalty = np.where(
+            with_tail[below] != NO_TAIL_FIT, child_slices - with_tail[below], _NONE
+        )
+        tails = _cheapest_two(tail_penalty, starts)
+        slices = counts.slices[level]
+        with_tail[level] = np.where(
+            tails[0] < _NONE,
+            np.minimum(slices - tails[0], _hosting_tail(counts.pods[level], size, tail)),
+            NO_TAIL_FIT,
+        )
+        both[level] = np.full(len(slices), NO_TAIL_FIT, dtype=np.int64)
+        if with_leader:
+            penalty = _both_penalty(counts, below, starts, tails, both[below])
+            both[level] = np.where(
+                penalty < _NONE,
+                np.minimum(
+                    slices - penalty, _hosting_tail(counts.pods_with_leader[level], size, tail)
+                ),
+                NO_TAIL_FIT,
+            )
+    counts.slices_with_tail, counts.slices_with_leader_and_tail = with_tail, both
+
+
+def _both_penalty(
+    counts: LevelCounts, below: int, starts: Array, tails: tuple[Array, ...], child_both: Array
+) -> Array:
+    """Per domain: the whole slices its children give up to hold the leader and the tail (in
+    one child, or in two), _NONE when they cannot (partial_slices.both_penalty)."""
+    able = counts.leaders[below] > 0
+    child_slices = counts.slices[below]
+    leader = _cheapest_two(
+        np.where(able, child_slices - counts.slices_with_leader[below], _NONE), starts
+    )
+    together = _smallest_of(
+        np.where(able & (child_both != NO_TAIL_FIT), child_slices - child_both, _NONE), starts
+    )
+    (leader_best, leader_at, leader_second), (tail_best, tail_at, tail_second) = leader, tails
+    apart = np.where(
+        leader_at != tail_at,
+        leader_best + tail_best,
+        np.minimum(leader_second + tail_best, leader_best + tail_second),
+    )
+    found = (leader_best < _NONE) & (tail_best < _NONE)
+    penalty = np.minimum(together, np.where(found, apart, _NONE))
+    return np.minimum(penalty, _NONE)
+
+
+def _cheapest_two(penalty: Array, starts: Array) -> tuple[Array, Array, Array]:
+    """Per domain over its children: the lowest penalty, the position of its first child with
+    it, and the lowest of the others (_NONE where there is none)."""
+    best = _smallest_of(penalty, starts)
+    owner = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(penalty))))
+    positions = np.arange(len(penalty))
+    first = np.minimum.reduceat(np.where(penalty == best[owner], positions, len(penalty)), starts)
+    others = penalty.copy()
+    others[first[best < _NONE]] = _NONE
+    return best, first, _smallest_of(others, starts)
+
+
+def _smallest_of(values: Array, starts: Array) -> Array:
+    return np.minimum.reduceat(values, starts)
+
+
+def _hosting_tail(pods: Array, size: int, tail: int) -> Array:
+    return np.where(pods >= tail, (pods - tail) // size, NO_TAIL_FIT)
 
 
 def _smallest(values: Array, starts: Array) -> Array:
