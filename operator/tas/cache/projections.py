@@ -179,15 +179,37 @@ def preferred_affinity_from_spec(pod_spec: Mapping) -> tuple[PreferredScheduling
     return tuple(terms)
 
 
+REQUIRED_AFFINITY_FIELD = (
+    "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+)
+
+
+def required_affinity_from_spec(pod_spec: Mapping) -> tuple[NodeSelectorTerm, ...]:
+    """A pod spec's required node affinity (ORed terms), which Kueue checks on nodes as the
+    scheduler will; a malformed term is a ValueError naming its field."""
+    node_affinity = (pod_spec.get("affinity") or {}).get("nodeAffinity") or {}
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    return tuple(
+        node_selector_term_from_object(term or {}, f"{REQUIRED_AFFINITY_FIELD}[{i}]")
+        for i, term in enumerate(required.get("nodeSelectorTerms") or [])
+    )
+
+
 def node_selector_term_from_object(term: Mapping, path: str) -> NodeSelectorTerm:
-    """Its matchExpressions (matchFields, which only name metadata.name, are not read)."""
+    """Its matchExpressions, and matchFields on `metadata.name` read as the node's hostname
+    label (the only field they may name; nodes are named after their hostname)."""
     requirements = []
-    for i, expression in enumerate(term.get("matchExpressions") or []):
-        key, operator = expression.get("key"), expression.get("operator")
-        if not isinstance(key, str) or not isinstance(operator, str):
-            raise ValueError(f"{path}.matchExpressions[{i}]: needs a key and an operator")
-        values = tuple(str(v) for v in expression.get("values") or ())
-        requirements.append(NodeSelectorRequirement(key=key, operator=operator, values=values))
+    for field_name in ("matchExpressions", "matchFields"):
+        for i, expression in enumerate(term.get(field_name) or []):
+            key, operator = expression.get("key"), expression.get("operator")
+            if not isinstance(key, str) or not isinstance(operator, str):
+                raise ValueError(f"{path}.{field_name}[{i}]: needs a key and an operator")
+            if field_name == "matchFields":
+                if key != "metadata.name":
+                    raise ValueError(f"{path}.matchFields[{i}].key: only metadata.name")
+                key = HOSTNAME_LABEL
+            values = tuple(str(v) for v in expression.get("values") or ())
+            requirements.append(NodeSelectorRequirement(key=key, operator=operator, values=values))
     return NodeSelectorTerm(match_expressions=tuple(requirements))
 
 
@@ -667,6 +689,7 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
                     tolerations=tuple(
                         toleration_from_object(t) for t in pod_spec.get("tolerations") or []
                     ),
+                    required_affinity=required_affinity_from_spec(pod_spec),
                     preferred_affinity=preferred_affinity_from_spec(pod_spec),
                     numa=numa_shape(pod_spec),
                 )
