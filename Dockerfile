@@ -1,7 +1,7 @@
 # The tas-operator image, for those with a container engine: the same recipe as `make image`
 # (which needs none), so both give the same image.
 #
-#   docker build -t tas-operator:0.1.0 --build-arg SOURCE_DATE_EPOCH=$(git log -1 --format=%ct) .
+#   docker build -t tas-operator:0.2.0 --build-arg SOURCE_DATE_EPOCH=$(git log -1 --format=%ct) .
 #
 # The build stage is only a Debian build root: image/stage.sh installs the Debian packages
 # pinned in image/debian-packages.lock, builds the operator's wheel from these sources and
@@ -26,7 +26,7 @@ ENV PATH=/opt/tas/bin:/usr/bin:/bin \
 LABEL org.opencontainers.image.title="tas-operator" \
       org.opencontainers.image.description="Topology-aware admission of batch Jobs, serving Kueue's API" \
       org.opencontainers.image.licenses="Apache-2.0" \
-      org.opencontainers.image.version="0.1.0"
+      org.opencontainers.image.version="0.2.0"
 # A numeric non-root user, so that the pod's runAsNonRoot can be verified by the kubelet.
 USER 65532:65532
 WORKDIR /

@@ -65,7 +65,7 @@ cluster-down:  ## stop the local cluster and remove its data
 	@$(DEV_CLUSTER) bash e2e/cluster.sh down
 
 crds: venv  ## regenerate crds/ and the chart's CRDs from the pydantic models
-	$(BIN)/python -m tas.api.crdgen crds helm/tas-operator/templates/crds
+	$(BIN)/python -m tas.api.crdgen crds --chart helm/tas-operator/templates/crds
 
 demo: venv  ## local cluster, chart, operator, Kueue's example flow, and where every pod landed
 	@$(DEV_CLUSTER) bash e2e/demo.sh

@@ -19,21 +19,24 @@ def chart_installed(cluster: Cluster) -> None:
     chart.install(cluster)
 
 
-@pytest.fixture(scope="session")
-def kueue_example(cluster: Cluster, chart_installed, topology_nodes) -> None:
-    """Kueue's documented TAS setup, applied unchanged (its LocalQueue lives in `default`)."""
+def apply_kueue_example(cluster: Cluster) -> None:
+    """Kueue's documented TAS setup, applied unchanged (its LocalQueue lives in `default`).
+    Its v1beta1 ClusterQueue and LocalQueue are stored through the operator's conversion
+    webhook, so an operator must be serving."""
     for name in ("topology.yaml", "resource-flavor.yaml", "cluster-queue.yaml", "local-queue.yaml"):
         cluster.kubectl("apply", "-f", str(ROOT / "examples" / "kueue-tas" / name))
 
 
 @pytest.fixture(scope="session")
-def operator(cluster: Cluster, kueue_example):
+def operator(cluster: Cluster, chart_installed, topology_nodes):
+    """The operator, and Kueue's example queues it admits to."""
     proc = OperatorProcess(
         cluster,
         kubeconfig=chart.service_account_kubeconfig(cluster),
         gates=chart.deployment_gates(cluster),
     )
     proc.start()
+    apply_kueue_example(cluster)
     yield proc
     proc.stop()
 

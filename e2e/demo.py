@@ -18,6 +18,7 @@ from pathlib import Path
 from e2e import chart, topology
 from e2e.chart import install, service_account_kubeconfig
 from e2e.harness import ROOT, Cluster, local_cluster, wait_for
+from tas.webhookcert import CONVERTED_CRDS
 
 EXAMPLES = ROOT / "examples"
 SAMPLE_PREFIX = "tas-sample-preferred"
@@ -72,20 +73,25 @@ def start_operator(cluster: Cluster, state_dir: Path) -> None:
     wait_for(lambda: "caches synced" in log.read_text(), timeout=60, what="the operator to sync")
     wait_for(lambda: port_open(port), timeout=30, what="the webhook server")
     wait_for(
-        lambda: (
-            cluster.kubectl(
-                "get",
-                "mutatingwebhookconfiguration",
-                chart.WEBHOOK_CONFIG,
-                "-o",
-                "jsonpath={.webhooks[0].clientConfig.caBundle}",
-            ).stdout
-        ),
+        lambda: trusted(cluster),
         timeout=30,
-        what="the operator's CA in the webhook configurations",
+        what="the operator's CA in the webhook configurations and the CRDs' conversion",
     )
     say(
         f"operator running under the chart's ServiceAccount (log: {log}, metrics: http://127.0.0.1:9090/metrics)"
+    )
+
+
+def trusted(cluster: Cluster) -> bool:
+    """The webhooks (admission, and the CRDs' conversion) carry the operator's CA: Kueue's
+    v1beta1 example queues are stored through the conversion webhook."""
+    paths = [("mutatingwebhookconfiguration", chart.WEBHOOK_CONFIG, "webhooks[0]")]
+    paths += [("crd", name, "spec.conversion.webhook") for name in CONVERTED_CRDS]
+    return all(
+        cluster.kubectl(
+            "get", kind, name, "-o", f"jsonpath={{.{path}.clientConfig.caBundle}}"
+        ).stdout
+        for kind, name, path in paths
     )
 
 

@@ -100,8 +100,13 @@ def local_queue(name: str, cluster_queue: str) -> dict:
     }
 
 
+# The tests read Workloads as a v1beta1 client does: through the operator's conversion webhook
+# (the operator itself reads and writes v1beta2, the stored version).
+WORKLOADS_V1BETA1 = "workloads.v1beta1.kueue.x-k8s.io"
+
+
 def workload_of(cluster: Cluster, namespace: str, job_name: str) -> dict | None:
-    items = cluster.get_json("workloads", "-n", namespace)["items"]
+    items = cluster.get_json(WORKLOADS_V1BETA1, "-n", namespace)["items"]
     return next(
         (
             w

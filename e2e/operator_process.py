@@ -16,6 +16,7 @@ from pathlib import Path
 
 from e2e import chart
 from e2e.harness import ROOT, Cluster, wait_for
+from tas.webhookcert import CONVERTED_CRDS
 
 WEBHOOK_CONFIG = chart.WEBHOOK_CONFIG
 
@@ -141,7 +142,8 @@ class OperatorProcess(HostProcess):
         return True
 
     def webhooks_trusted(self) -> bool:
-        """Both webhook configurations carry the CA of the certificate in the chart's Secret."""
+        """Both webhook configurations, and the conversion webhook of every CRD that has one,
+        carry the CA of the certificate in the chart's Secret."""
         secret = self.cluster.get_json("secret", "-n", chart.NAMESPACE, chart.CERT_SECRET)
         ca = (secret.get("data") or {}).get("ca.crt")
         if not ca:
@@ -149,6 +151,10 @@ class OperatorProcess(HostProcess):
         for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
             hooks = self.cluster.get_json(kind, WEBHOOK_CONFIG).get("webhooks") or []
             if not hooks or any(h["clientConfig"].get("caBundle") != ca for h in hooks):
+                return False
+        for name in CONVERTED_CRDS:
+            conversion = self.cluster.get_json("crd", name)["spec"]["conversion"]
+            if conversion["webhook"]["clientConfig"].get("caBundle") != ca:
                 return False
         return base64.b64decode(ca) != b""
 

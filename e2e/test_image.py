@@ -18,6 +18,7 @@ import pytest
 import tas
 from e2e import chart, test_operator
 from e2e import image as recipe
+from e2e.conftest import apply_kueue_example
 from e2e.harness import Cluster
 from e2e.operator_process import OperatorProcess
 
@@ -35,7 +36,7 @@ def image():
 
 
 @pytest.fixture(scope="module")
-def operator(cluster: Cluster, kueue_example, image: recipe.Image):
+def operator(cluster: Cluster, chart_installed, topology_nodes, image: recipe.Image):
     """The operator from the image, in place of the host's (conftest.py's `operator`)."""
     kubeconfig = chart.service_account_kubeconfig(cluster)
     proc = OperatorProcess(
@@ -45,6 +46,7 @@ def operator(cluster: Cluster, kueue_example, image: recipe.Image):
         command=image.command("tas", copy=[kubeconfig]),
     )
     proc.start()
+    apply_kueue_example(cluster)
     yield proc
     proc.stop()
 

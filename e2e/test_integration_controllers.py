@@ -310,7 +310,7 @@ def gpu_nodes(cluster: Cluster, topology_nodes) -> None:
 
 
 @pytest.fixture
-def gpu_queue(cluster: Cluster, namespace: str, gpu_nodes, kueue_example) -> str:
+def gpu_queue(cluster: Cluster, namespace: str, gpu_nodes, operator) -> str:
     """Kueue's sample-gpu-queues.yaml ClusterQueue on the example's flavor, named apart."""
     cq = f"gpu-{namespace}"
     cluster.apply(jobs.cluster_queue(cq, {"cpu": 100, "memory": "100Gi", "nvidia.com/gpu": 16}))
@@ -322,7 +322,7 @@ def gpu_queue(cluster: Cluster, namespace: str, gpu_nodes, kueue_example) -> str
 def lws_workloads(cluster: Cluster, namespace: str) -> dict[str, dict]:
     return {
         w["metadata"]["name"]: w
-        for w in cluster.get_json("workloads", "-n", namespace)["items"]
+        for w in cluster.get_json(jobs.WORKLOADS_V1BETA1, "-n", namespace)["items"]
         if any(o["kind"] == "LeaderWorkerSet" for o in w["metadata"].get("ownerReferences", []))
     }
 

@@ -22,7 +22,9 @@ FINALIZER = "kueue.x-k8s.io/managed"
 
 
 def workload(cluster: Cluster, namespace: str, name: str) -> dict | None:
-    found = cluster.kubectl("get", "workload", "-n", namespace, name, "-o", "json", check=False)
+    found = cluster.kubectl(
+        "get", jobs.WORKLOADS_V1BETA1, "-n", namespace, name, "-o", "json", check=False
+    )
     return json.loads(found.stdout) if found.returncode == 0 else None
 
 

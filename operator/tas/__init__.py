@@ -1,3 +1,3 @@
 """tas-operator: topology-aware admission of batch Jobs, speaking Kueue's API."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

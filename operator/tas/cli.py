@@ -1,4 +1,5 @@
-"""The `tas` command: `tas solve`, `tas simulate`, `tas operator`."""
+"""The `tas` command: `tas solve`, `tas simulate`, `tas contest`, `tas operator`,
+`tas migrate-storage`."""
 
 from __future__ import annotations
 
@@ -28,6 +29,30 @@ def _contest(args: argparse.Namespace) -> int:
     return adapter.main(sys.stdin, sys.stdout, sys.stderr, gates=args.feature_gates)
 
 
+def _migrate_storage(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from tas import migrate
+    from tas.kube import Kube, KubeError
+    from tas.kubeconfig import KubeconfigError, load_connection
+
+    async def run() -> list[str]:
+        kube = Kube(load_connection(args.kubeconfig), component="tas-migrate-storage")
+        try:
+            return (await migrate.migrate(kube)).lines()
+        finally:
+            await kube.close()
+
+    try:
+        lines = asyncio.run(run())
+    except (KubeError, KubeconfigError) as exc:
+        print(f"tas migrate-storage: {' '.join(str(exc).split())[:500]}", file=sys.stderr)
+        return 1
+    for line in lines:
+        print(line)
+    return 0
+
+
 def _operator(args: argparse.Namespace) -> int:
     import logging
 
@@ -37,6 +62,7 @@ def _operator(args: argparse.Namespace) -> int:
 
     try:
         gates = features.from_env_and_flag(args.feature_gates)
+        features.activate(gates)
     except features.FeatureGateError as exc:
         print(f"tas operator: --feature-gates: {exc}", file=sys.stderr)
         return 2
@@ -172,6 +198,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="A=true,B=false (TASProfileFragmentationAware changes the placement)",
     )
     contest.set_defaults(func=_contest)
+
+    migrate_storage = sub.add_parser(
+        "migrate-storage",
+        help="rewrite every object of our CRDs in the stored version (v1beta2) and trim the "
+        "CRDs' storedVersions (after an upgrade; the operator also does it when it leads)",
+    )
+    migrate_storage.add_argument(
+        "--kubeconfig",
+        default=env_default("KUBECONFIG_PATH"),
+        help="default: in-cluster, then ~/.kube/config",
+    )
+    migrate_storage.set_defaults(func=_migrate_storage)
 
     op = sub.add_parser("operator", help="run the operator against a cluster")
     op.add_argument(

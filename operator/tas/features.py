@@ -44,6 +44,7 @@ class Gate(StrEnum):
     TAS_GROUPED_POD_SET_SLICING = "TASGroupedPodSetSlicing"
     SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS = "SkipReassignmentForPodOwnedWorkloads"
     LOCAL_QUEUE_METRICS = "LocalQueueMetrics"
+    TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX = "TASAssignmentsEncodingByHostnamePrefix"
     TAS_NUMA_ZONES = "TASNUMAZones"
     TAS_PLACEMENT_GROUPS = "TASPlacementGroups"
     TAS_PROFILE_FRAGMENTATION_AWARE = "TASProfileFragmentationAware"
@@ -302,7 +303,10 @@ _SPECS = (
         "Beta",
         None,
         True,
-        "Kueue: v1beta2 topology assignments grouped by hostname prefix.",
+        "The compact v1beta2 topology assignments (what the operator writes and the conversion "
+        "webhook makes of a v1beta1 one) are cut into runs of hostnames that share a prefix, "
+        "which keeps a Workload of 60,000 nodes far below the size limit.",
+        kind=Kind.IMPLEMENTED,
         default=True,
     ),
     _kueue(
@@ -850,6 +854,21 @@ class FeatureGates:
 
 def defaults() -> FeatureGates:
     return FeatureGates({})
+
+
+# The process's gates, for code that reads a gate where its behaviour lives (as Kueue's
+# features.Enabled): set once at start-up by the command, read-only afterwards.
+_active = defaults()
+
+
+def activate(gates: FeatureGates) -> None:
+    global _active
+    _active = gates
+
+
+def enabled(name: str) -> bool:
+    """Whether the process's gate `name` is on (defaults until a command activates its own)."""
+    return _active.enabled(name)
 
 
 def _unknown(name: str) -> FeatureGateError:

@@ -23,6 +23,7 @@ import orjson
 
 from tas import metrics
 from tas.api.conditions import now_rfc3339
+from tas.api.constants import KUEUE_API_VERSION
 from tas.kubeconfig import Connection
 
 log = logging.getLogger(__name__)
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
-KUEUE = "/apis/kueue.x-k8s.io/v1beta1"
+KUEUE = "/apis/" + KUEUE_API_VERSION
 REQUEST_TIMEOUT = 30.0  # seconds for any single non-watch call
 
 

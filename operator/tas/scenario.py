@@ -475,7 +475,7 @@ def _named(document: Mapping[str, Any], key: str, kind: str):
 def _cluster_queues(document: Mapping[str, Any]) -> tuple[dict, ...]:
     queues = []
     for path, entry, name in _named(document, "clusterQueues", "ClusterQueue"):
-        cohort = _field(entry, "cohort", str, path, None)
+        cohort = _cohort_name(entry, path)
         spec: dict[str, Any] = {
             "namespaceSelector": {},
             "resourceGroups": _quota_groups(entry, path, cohort is not None),
@@ -484,9 +484,18 @@ def _cluster_queues(document: Mapping[str, Any]) -> tuple[dict, ...]:
             ),
         }
         if cohort:
-            spec["cohort"] = cohort
+            spec["cohortName"] = cohort
         queues.append({"metadata": {"name": name}, "spec": spec})
     return tuple(queues)
+
+
+def _cohort_name(entry: Mapping[str, Any], path: str) -> str | None:
+    """`cohortName` (Kueue v1beta2) or `cohort` (v1beta1), not two different ones."""
+    old = _field(entry, "cohort", str, path, None)
+    new = _field(entry, "cohortName", str, path, None)
+    if old is not None and new is not None and old != new:
+        raise ScenarioError(f"{path}.cohortName", f"differs from cohort {old!r}")
+    return new if new is not None else old
 
 
 def _cohorts(document: Mapping[str, Any]) -> tuple[dict, ...]:

@@ -3,10 +3,11 @@
 Every replica runs one. It reads the chart's Secret, and when `certs.plan` says so (empty,
 expiring, missing a host) it writes a new certificate into it, guarded by the resourceVersion it
 read: when two replicas try at once, one wins and the other reads the winner's. Then it writes
-the served files (mode 0600; kopf's server reloads them when they change) and puts the CA
-bundle into the chart's two webhook configurations, only where it differs. It never creates,
-empties or deletes a webhook configuration: they belong to the chart, and a replica stopping
-must not take the webhooks away from the others.
+the served files (mode 0600; the server loads them again through `on_renewed`) and puts the
+CA bundle into the chart's two webhook configurations and into the conversion webhook of each
+CRD that has one, only where it differs. It never creates, empties or deletes a webhook
+configuration: they belong to the chart, and a replica stopping must not take the webhooks
+away from the others.
 
 Without a Secret (a single process on a workstation) the certificate is made in memory and
 still rotated on time.
@@ -18,16 +19,23 @@ import asyncio
 import base64
 import datetime
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from tas import certs
-from tas.kube import STRATEGIC, Kube, KubeError
+from tas.api.models import RESOURCES
+from tas.kube import MERGE, STRATEGIC, Kube, KubeError
 from tas.retry import Backoff
 
 log = logging.getLogger(__name__)
 
 CONFIG_KINDS = ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+# The CRDs whose versions the API server converts through our webhook.
+CONVERTED_CRDS = tuple(
+    f"{r.crd.plural}.{r.crd.group}" for r in RESOURCES if r.crd.conversion_webhook
+)
 CHECK_EVERY = 600.0  # seconds between checks: picks up a Secret another replica rotated
 CONFLICTS = 5  # 409s in a row before a check gives up (and backs off)
 
@@ -60,6 +68,7 @@ class WebhookCertificates:
         self.data: dict[str, bytes] = {}  # what is served
         self.missing_configs: set[str] = set()  # warned about once
         self.ready = asyncio.Event()  # set after the first good check
+        self.on_renewed: list[Callable[[], None]] = []  # called once new files are written
 
     @property
     def files(self) -> tuple[Path, Path, Path]:
@@ -73,8 +82,11 @@ class WebhookCertificates:
         data = await self._secret_data(now) if self.secret else self._local_data(now)
         if certs.write_served(self.directory, data):
             log.info("serving the webhook certificate valid until %s", _expiry(data))
+            for reload in self.on_renewed:
+                reload()
         self.data = data
         await self._inject_ca_bundle(data[certs.CA_CRT])
+        await self._inject_conversion_ca_bundle(data[certs.CA_CRT])
 
     def _local_data(self, now: datetime.datetime) -> dict[str, bytes]:
         return certs.plan(self.data, self.hosts, now, self.lifetimes) or self.data
@@ -128,6 +140,25 @@ class WebhookCertificates:
                 }
                 await self.kube.patch(path, patch, STRATEGIC)
                 log.info("CA bundle set in %s %s for %s", kind, self.config_name, ", ".join(stale))
+
+    async def _inject_conversion_ca_bundle(self, bundle: bytes) -> None:
+        encoded = base64.b64encode(bundle).decode()
+        for name in CONVERTED_CRDS:
+            crd = await self.kube.get(f"{CRDS}/{name}")
+            conversion = ((crd or {}).get("spec") or {}).get("conversion") or {}
+            if crd is None or conversion.get("strategy") != "Webhook":
+                if name not in self.missing_configs:
+                    log.warning("CRD %s has no conversion webhook: install the chart", name)
+                    self.missing_configs.add(name)
+                continue
+            self.missing_configs.discard(name)
+            client = (conversion.get("webhook") or {}).get("clientConfig") or {}
+            if client.get("caBundle") != encoded:
+                patch = {
+                    "spec": {"conversion": {"webhook": {"clientConfig": {"caBundle": encoded}}}}
+                }
+                await self.kube.patch(f"{CRDS}/{name}", patch, MERGE)
+                log.info("CA bundle set in the conversion webhook of CRD %s", name)
 
     # ---- forever --------------------------------------------------------------------------------
 

@@ -13,8 +13,14 @@ from pathlib import Path
 import pytest
 
 from tas import certs
-from tas.kube import STRATEGIC, KubeError
-from tas.webhookcert import CONFIG_KINDS, CertificateError, WebhookCertificates
+from tas.kube import MERGE, STRATEGIC, KubeError
+from tas.webhookcert import (
+    CONFIG_KINDS,
+    CONVERTED_CRDS,
+    CRDS,
+    CertificateError,
+    WebhookCertificates,
+)
 
 SECRET = "/api/v1/namespaces/tas-system/secrets/cert"
 NAME = "tas-operator.kueue.x-k8s.io"
@@ -38,6 +44,9 @@ class FakeApi:
                 self.put(
                     f"/apis/admissionregistration.k8s.io/v1/{kind}/{NAME}", {"webhooks": hooks}
                 )
+            for crd in CONVERTED_CRDS:
+                conversion = {"strategy": "Webhook", "webhook": {"clientConfig": {"url": "x"}}}
+                self.put(f"{CRDS}/{crd}", {"spec": {"conversion": conversion}})
 
     def put(self, path: str, obj: dict) -> dict:
         self.version += 1
@@ -60,6 +69,10 @@ class FakeApi:
 
     async def patch(self, path: str, body: dict, content_type: str):
         self.patches.append((path, body, content_type))
+        if path.startswith(CRDS):  # a merge patch of the conversion's client config
+            client = self.objects[path]["spec"]["conversion"]["webhook"]["clientConfig"]
+            client.update(body["spec"]["conversion"]["webhook"]["clientConfig"])
+            return self.objects[path]
         by_name = {w["name"]: w for w in body["webhooks"]}
         for hook in self.objects[path]["webhooks"]:
             if hook["name"] in by_name:
@@ -70,11 +83,16 @@ class FakeApi:
         return {k: base64.b64decode(v) for k, v in self.objects[SECRET].get("data", {}).items()}
 
     def bundles(self) -> set[str]:
+        """The CA bundle of every webhook configuration's hook and every CRD's conversion."""
         return {
             hook["clientConfig"].get("caBundle")
             for path, obj in self.objects.items()
             if "webhooks" in obj
             for hook in obj["webhooks"]
+        } | {
+            obj["spec"]["conversion"]["webhook"]["clientConfig"].get("caBundle")
+            for path, obj in self.objects.items()
+            if path.startswith(CRDS)
         }
 
 
@@ -93,9 +111,16 @@ def test_an_empty_secret_is_filled_served_and_its_ca_put_into_every_webhook(tmp_
     for path, name in zip(one.files, certs.SERVED, strict=True):
         assert path.read_bytes() == data[name]
     assert api.bundles() == {base64.b64encode(data[certs.CA_CRT]).decode()}
-    assert all(ct == STRATEGIC for _, _, ct in api.patches)  # by name: nothing else changes
+    # Configurations by webhook name, CRDs by merge: nothing else changes.
+    assert all(ct == (MERGE if p.startswith(CRDS) else STRATEGIC) for p, _, ct in api.patches)
+    assert sum(p.startswith(CRDS) for p, _, _ in api.patches) == len(CONVERTED_CRDS)
     assert all(
         h["clientConfig"]["url"] == "x" for o in api.objects.values() for h in o.get("webhooks", [])
+    )
+    assert all(
+        o["spec"]["conversion"]["webhook"]["clientConfig"]["url"] == "x"
+        for p, o in api.objects.items()
+        if p.startswith(CRDS)
     )
 
 
@@ -137,7 +162,9 @@ def test_missing_configurations_are_reported_not_created(tmp_path, caplog):
     asyncio.run(one.check())
     asyncio.run(one.check())
     assert not api.patches
-    assert sum("install the chart" in r.message for r in caplog.records) == 2  # once per kind
+    # once per configuration kind and per CRD with a conversion webhook
+    expected = len(CONFIG_KINDS) + len(CONVERTED_CRDS)
+    assert sum("install the chart" in r.message for r in caplog.records) == expected
 
 
 def test_a_missing_secret_is_a_clear_error(tmp_path):

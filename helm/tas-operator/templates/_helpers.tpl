@@ -103,3 +103,8 @@ groups), as in Kueue.
 {{- end -}}
 {{- if $on }}true{{ end -}}
 {{- end -}}
+
+{{/* The CRDs the chart installs (templates/crds), by name; a test keeps the list in step. */}}
+{{- define "tas-operator.crdNames" -}}
+clusterqueues.kueue.x-k8s.io, cohorts.kueue.x-k8s.io, localqueues.kueue.x-k8s.io, resourceflavors.kueue.x-k8s.io, topologies.kueue.x-k8s.io, workloadpriorityclasses.kueue.x-k8s.io, workloads.kueue.x-k8s.io, placementgroups.tas-operator.io
+{{- end -}}

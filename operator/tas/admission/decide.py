@@ -172,7 +172,7 @@ def _admission(cq: str, workload: WorkloadInfo, flavor: str, covered, placements
             "count": ps.count,
         }
         if ps.name in by_name:
-            entry["topologyAssignment"] = topologyassignment.to_api(by_name[ps.name])
+            entry["topologyAssignment"] = topologyassignment.to_stored(by_name[ps.name])
         out.append(entry)
     return {"clusterQueue": cq, "podSetAssignments": out}
 

@@ -30,6 +30,7 @@ from tas.api import conditions as cond
 from tas.api.constants import (
     COND_ACTIVE,
     REASON_ADMITTED,
+    REASON_DEACTIVATED,
     REASON_INADMISSIBLE,
     REASON_PENDING,
     REASON_QUOTA_RESERVED,
@@ -117,17 +118,8 @@ class AdmissionLoop:
         self._holds.begin_cycle()
         started = time.monotonic()
         self._cycle_tried = self._cycle_succeeded = False
-        # Second pass first: admitted workloads that lost a node get their replacement before
-        # anyone else can take the capacity around their surviving pods.
-        for key in sorted(state.to_replace):
-            workload = state.workloads.get(key)
-            if (
-                workload is not None
-                and not state.is_assumed(key)
-                and not self._backing_off(key)
-                and needs_replacement(workload)
-            ):
-                await self._guarded(self._replace(workload), workload)
+        await self._activity()
+        await self._replacements()
         by_cq: dict[str, list[WorkloadInfo]] = {name: [] for name in state.cluster_queues}
         for key in list(state.pending):
             workload = state.workloads.get(key)
@@ -195,6 +187,39 @@ class AdmissionLoop:
         """It did not fit, and is not tried again until the cluster or its spec changes."""
         tried = self._tried.get(workload.key)
         return tried is not None and tried[:2] == (self.state.generation, workload.generation)
+
+    async def _activity(self) -> None:
+        """spec.active, as Kueue's workload controller acts on it: an inactive workload that
+        holds quota is evicted (its quota comes back once its pods are gone); one made active
+        again after that is requeued."""
+        state = self.state
+        for key in sorted(state.to_deactivate | state.to_reactivate):
+            workload = state.workloads.get(key)
+            if workload is None or state.is_assumed(key) or self._backing_off(key):
+                continue
+            if workload.to_deactivate:
+                step = evict(
+                    self.writer, workload, transitions.DEACTIVATED_MESSAGE, REASON_DEACTIVATED
+                )
+            elif workload.to_reactivate:
+                step = self.writer.write_status(workload, transitions.reactivated(workload))
+            else:
+                continue
+            await self._guarded(step, workload)
+
+    async def _replacements(self) -> None:
+        """Second pass first: admitted workloads that lost a node get their replacement before
+        anyone else can take the capacity around their surviving pods."""
+        state = self.state
+        for key in sorted(state.to_replace):
+            workload = state.workloads.get(key)
+            if (
+                workload is not None
+                and not state.is_assumed(key)
+                and not self._backing_off(key)
+                and needs_replacement(workload)
+            ):
+                await self._guarded(self._replace(workload), workload)
 
     def _head_key(self, cq: ClusterQueueInfo, workload: WorkloadInfo) -> tuple:
         """Kueue's order of the queues' heads in a cycle."""

@@ -5,12 +5,17 @@ Values are Kueue's, verbatim, so that Kueue's manifests apply unchanged.
 
 GROUP = "kueue.x-k8s.io"
 PREFIX = "kueue.x-k8s.io/"
+# The version the operator reads and writes: Kueue's stored version since v0.16.
+KUEUE_API_VERSION = GROUP + "/v1beta2"
 
 # Job-facing label: which LocalQueue a Job is submitted to.
 QUEUE_NAME_LABEL = PREFIX + "queue-name"
 WORKLOAD_PRIORITY_CLASS_LABEL = PREFIX + "priority-class"
 JOB_UID_LABEL = PREFIX + "job-uid"  # Kueue labels a Workload with its owner's uid
-# Workload.spec.priorityClassSource: which kind spec.priorityClassName names.
+# Workload.spec.priorityClassRef's (group, kind): which kind of class its name names.
+WORKLOAD_PRIORITY_CLASS = (GROUP, "WorkloadPriorityClass")
+POD_PRIORITY_CLASS = ("scheduling.k8s.io", "PriorityClass")
+# The same in v1beta1's spec.priorityClassSource.
 WORKLOAD_PRIORITY_CLASS_SOURCE = PREFIX + "workloadpriorityclass"
 POD_PRIORITY_CLASS_SOURCE = "scheduling.k8s.io/priorityclass"
 
@@ -91,6 +96,8 @@ REASON_FAILED = "Failed"
 REASON_NODE_FAILURES = "NodeFailures"
 REASON_EVICTED = "Evicted"
 REASON_PREEMPTED = "Preempted"  # the Evicted condition's reason, and the victim's event
+REASON_DEACTIVATED = "Deactivated"  # spec.active set to false (kueuectl stop workload)
+REASON_REACTIVATED = "Reactivated"  # spec.active back to true: the Requeued condition's reason
 # The Preempted condition's reasons (Kueue's): why the victim had to go.
 REASON_IN_CLUSTER_QUEUE = "InClusterQueue"
 REASON_IN_COHORT_RECLAMATION = "InCohortReclamation"

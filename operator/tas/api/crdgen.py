@@ -1,9 +1,14 @@
 """Generate the CustomResourceDefinitions from the pydantic models.
 
-    python -m tas.api.crdgen OUTDIR [OUTDIR...]
+    python -m tas.api.crdgen OUTDIR [--chart CHART_CRD_DIR]
 
-writes one file per CRD, `<group>_<plural>.yaml`, into every OUTDIR. Output is deterministic
-(sorted keys), so a test can compare it with the committed files.
+writes one file per CRD, `<group>_<plural>.yaml`, into OUTDIR, and the chart's copies into
+CHART_CRD_DIR. Output is deterministic (sorted keys), so a test can compare it with the
+committed files. Each served version has the schema of its own model (`models.model_for`).
+
+A kind whose versions differ is converted by the operator's conversion webhook: the plain CRDs
+name the chart's default Service, the chart's CRDs the release's (or `webhook.url`). The CA
+bundle is put in by the operator, as for the admission webhooks.
 
 Pydantic's JSON schema is turned into a structural schema as the apiserver wants it:
 references are inlined, `title` and Python defaults are dropped (a server-side default would
@@ -21,8 +26,19 @@ from typing import Any
 
 import yaml
 
-from tas.api.models import RESOURCES
+from tas.api.models import RESOURCES, model_for
 from tas.api.models.common import CRD_DEFAULT, CRD_REQUIRED, KueueResource
+
+# The conversion webhook's path (the operator serves it beside the admission webhooks) and the
+# Service the plain CRDs name: the chart's, installed with its defaults.
+CONVERSION_PATH = "convert"
+DEFAULT_SERVICE = {"namespace": "tas-system", "name": "tas-operator-webhook", "port": 9443}
+# In the chart's copies, the clientConfig comes from the chart's webhook helper.
+_CHART_CLIENT_CONFIG = "__chart_client_config__"
+CHART_CLIENT_CONFIG = (
+    '{{- include "tas-operator.webhookClientConfig" '
+    f'(dict "root" . "path" "{CONVERSION_PATH}") | trim | nindent 8 }}}}'
+)
 
 HEADER = "# Generated from tas.api.models by `python -m tas.api.crdgen` (make crds). Do not edit.\n"
 
@@ -154,33 +170,47 @@ def _root_schema(resource: type[KueueResource]) -> dict[str, Any]:
     return root
 
 
-def crd_for(resource: type[KueueResource]) -> dict[str, Any]:
+def _version(resource: type[KueueResource], name: str) -> dict[str, Any]:
+    """One entry of spec.versions, from the model that version is served with."""
+    model = model_for(resource, name)
+    info = model.crd
+    version: dict[str, Any] = {
+        "name": name,
+        "served": True,
+        "storage": name == info.storage_version,
+        "schema": {"openAPIV3Schema": _root_schema(model)},
+    }
+    if info.status_subresource:
+        version["subresources"] = {"status": {}}
+    if info.printer_columns:
+        version["additionalPrinterColumns"] = [
+            {
+                "name": col.name,
+                "type": col.type,
+                "jsonPath": col.json_path,
+                **({"description": col.description} if col.description else {}),
+                **({"priority": col.priority} if col.priority else {}),
+            }
+            for col in info.printer_columns
+        ]
+    return version
+
+
+def _conversion(chart: bool) -> dict[str, Any]:
+    client_config: Any = _CHART_CLIENT_CONFIG
+    if not chart:  # url null: applied over a CRD the chart pointed at a URL, it goes
+        client_config = {"service": {**DEFAULT_SERVICE, "path": "/" + CONVERSION_PATH}, "url": None}
+    return {
+        "strategy": "Webhook",
+        "webhook": {"clientConfig": client_config, "conversionReviewVersions": ["v1"]},
+    }
+
+
+def crd_for(resource: type[KueueResource], *, chart: bool = False) -> dict[str, Any]:
     """The CustomResourceDefinition of one resource model, as a dict."""
     info = resource.crd
     kind = resource.model_fields["kind"].default
-    openapi = _root_schema(resource)
-    versions = []
-    for name in info.versions:
-        version: dict[str, Any] = {
-            "name": name,
-            "served": True,
-            "storage": name == info.storage_version,
-            "schema": {"openAPIV3Schema": copy.deepcopy(openapi)},
-        }
-        if info.status_subresource:
-            version["subresources"] = {"status": {}}
-        if info.printer_columns:
-            version["additionalPrinterColumns"] = [
-                {
-                    "name": col.name,
-                    "type": col.type,
-                    "jsonPath": col.json_path,
-                    **({"description": col.description} if col.description else {}),
-                    **({"priority": col.priority} if col.priority else {}),
-                }
-                for col in info.printer_columns
-            ]
-        versions.append(version)
+    versions = [_version(resource, name) for name in info.versions]
     names: dict[str, Any] = {
         "kind": kind,
         "listKind": f"{kind}List",
@@ -200,7 +230,13 @@ def crd_for(resource: type[KueueResource]) -> dict[str, Any]:
             "name": f"{info.plural}.{info.group}",
             "annotations": {"helm.sh/resource-policy": "keep"},
         },
-        "spec": {"group": info.group, "names": names, "scope": info.scope, "versions": versions},
+        "spec": {
+            "group": info.group,
+            "names": names,
+            "scope": info.scope,
+            "versions": versions,
+            **({"conversion": _conversion(chart)} if info.conversion_webhook else {}),
+        },
     }
 
 
@@ -208,34 +244,42 @@ def filename(resource: type[KueueResource]) -> str:
     return f"{resource.crd.group}_{resource.crd.plural}.yaml"
 
 
-def render(resource: type[KueueResource]) -> str:
-    body = yaml.safe_dump(crd_for(resource), sort_keys=True, default_flow_style=False, width=100)
+def render(resource: type[KueueResource], *, chart: bool = False) -> str:
+    body = yaml.safe_dump(
+        crd_for(resource, chart=chart), sort_keys=True, default_flow_style=False, width=100
+    )
+    body = body.replace(" " + _CHART_CLIENT_CONFIG, "\n" + CHART_CLIENT_CONFIG)
     return HEADER + "---\n" + body
 
 
-def render_all() -> dict[str, str]:
-    """File name -> YAML text, for every CRD we serve."""
-    return {filename(r): render(r) for r in RESOURCES}
+def render_all(*, chart: bool = False) -> dict[str, str]:
+    """File name -> YAML text, for every CRD we serve (the chart's copies with `chart`)."""
+    return {filename(r): render(r, chart=chart) for r in RESOURCES}
 
 
-def write(outdir: Path) -> list[Path]:
+def write(outdir: Path, *, chart: bool = False) -> list[Path]:
     outdir.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, text in render_all().items():
+    for name, text in render_all(chart=chart).items():
         path = outdir / name
         path.write_text(text)
         written.append(path)
     return written
 
 
+USAGE = "usage: python -m tas.api.crdgen OUTDIR [--chart CHART_CRD_DIR]"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if not args:
-        print("usage: python -m tas.api.crdgen OUTDIR [OUTDIR...]", file=sys.stderr)
+    if len(args) not in (1, 3) or (len(args) == 3 and args[1] != "--chart"):
+        print(USAGE, file=sys.stderr)
         return 2
-    for outdir in args:
-        for path in write(Path(outdir)):
-            print(path)
+    paths = write(Path(args[0]))
+    if len(args) == 3:
+        paths += write(Path(args[2]), chart=True)
+    for path in paths:
+        print(path)
     return 0
 
 

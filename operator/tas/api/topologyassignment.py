@@ -21,6 +21,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from itertools import chain
 
+from tas import features
+from tas.features import Gate
 from tas.solver.types import HOSTNAME_LEVEL, DomainAssignment, TopologyAssignment
 
 # The v1beta2 schema's limits (apis/kueue/v1beta2/workload_types.go).
@@ -75,6 +77,21 @@ def from_api(api: Mapping | None) -> TopologyAssignment | None:
 
 
 # --- v1beta2 -----------------------------------------------------------------------------------
+
+
+def to_stored(assignment: TopologyAssignment) -> dict:
+    """The assignment as the operator writes it: v1beta2, cut into hostname-prefix runs while
+    TASAssignmentsEncodingByHostnamePrefix is on (one slice otherwise)."""
+    return to_v1beta2(assignment, by_hostname_prefix=_by_hostname_prefix())
+
+
+def v1beta1_to_stored(ta: Mapping) -> dict:
+    """A v1beta1 assignment as the conversion webhook stores it (encoded as `to_stored`)."""
+    return v1beta1_to_v1beta2(ta, by_hostname_prefix=_by_hostname_prefix())
+
+
+def _by_hostname_prefix() -> bool:
+    return features.enabled(Gate.TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX)
 
 
 def to_v1beta2(assignment: TopologyAssignment, *, by_hostname_prefix: bool = True) -> dict:

@@ -27,6 +27,7 @@ from tas.api.constants import (
     NEVER,
     NUMA_ZONE_ANNOTATION,
     PODSET_LABEL,
+    REASON_DEACTIVATED,
     STRICT_FIFO,
     TOPOLOGY_SCHEDULING_GATE,
     TRY_NEXT_FLAVOR,
@@ -178,15 +179,37 @@ def preferred_affinity_from_spec(pod_spec: Mapping) -> tuple[PreferredScheduling
     return tuple(terms)
 
 
+REQUIRED_AFFINITY_FIELD = (
+    "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+)
+
+
+def required_affinity_from_spec(pod_spec: Mapping) -> tuple[NodeSelectorTerm, ...]:
+    """A pod spec's required node affinity (ORed terms), which Kueue checks on nodes as the
+    scheduler will; a malformed term is a ValueError naming its field."""
+    node_affinity = (pod_spec.get("affinity") or {}).get("nodeAffinity") or {}
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    return tuple(
+        node_selector_term_from_object(term or {}, f"{REQUIRED_AFFINITY_FIELD}[{i}]")
+        for i, term in enumerate(required.get("nodeSelectorTerms") or [])
+    )
+
+
 def node_selector_term_from_object(term: Mapping, path: str) -> NodeSelectorTerm:
-    """Its matchExpressions (matchFields, which only name metadata.name, are not read)."""
+    """Its matchExpressions, and matchFields on `metadata.name` read as the node's hostname
+    label (the only field they may name; nodes are named after their hostname)."""
     requirements = []
-    for i, expression in enumerate(term.get("matchExpressions") or []):
-        key, operator = expression.get("key"), expression.get("operator")
-        if not isinstance(key, str) or not isinstance(operator, str):
-            raise ValueError(f"{path}.matchExpressions[{i}]: needs a key and an operator")
-        values = tuple(str(v) for v in expression.get("values") or ())
-        requirements.append(NodeSelectorRequirement(key=key, operator=operator, values=values))
+    for field_name in ("matchExpressions", "matchFields"):
+        for i, expression in enumerate(term.get(field_name) or []):
+            key, operator = expression.get("key"), expression.get("operator")
+            if not isinstance(key, str) or not isinstance(operator, str):
+                raise ValueError(f"{path}.{field_name}[{i}]: needs a key and an operator")
+            if field_name == "matchFields":
+                if key != "metadata.name":
+                    raise ValueError(f"{path}.matchFields[{i}].key: only metadata.name")
+                key = HOSTNAME_LABEL
+            values = tuple(str(v) for v in expression.get("values") or ())
+            requirements.append(NodeSelectorRequirement(key=key, operator=operator, values=values))
     return NodeSelectorTerm(match_expressions=tuple(requirements))
 
 
@@ -437,20 +460,13 @@ def cluster_queue_from_object(obj: Mapping) -> ClusterQueueInfo:
         resource_groups=_resource_groups(spec.get("resourceGroups") or []),
         namespace_selector=spec.get("namespaceSelector"),
         within_cluster_queue=preemption.get("withinClusterQueue") or NEVER,
-        cohort=spec.get("cohort") or None,
+        cohort=spec.get("cohortName") or None,
         reclaim_within_cohort=preemption.get("reclaimWithinCohort") or NEVER,
         borrow_within_cohort=borrow.get("policy") or NEVER,
         borrow_threshold=None if threshold is None else int(threshold),
-        # Kueue's old names: Borrow and Preempt mean MayStopSearch.
-        when_can_borrow=_fungibility(fungibility.get("whenCanBorrow"), MAY_STOP_SEARCH),
-        when_can_preempt=_fungibility(fungibility.get("whenCanPreempt"), TRY_NEXT_FLAVOR),
+        when_can_borrow=fungibility.get("whenCanBorrow") or MAY_STOP_SEARCH,
+        when_can_preempt=fungibility.get("whenCanPreempt") or TRY_NEXT_FLAVOR,
     )
-
-
-def _fungibility(value: str | None, default: str) -> str:
-    if value in ("Borrow", "Preempt"):
-        return MAY_STOP_SEARCH
-    return value or default
 
 
 @dataclass(frozen=True)
@@ -494,12 +510,15 @@ class WorkloadInfo:
     # The tas-unhealthy-nodes-eviction-threshold annotation as written (hotswap reads it).
     eviction_threshold: str | None = None
     spec_error: str | None = field(default=None, compare=False)  # why spec.podSets can't be read
+    # why an assignment in status.admission can't be read (that pod set has no topology)
+    admission_error: str | None = field(default=None, compare=False)
     job_uid: str | None = None  # Kueue's job-uid label: the owner job's uid
     # The placement group its pod set joins (ours, gate TASPlacementGroups), or why the
     # annotations cannot be read.
     placement_group: GroupRef | None = None
     placement_group_error: str | None = field(default=None, compare=False)
-    priority_class: str = ""  # spec.priorityClassName: Kueue's metrics label workloads by it
+    active: bool = True  # spec.active: false takes it out of its queue and evicts it
+    priority_class: str = ""  # spec.priorityClassRef.name: Kueue's metrics label workloads by it
 
     @property
     def group_key(self) -> tuple[str, str] | None:
@@ -593,7 +612,25 @@ class WorkloadInfo:
 
     @cached_property
     def pending(self) -> bool:
-        return not self.has_quota and not self.finished
+        """Waits for admission: no quota, not finished, and active (an inactive workload is
+        out of its queue until reactivated, and requeued: Requeued=True first)."""
+        return not self.has_quota and not self.finished and self.active and not self.to_reactivate
+
+    @cached_property
+    def to_deactivate(self) -> bool:
+        """Inactive but holding quota, and not on its way out yet: to be evicted."""
+        return not self.active and self.has_quota and not self.evicted
+
+    @cached_property
+    def to_reactivate(self) -> bool:
+        """Active again after a deactivation (Requeued=False, reason Deactivated)."""
+        cond = self.condition(COND_REQUEUED)
+        return (
+            self.active
+            and cond is not None
+            and cond.get("status") == "False"
+            and cond.get("reason") == REASON_DEACTIVATED
+        )
 
     @cached_property
     def assigned_hosts(self) -> frozenset[str]:
@@ -652,6 +689,7 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
                     tolerations=tuple(
                         toleration_from_object(t) for t in pod_spec.get("tolerations") or []
                     ),
+                    required_affinity=required_affinity_from_spec(pod_spec),
                     preferred_affinity=preferred_affinity_from_spec(pod_spec),
                     numa=numa_shape(pod_spec),
                 )
@@ -665,15 +703,7 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
     one_flavor = next(
         (f for a in assignments for f in (a.get("flavors") or {}).values() if f), None
     )
-    admissions = tuple(
-        PodSetAdmission(
-            name=a["name"],
-            flavor=next(iter((a.get("flavors") or {}).values()), one_flavor),
-            count=int(a.get("count", 0)),
-            assignment=topologyassignment.from_api(a.get("topologyAssignment")),
-        )
-        for a in assignments
-    )
+    admissions, admission_error = _admissions(assignments, one_flavor)
     refs = [o for o in meta.get("ownerReferences") or [] if o.get("uid")]
     owners = tuple(
         OwnerRef(o.get("apiVersion") or "", o.get("kind") or "", o.get("name") or "", o["uid"])
@@ -702,11 +732,34 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
             UNHEALTHY_NODES_EVICTION_THRESHOLD_ANNOTATION
         ),
         spec_error=error,
+        admission_error=admission_error,
         job_uid=(meta.get("labels") or {}).get(JOB_UID_LABEL),
         placement_group=group,
         placement_group_error=group_error,
-        priority_class=spec.get("priorityClassName") or "",
+        active=spec.get("active") is not False,
+        priority_class=(spec.get("priorityClassRef") or {}).get("name") or "",
     )
+
+
+def _admissions(assignments: list, one_flavor: str | None) -> tuple[tuple, str | None]:
+    """Each pod set's admission. An assignment that cannot be decoded (only a hand-written
+    status can hold one) leaves that pod set without topology, and says why."""
+    out, error = [], None
+    for i, a in enumerate(assignments):
+        try:
+            assignment = topologyassignment.from_v1beta2(a.get("topologyAssignment"))
+        except topologyassignment.TopologyAssignmentError as exc:
+            assignment = None
+            error = f"status.admission.podSetAssignments[{i}].topologyAssignment.{exc}"
+        out.append(
+            PodSetAdmission(
+                name=a["name"],
+                flavor=next(iter((a.get("flavors") or {}).values()), one_flavor),
+                count=int(a.get("count", 0)),
+                assignment=assignment,
+            )
+        )
+    return tuple(out), error
 
 
 def selects_namespace(selector: Mapping | None, namespace_labels: Mapping[str, str]) -> bool:

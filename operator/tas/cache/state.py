@@ -147,6 +147,9 @@ class ClusterState:
         # workloads holding capacity on each node.
         self.pending: set[Key] = set()
         self.to_replace: set[Key] = set()
+        # spec.active changed: workloads to evict (deactivated) and to requeue (reactivated)
+        self.to_deactivate: set[Key] = set()
+        self.to_reactivate: set[Key] = set()
         self._by_node: dict[str, set[Key]] = defaultdict(set)
         self._non_tas_usage: dict[str, dict[str, int]] = defaultdict(
             dict
@@ -552,6 +555,8 @@ class ClusterState:
         self.workloads[workload.key] = workload
         _index(self.pending, workload.key, workload.pending)
         _index(self.to_replace, workload.key, bool(workload.nodes_to_replace))
+        _index(self.to_deactivate, workload.key, workload.to_deactivate)
+        _index(self.to_reactivate, workload.key, workload.to_reactivate)
         if workload.owner_uid:
             self.workload_by_owner[workload.owner_uid] = workload.key
         cov = self._coverage.get(workload.key)
@@ -579,6 +584,8 @@ class ClusterState:
         old = self.workloads.pop((namespace, name), None)
         self.pending.discard((namespace, name))
         self.to_replace.discard((namespace, name))
+        self.to_deactivate.discard((namespace, name))
+        self.to_reactivate.discard((namespace, name))
         if old and old.owner_uid and self.workload_by_owner.get(old.owner_uid) == old.key:
             del self.workload_by_owner[old.owner_uid]
         if old and old.group_key:

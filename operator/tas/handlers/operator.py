@@ -37,12 +37,10 @@ from tas.leaderworkerset import lws
 from tas.pods import webhook as pod_webhook
 from tas.statefulset import webhook as sts_webhook
 from tas.webhookcert import WebhookCertificates
+from tas.webhooks.server import WebhookServer
 
 log = logging.getLogger("tas.operator")
 
-# How often kopf's server looks for a renewed certificate (it restarts itself on a change). A
-# renewal starts months before the old one expires, so any interval below hours is enough.
-CERT_FILE_CHECK_SECONDS = 30.0
 # The webhooks' handler ids, which are their URL paths in the chart's webhook configurations.
 SUSPEND_WEBHOOK = "suspend-queued-jobs"
 VALIDATE_WEBHOOK = "validate-topology-request"
@@ -92,19 +90,20 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
         secret=config.webhook_cert_secret,
     )
     certificates.provisional()
-    rt(memo).background(certificates.run(), "webhook-certificate")
-    # Serve the Secret's certificate from the start if the API server answers soon.
-    await asyncio.wait([asyncio.ensure_future(certificates.ready.wait())], timeout=10)
     certfile, keyfile, cafile = certificates.files
-    settings.admission.server = kopf.WebhookServer(
+    server = WebhookServer(
         addr=config.webhook_listen,
         port=config.webhook_port,
         host=config.webhook_url_host,
-        certfile=str(certfile),
-        pkeyfile=str(keyfile),
-        cafile=str(cafile),
-        file_check_interval=CERT_FILE_CHECK_SECONDS,
+        certfile=certfile,
+        keyfile=keyfile,
+        cafile=cafile,
     )
+    certificates.on_renewed.append(server.reload)
+    rt(memo).background(certificates.run(), "webhook-certificate")
+    # Serve the Secret's certificate from the start if the API server answers soon.
+    await asyncio.wait([asyncio.ensure_future(certificates.ready.wait())], timeout=10)
+    settings.admission.server = server
     metrics.serve(config.metrics_port)
 
 

@@ -17,7 +17,7 @@ from importlib import resources
 
 import yaml
 
-from tas import metrics
+from tas import metrics, migrate
 from tas.admission.loop import AdmissionLoop
 from tas.cache import projections as proj
 from tas.cache.reflector import Reflector
@@ -306,6 +306,7 @@ class Runtime:
         if self.settings.gates.enabled(Gate.TAS_NUMA_ZONES):
             # on its own task: admission never waits for it
             self.helpers.append(asyncio.create_task(self._install_numa_crd(), name="numa-crd"))
+        self.helpers.append(asyncio.create_task(self._migrate_storage(), name="migrate-storage"))
         self.active = True
         self.admission.synced.set()
         for worker in self.workers():
@@ -350,6 +351,27 @@ class Runtime:
                 failures += 1
                 delay = backoff.delay(failures, exc.retry_after)
                 log.warning("CRD %s not installed yet (%s); again in %.1fs", name, exc, delay)
+                await asyncio.sleep(delay)
+
+    async def _migrate_storage(self, backoff: Backoff | None = None) -> None:
+        """Objects stored in an older version (before an upgrade, or by Kueue) are rewritten
+        in the storage version once, so that reading them never again needs the conversion
+        webhook (see tas.migrate). Retried with a capped backoff while the API server does not
+        answer; a refusal (RBAC) ends it with a warning naming the manual step."""
+        backoff = backoff or Backoff(cap=60.0)
+        failures = 0
+        while True:
+            try:
+                for line in (await migrate.migrate(self.kube)).lines():
+                    log.info("storage migration: %s", line)
+                return
+            except KubeError as exc:
+                if 400 <= exc.status < 500 and exc.status not in (409, 429):
+                    log.warning("storage not migrated (%s): run `tas migrate-storage`", exc)
+                    return
+                failures += 1
+                delay = backoff.delay(failures, exc.retry_after)
+                log.warning("storage not migrated yet (%s); again in %.1fs", exc, delay)
                 await asyncio.sleep(delay)
 
     def _lost_lease(self) -> None:

@@ -8,6 +8,7 @@ deletions read what they need from the cache's own projections.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -16,11 +17,13 @@ from tas.api.constants import HOSTNAME_LABEL, MANAGED_LABEL, QUEUE_NAME_LABEL, T
 from tas.cache import projections as proj
 from tas.features import Gate
 from tas.integrations import JOBSET, LEADERWORKERSET, NODE_RESOURCE_TOPOLOGY, Framework
-from tas.kube import Ref
+from tas.kube import KUEUE, Ref
 from tas.leaderworkerset.controller import waiting_pod
 
 if TYPE_CHECKING:
     from tas.handlers.runtime import Runtime
+
+log = logging.getLogger(__name__)
 
 Obj = Mapping[str, Any]
 
@@ -135,6 +138,8 @@ async def on_workload(rt: Runtime, kind: str, obj: Obj) -> None:
         rt.state.delete_workload(*key)
     else:
         workload = proj.workload_from_object(obj)
+        if workload.admission_error:
+            log.warning("workload %s/%s: %s", *workload.key, workload.admission_error)
         rt.state.upsert_workload(workload)
         if workload.admitted:
             rt.ungate_worker.submit(workload.key)
@@ -283,14 +288,14 @@ WATCHES: dict[str, Watch] = {
         {"fieldSelector": "status.phase!=Succeeded,status.phase!=Failed"},
         on_pod,
     ),
-    "topologies": Watch("/apis/kueue.x-k8s.io/v1beta1/topologies", {}, on_topology),
-    "resourceflavors": Watch("/apis/kueue.x-k8s.io/v1beta1/resourceflavors", {}, on_flavor),
-    "clusterqueues": Watch("/apis/kueue.x-k8s.io/v1beta1/clusterqueues", {}, on_cluster_queue),
-    "localqueues": Watch("/apis/kueue.x-k8s.io/v1beta1/localqueues", {}, on_local_queue),
-    "cohorts": Watch("/apis/kueue.x-k8s.io/v1beta1/cohorts", {}, on_cohort),
-    "workloads": Watch("/apis/kueue.x-k8s.io/v1beta1/workloads", {}, on_workload),
+    "topologies": Watch(f"{KUEUE}/topologies", {}, on_topology),
+    "resourceflavors": Watch(f"{KUEUE}/resourceflavors", {}, on_flavor),
+    "clusterqueues": Watch(f"{KUEUE}/clusterqueues", {}, on_cluster_queue),
+    "localqueues": Watch(f"{KUEUE}/localqueues", {}, on_local_queue),
+    "cohorts": Watch(f"{KUEUE}/cohorts", {}, on_cohort),
+    "workloads": Watch(f"{KUEUE}/workloads", {}, on_workload),
     "workloadpriorityclasses": Watch(
-        "/apis/kueue.x-k8s.io/v1beta1/workloadpriorityclasses", {}, on_workload_priority_class
+        f"{KUEUE}/workloadpriorityclasses", {}, on_workload_priority_class
     ),
     "priorityclasses": Watch("/apis/scheduling.k8s.io/v1/priorityclasses", {}, on_priority_class),
     "jobs": Watch(

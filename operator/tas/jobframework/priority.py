@@ -15,9 +15,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from tas.api.constants import (
-    POD_PRIORITY_CLASS_SOURCE,
+    POD_PRIORITY_CLASS,
+    WORKLOAD_PRIORITY_CLASS,
     WORKLOAD_PRIORITY_CLASS_LABEL,
-    WORKLOAD_PRIORITY_CLASS_SOURCE,
 )
 from tas.cache.projections import PodPriorityClass
 
@@ -30,14 +30,14 @@ class PriorityClassMissing(LookupError):
 class Priority:
     value: int = 0
     class_name: str | None = None
-    source: str | None = None
+    class_kind: tuple[str, str] = POD_PRIORITY_CLASS  # (group, kind) of the class named
 
     def to_spec(self) -> dict:
-        """The Workload spec fields (Kueue's v1beta1 names)."""
+        """The Workload spec fields."""
         spec: dict = {"priority": self.value}
         if self.class_name:
-            spec["priorityClassName"] = self.class_name
-            spec["priorityClassSource"] = self.source
+            group, kind = self.class_kind
+            spec["priorityClassRef"] = {"group": group, "kind": kind, "name": self.class_name}
         return spec
 
 
@@ -54,7 +54,7 @@ def resolve(
                 f"metadata.labels[{WORKLOAD_PRIORITY_CLASS_LABEL}]: "
                 f"WorkloadPriorityClass {name!r} not found"
             )
-        return Priority(workload_classes[name], name, WORKLOAD_PRIORITY_CLASS_SOURCE)
+        return Priority(workload_classes[name], name, WORKLOAD_PRIORITY_CLASS)
     name = next(
         (
             t["spec"]["priorityClassName"]
@@ -68,11 +68,11 @@ def resolve(
             raise PriorityClassMissing(
                 f"spec.template.spec.priorityClassName: PriorityClass {name!r} not found"
             )
-        return Priority(pod_classes[name].value, name, POD_PRIORITY_CLASS_SOURCE)
+        return Priority(pod_classes[name].value, name, POD_PRIORITY_CLASS)
     defaults = sorted(
         (pc.value, pc_name) for pc_name, pc in pod_classes.items() if pc.global_default
     )
     if defaults:
         value, name = defaults[0]
-        return Priority(value, name, POD_PRIORITY_CLASS_SOURCE)
+        return Priority(value, name, POD_PRIORITY_CLASS)
     return Priority()

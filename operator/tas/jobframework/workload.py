@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 
 from tas.api import topologyrequest
 from tas.api.annotations import TopologyRequestError, parse_topology_request
-from tas.api.constants import JOB_UID_LABEL, QUEUE_NAME_LABEL
+from tas.api.constants import JOB_UID_LABEL, KUEUE_API_VERSION, QUEUE_NAME_LABEL
 from tas.cache.projections import PodInfo, PodPriorityClass, WorkloadInfo, workload_from_object
 from tas.integrations import Resource
 from tas.jobframework.names import workload_name
@@ -22,8 +22,6 @@ from tas.solver.types import Node
 
 # (WorkloadPriorityClass values, PriorityClasses) by name, as the cache holds them
 PriorityClasses = tuple[Mapping[str, int], Mapping[str, PodPriorityClass]]
-
-API_VERSION = "kueue.x-k8s.io/v1beta1"
 
 
 def queue_name(obj: Mapping) -> str | None:
@@ -89,7 +87,7 @@ def new_workload(
     if annotations:
         meta["annotations"] = dict(annotations)
     return {
-        "apiVersion": API_VERSION,
+        "apiVersion": KUEUE_API_VERSION,
         "kind": "Workload",
         "metadata": meta,
         "spec": {"queueName": queue, **_priority(priority).to_spec(), "podSets": pod_sets},

@@ -19,6 +19,7 @@ from tas.api.constants import (
     COND_QUOTA_RESERVED,
     COND_REQUEUED,
     REASON_ADMITTED,
+    REASON_DEACTIVATED,
     REASON_EVICTED,
     REASON_FAILED,
     REASON_NO_RESERVATION,
@@ -26,6 +27,7 @@ from tas.api.constants import (
     REASON_PENDING,
     REASON_PREEMPTED,
     REASON_QUOTA_RESERVED,
+    REASON_REACTIVATED,
     REASON_SUCCEEDED,
 )
 from tas.cache.projections import WorkloadInfo
@@ -109,12 +111,41 @@ def preempted(workload: WorkloadInfo, reason: str, message: str) -> dict:
     return status
 
 
+# Evictions after which the workload goes back to its queue at once (Kueue's rule); after any
+# other (a deactivation) it waits until something requeues it.
+REQUEUED_AFTER = (REASON_PREEMPTED, REASON_NODE_FAILURES)
+
+DEACTIVATED_MESSAGE = "The workload is deactivated"
+REACTIVATED_MESSAGE = "The workload was reactivated"
+
+
+def deactivated(workload: WorkloadInfo) -> dict:
+    """spec.active is false: evicted as Kueue does (reason Deactivated); the quota is released
+    once the pods are gone, and the workload is not queued until it is active again."""
+    return evicted(workload, DEACTIVATED_MESSAGE, REASON_DEACTIVATED)
+
+
+def reactivated(workload: WorkloadInfo) -> dict:
+    """spec.active is true again after a deactivation: Requeued=True, reason Reactivated."""
+    conditions = cond.set_condition(
+        workload.conditions,
+        COND_REQUEUED,
+        True,
+        REASON_REACTIVATED,
+        REACTIVATED_MESSAGE,
+        generation=workload.generation,
+    )
+    return {"conditions": conditions}
+
+
 def released(workload: WorkloadInfo) -> dict:
-    """Eviction, second step, once the Job's pods are gone: the quota is released and the
-    workload waits in its queue again."""
+    """Eviction, second step, once the Job's pods are gone: the quota is released, and, as in
+    Kueue, Requeued says whether the workload waits in its queue again: True after a
+    preemption or node failures, False (with the eviction's reason) after a deactivation."""
     g = workload.generation
-    evicted_message = (workload.condition(COND_EVICTED) or {}).get("message", "")
-    message = f"The workload was evicted and requeued: {evicted_message}"
+    evicted = workload.condition(COND_EVICTED) or {}
+    reason = evicted.get("reason") or REASON_EVICTED
+    message = evicted.get("message", "")
     conditions = cond.set_condition(
         workload.conditions, COND_QUOTA_RESERVED, False, REASON_PENDING, message, generation=g
     )
@@ -127,7 +158,7 @@ def released(workload: WorkloadInfo) -> dict:
         generation=g,
     )
     conditions = cond.set_condition(
-        conditions, COND_REQUEUED, True, REASON_EVICTED, message, generation=g
+        conditions, COND_REQUEUED, reason in REQUEUED_AFTER, reason, message, generation=g
     )
     return {"conditions": conditions, "admission": None}
 
@@ -169,7 +200,7 @@ def replaced(
     for ps in admission.get("podSetAssignments") or []:
         ps = dict(ps)
         if ps["name"] in assignments:
-            ps["topologyAssignment"] = topologyassignment.to_api(assignments[ps["name"]])
+            ps["topologyAssignment"] = topologyassignment.to_stored(assignments[ps["name"]])
         pod_sets.append(ps)
     return {
         "admission": {**admission, "podSetAssignments": pod_sets},

@@ -14,7 +14,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from tas import metrics
-from tas.api.constants import REASON_NODE_FAILURES, REASON_PREEMPTED, TAS_GROUP
+from tas.api.constants import (
+    KUEUE_API_VERSION,
+    REASON_DEACTIVATED,
+    REASON_NODE_FAILURES,
+    REASON_PREEMPTED,
+    TAS_GROUP,
+)
 from tas.cache.projections import WorkloadInfo
 from tas.kube import KUEUE, Kube, KubeError, Ref, workload_path
 from tas.workload import transitions
@@ -71,9 +77,7 @@ class WorkloadWriter:
     async def record_event(
         self, workload: WorkloadInfo, type_: str, reason: str, message: str
     ) -> None:
-        ref = Ref(
-            "kueue.x-k8s.io/v1beta1", "Workload", workload.namespace, workload.name, workload.uid
-        )
+        ref = Ref(KUEUE_API_VERSION, "Workload", workload.namespace, workload.name, workload.uid)
         await self.kube.event(ref, type_, reason, message)
 
     async def write_cluster_queue_status(self, name: str, status: Mapping) -> None:
@@ -110,14 +114,17 @@ class WorkloadWriter:
         )
 
 
-async def evict(writer: WorkloadWriter, workload: WorkloadInfo, message: str) -> bool:
-    """Evict for node failures (Kueue's reason and event): the Job stops, and the quota is
+async def evict(
+    writer: WorkloadWriter, workload: WorkloadInfo, message: str, reason: str = REASON_NODE_FAILURES
+) -> bool:
+    """Evict (Kueue's reason and event, EvictedDueTo<reason>): the Job stops, and the quota is
     released once its pods are gone (the Job integration writes `transitions.released`)."""
-    if not await writer.write_status(workload, transitions.evicted(workload, message)):
+    if not await writer.write_status(workload, transitions.evicted(workload, message, reason)):
         return False
-    _count_eviction(workload, REASON_NODE_FAILURES)
+    _count_eviction(workload, reason)
     log.info("evicted %s/%s: %s", workload.namespace, workload.name, message)
-    await writer.record_event(workload, "Warning", "EvictedDueToNodeFailures", message)
+    event_type = "Normal" if reason == REASON_DEACTIVATED else "Warning"
+    await writer.record_event(workload, event_type, "EvictedDueTo" + reason, message)
     return True
 
 

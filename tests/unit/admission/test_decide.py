@@ -1,6 +1,7 @@
 from tas.admission.decide import decide
+from tas.api.topologyassignment import v1beta2_to_v1beta1
 from tas.cache import projections as proj
-from tests.unit.admission.fixtures import RACK, make_state, two_racks, workload
+from tests.unit.admission.fixtures import HOST, RACK, make_state, two_racks, workload
 
 
 def cq_of(state):
@@ -15,8 +16,9 @@ def test_admits_with_a_topology_assignment_and_resource_usage():
     ps = d.admission["podSetAssignments"][0]
     assert ps["flavors"] == {"cpu": "tas"}
     assert ps["resourceUsage"] == {"cpu": "6"}
-    assert sum(x["count"] for x in ps["topologyAssignment"]["domains"]) == 6
-    hosts = {x["values"][0] for x in ps["topologyAssignment"]["domains"]}
+    domains = v1beta2_to_v1beta1(ps["topologyAssignment"])["domains"]
+    assert sum(x["count"] for x in domains) == 6
+    hosts = {x["values"][0] for x in domains}
     assert hosts in ({"x1", "x2"}, {"x3", "x4"})  # one rack
 
 
@@ -109,3 +111,26 @@ def test_cached_snapshot_follows_pod_and_node_changes_in_place():
     daemon["status"]["phase"] = "Succeeded"
     state.upsert_pod(proj.pod_from_object(daemon))
     assert decide(state, wl, cq_of(state)).admitted
+
+
+def test_required_node_affinity_keeps_pods_on_the_nodes_it_allows():
+    """As Kueue: on a hostname topology each node is checked against the pod set's required
+    node affinity (here: only x3 and x4), so no pod is assigned where it could not run."""
+    state = make_state(two_racks())
+    obj = workload("a", pods=6, cpu="1")
+    obj["spec"]["podSets"][0]["template"]["spec"]["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": HOST, "operator": "In", "values": ["x3", "x4"]}]}
+                ]
+            }
+        }
+    }
+    d = decide(state, proj.workload_from_object(obj), cq_of(state))
+    assert d.admitted, d.message
+    domains = v1beta2_to_v1beta1(d.admission["podSetAssignments"][0]["topologyAssignment"])
+    assert {x["values"][0] for x in domains["domains"]} == {"x3", "x4"}
+    obj["spec"]["podSets"][0]["count"] = 9  # 8 cpu on x3 and x4
+    d = decide(state, proj.workload_from_object(obj), cq_of(state))
+    assert not d.admitted

@@ -4,6 +4,8 @@ flavor's topology support checked before its quota, and cohort cycles."""
 from __future__ import annotations
 
 from tas.admission.decide import decide
+from tas.api import conversion
+from tas.api.conversion import V1BETA1, V1BETA2
 from tas.cache import projections as proj
 from tas.cache.state import ClusterState
 from tas.workload import transitions
@@ -31,13 +33,15 @@ def queue(name: str, flavors: dict[str, str], **spec) -> dict:
 
 
 def plain_state(*queues: dict, flavors=("fa", "fb")) -> ClusterState:
-    """Flavors without a topology (quota only); every queue has a LocalQueue of its name."""
+    """Flavors without a topology (quota only); every queue has a LocalQueue of its name. The
+    queues are written in v1beta1 and read, as the operator reads them, in v1beta2."""
     state = ClusterState()
     for f in flavors:
         state.upsert_flavor(proj.FlavorInfo(f, {}, (), None))
     state.upsert_namespace("ns", {})
     for q in queues:
-        state.upsert_cluster_queue(proj.cluster_queue_from_object(q))
+        stored = conversion.convert({"apiVersion": V1BETA1, "kind": "ClusterQueue", **q}, V1BETA2)
+        state.upsert_cluster_queue(proj.cluster_queue_from_object(stored))
         state.upsert_local_queue("ns", q["metadata"]["name"], q["metadata"]["name"])
     return state
 

@@ -9,6 +9,7 @@ flavors are tried in order, and the status lists what Kueue lists.
 from __future__ import annotations
 
 from tas.admission.decide import decide, pending_order
+from tas.api.topologyassignment import v1beta2_to_v1beta1
 from tas.cache import projections as proj
 from tests.unit.admission.fixtures import BLOCK, HOST, RACK, make_state, node, two_racks, workload
 
@@ -261,12 +262,12 @@ def test_topology_assignments_are_recorded_per_pod_set_with_the_charge():
         assert (
             ps["count"]
             == charge.count
-            == sum(d["count"] for d in ps["topologyAssignment"]["domains"])
+            == sum(d["count"] for d in v1beta2_to_v1beta1(ps["topologyAssignment"])["domains"])
         )
         assert ps["topologyAssignment"]["levels"] == [HOST]
-        assert [d["values"][0] for d in ps["topologyAssignment"]["domains"]] == [
-            d.values[0] for d in charge.assignment.domains
-        ]
+        assert [
+            d["values"][0] for d in v1beta2_to_v1beta1(ps["topologyAssignment"])["domains"]
+        ] == [d.values[0] for d in charge.assignment.domains]
     assert decision.admission["podSetAssignments"][1]["resourceUsage"] == {"cpu": "3"}
 
 
@@ -329,5 +330,6 @@ def test_pending_order_is_priority_then_age_then_name():
 def test_block_level_requests_are_checked_against_the_topology():
     state = make_state([node("x1", "b1", "r1"), node("x2", "b2", "r1")])
     decision = admit(state, wl("a", 2, request={"required": BLOCK}))
-    domains = decision.admission["podSetAssignments"][0]["topologyAssignment"]["domains"]
+    stored = decision.admission["podSetAssignments"][0]["topologyAssignment"]
+    domains = v1beta2_to_v1beta1(stored)["domains"]
     assert [d["count"] for d in domains] == [2]

@@ -22,7 +22,7 @@ def queue(name: str, cpu: str, cohort: str | None = None) -> dict:
         ],
     }
     if cohort:
-        spec["cohort"] = cohort
+        spec["cohortName"] = cohort
     return {"metadata": {"name": name}, "spec": spec}
 
 

@@ -64,7 +64,9 @@ def test_two_admitted_and_one_left_inadmissible():
     state = make_state(two_racks())
     for name in ("a", "b", "c"):  # 8 pods of 1 cpu in one rack: two racks hold two of them
         obj = workload(name, pods=8, annotations_request={"required": RACK}, created=ago(100))
-        obj["spec"]["priorityClassName"] = "high" if name == "a" else ""
+        if name == "a":
+            ref = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"}
+            obj["spec"]["priorityClassRef"] = ref
         add(state, unique(obj))
     writer = FakeWriter()
     loop = AdmissionLoop(state, writer)
@@ -109,7 +111,7 @@ def test_two_admitted_and_one_left_inadmissible():
 def test_quota_and_usage_in_kueue_units():
     """cpu in cores, memory in bytes, as Kueue's resourceFloat; limits 0 when unset."""
     cq = cluster_queue(cpu="100")
-    cq["spec"]["cohort"] = "co"
+    cq["spec"]["cohortName"] = "co"
     cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["borrowingLimit"] = "2500m"
     state = make_state(two_racks(), cq)
     add(state, unique(workload("a", pods=3, cpu="500m")))
@@ -251,7 +253,7 @@ def test_a_failed_node_without_replacement_is_an_eviction_for_node_failures():
 def two_queues_in_a_cohort():
     """ClusterQueues a (LocalQueue lq) and b (lq-b), 8 cpu each, in cohort co under root."""
     a, b = cluster_queue("a", cpu="8"), cluster_queue("b", cpu="8")
-    a["spec"]["cohort"] = b["spec"]["cohort"] = "co"
+    a["spec"]["cohortName"] = b["spec"]["cohortName"] = "co"
     state = make_state(two_racks(), a)
     state.upsert_cluster_queue(proj.cluster_queue_from_object(b))
     state.upsert_local_queue("ns", "lq-b", "b")
@@ -285,7 +287,7 @@ def test_a_cluster_queue_moved_to_another_cohort_leaves_no_series_under_the_old_
     labels = {"cluster_queue": "a", "flavor": "tas", "resource": "cpu"}
     assert sample("kueue_cluster_queue_nominal_quota", cohort="co", **labels) == 8
     moved = cluster_queue("a", cpu="8")
-    moved["spec"]["cohort"] = "elsewhere"
+    moved["spec"]["cohortName"] = "elsewhere"
     state.upsert_cluster_queue(proj.cluster_queue_from_object(moved))
     cycle(loop)
     assert sample("kueue_cluster_queue_nominal_quota", cohort="co", **labels) is None
@@ -410,7 +412,7 @@ def test_counts_add_up(jobs, quota):
 
 def test_cohorts_whose_parents_loop_are_left_out_as_kueue_leaves_them_out():
     cq = cluster_queue()
-    cq["spec"]["cohort"] = "x"
+    cq["spec"]["cohortName"] = "x"
     state = make_state(two_racks(), cq)
     for name, parent in (("x", "y"), ("y", "x"), ("z", None)):
         spec = {"parentName": parent} if parent else {}

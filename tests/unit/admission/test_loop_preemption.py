@@ -163,7 +163,7 @@ def cohort_queues() -> list[dict]:
     queues = []
     for name, cpu in (("a", "0"), ("b", "8")):
         cq = cluster_queue(name=name, cpu=cpu)
-        cq["spec"]["cohort"] = "co"
+        cq["spec"]["cohortName"] = "co"
         cq["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
         queues.append(cq)
     return queues

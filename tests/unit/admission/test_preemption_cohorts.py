@@ -93,7 +93,7 @@ def cq(
 ) -> dict:
     spec: dict = {"namespaceSelector": {}, "resourceGroups": _groups(groups)}
     if cohort:
-        spec["cohort"] = cohort
+        spec["cohortName"] = cohort
     preemption_spec: dict = {}
     if within:
         preemption_spec["withinClusterQueue"] = within

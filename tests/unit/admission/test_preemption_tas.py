@@ -28,6 +28,7 @@ from tas.admission import preemption
 from tas.admission.decide import decide
 from tas.api import topologyassignment
 from tas.api.constants import COND_EVICTED, COND_PREEMPTED, JOB_UID_LABEL, LOWER_PRIORITY
+from tas.api.topologyassignment import v1beta1_to_v1beta2
 from tas.cache import projections as proj
 from tas.cache.state import ClusterState, charge_of
 from tas.workload import transitions
@@ -165,10 +166,12 @@ class Running:
                         "flavors": {"cpu": FLAVOR},
                         "resourceUsage": {"cpu": self.cpu},
                         "count": 1,
-                        "topologyAssignment": {
-                            "levels": list(topology.levels),
-                            "domains": [{"values": topology.values(self.host), "count": 1}],
-                        },
+                        "topologyAssignment": v1beta1_to_v1beta2(
+                            {
+                                "levels": list(topology.levels),
+                                "domains": [{"values": topology.values(self.host), "count": 1}],
+                            }
+                        ),
                     }
                 ],
             },
@@ -348,4 +351,4 @@ def test_kueue_tas_preemption(case: Case, topology: Topology) -> None:
     admitted = decide(state, preemptor, cq, now=NOW)
     assert admitted.admitted, admitted.message
     (ps,) = admitted.admission["podSetAssignments"]
-    assert ps["topologyAssignment"] == topologyassignment.to_api(assignment)
+    assert ps["topologyAssignment"] == topologyassignment.to_stored(assignment)

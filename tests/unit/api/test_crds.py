@@ -20,6 +20,7 @@ from tas.api import crdgen
 from tas.api.constants import GROUP, HOSTNAME_LABEL
 
 CRD_DIR = Path(__file__).resolve().parents[3] / "crds"
+BOTH = ["v1beta1", "v1beta2"]
 RENDERED = crdgen.render_all()
 CRDS = {name: yaml.safe_load(text) for name, text in RENDERED.items()}
 
@@ -88,36 +89,38 @@ def test_output_is_deterministic() -> None:
     assert crdgen.render_all() == RENDERED
 
 
-def test_cli_writes_every_file_to_every_dir(tmp_path: Path) -> None:
-    assert crdgen.main([str(tmp_path / "a"), str(tmp_path / "b")]) == 0
-    for sub in ("a", "b"):
-        assert {p.name: p.read_text() for p in (tmp_path / sub).iterdir()} == RENDERED
+def test_cli_writes_the_plain_and_the_chart_copies(tmp_path: Path) -> None:
+    assert crdgen.main([str(tmp_path / "a"), "--chart", str(tmp_path / "b")]) == 0
+    assert {p.name: p.read_text() for p in (tmp_path / "a").iterdir()} == RENDERED
+    chart = {p.name: p.read_text() for p in (tmp_path / "b").iterdir()}
+    assert chart == crdgen.render_all(chart=True)
+    for name, text in chart.items():  # the chart's copy differs only in the client config
+        if "conversion" in CRDS[name]["spec"]:
+            assert crdgen.CHART_CLIENT_CONFIG in text and text != RENDERED[name]
+        else:
+            assert text == RENDERED[name]
     assert crdgen.main([]) == 2
+    assert crdgen.main([str(tmp_path / "a"), str(tmp_path / "b")]) == 2
 
 
 # --- names, versions, subresources, columns -----------------------------------------------------
 @pytest.mark.parametrize(
     ("plural", "kind", "scope", "short", "versions", "status"),
     [
-        ("topologies", "Topology", "Cluster", ["topo"], ["v1alpha1", "v1beta1"], False),
-        (
-            "resourceflavors",
-            "ResourceFlavor",
-            "Cluster",
-            ["flavor", "flavors", "rf"],
-            ["v1beta1"],
-            False,
-        ),
-        ("clusterqueues", "ClusterQueue", "Cluster", ["cq"], ["v1beta1"], True),
-        ("localqueues", "LocalQueue", "Namespaced", ["queue", "queues", "lq"], ["v1beta1"], True),
+        ("topologies", "Topology", "Cluster", ["topo"], ["v1alpha1", *BOTH], False),
+        ("resourceflavors", "ResourceFlavor", "Cluster", ["flavor", "flavors", "rf"], BOTH, False),
+        ("clusterqueues", "ClusterQueue", "Cluster", ["cq"], BOTH, True),
+        ("localqueues", "LocalQueue", "Namespaced", ["queue", "queues", "lq"], BOTH, True),
         (
             "workloads",
             "Workload",
             "Namespaced",
             ["kwl", "kueueworkload", "kueueworkloads"],
-            ["v1beta1"],
+            BOTH,
             True,
         ),
+        ("cohorts", "Cohort", "Cluster", None, BOTH, True),
+        ("workloadpriorityclasses", "WorkloadPriorityClass", "Cluster", None, BOTH, False),
     ],
 )
 def test_names_and_versions(
@@ -132,48 +135,100 @@ def test_names_and_versions(
         f"{kind}List",
         kind.lower(),
     )
-    assert names["shortNames"] == short and names["categories"] == ["kueue"]
+    assert names.get("shortNames") == short and names["categories"] == ["kueue"]
     assert [v["name"] for v in spec["versions"]] == versions
     assert all(v["served"] for v in spec["versions"])
-    assert [v["name"] for v in spec["versions"] if v["storage"]] == ["v1beta1"]
+    assert [v["name"] for v in spec["versions"] if v["storage"]] == ["v1beta2"]
     assert all(("subresources" in v) == status for v in spec["versions"])
-    # Served versions share one schema: no conversion is needed between them.
+    # Where the versions' schemas differ, the API server asks our webhook; otherwise it only
+    # rewrites apiVersion (Kueue's choice per kind: Cohort, though alike here, converts).
     schemas = [v["schema"] for v in spec["versions"]]
-    assert all(s == schemas[0] for s in schemas)
+    converted = plural in ("workloads", "clusterqueues", "localqueues", "cohorts")
+    assert converted or all(s == schemas[0] for s in schemas)
+    assert converted == ("conversion" in spec)
+    if converted:
+        assert spec["conversion"] == {
+            "strategy": "Webhook",
+            "webhook": {
+                "clientConfig": {
+                    "service": {
+                        "name": "tas-operator-webhook",
+                        "namespace": "tas-system",
+                        "path": "/convert",
+                        "port": 9443,
+                    },
+                    "url": None,  # applied over a CRD the chart pointed at a URL, it goes
+                },
+                "conversionReviewVersions": ["v1"],
+            },
+        }
 
 
-def columns(plural: str) -> dict[str, str]:
-    (version,) = [v for v in crd(plural)["spec"]["versions"] if v["storage"]]
-    return {c["name"]: c["jsonPath"] for c in version["additionalPrinterColumns"]}
+def columns(plural: str, version: str | None = None) -> dict[str, str]:
+    (found,) = [
+        v
+        for v in crd(plural)["spec"]["versions"]
+        if v["name"] == version or (version is None and v["storage"])
+    ]
+    return {c["name"]: c["jsonPath"] for c in found.get("additionalPrinterColumns", [])}
 
 
-def test_printer_columns() -> None:
-    assert columns("workloads") == {
+# Kueue v0.17.0's columns (config/components/crd/bases), per version: what `kubectl get` shows.
+KUEUE_COLUMNS = {
+    ("workloads", "v1beta2"): {
         "Queue": ".spec.queueName",
         "Reserved in": ".status.admission.clusterQueue",
         "Admitted": ".status.conditions[?(@.type=='Admitted')].status",
         "Finished": ".status.conditions[?(@.type=='Finished')].status",
         "Age": ".metadata.creationTimestamp",
-    }
-    assert columns("clusterqueues")["Pending Workloads"] == ".status.pendingWorkloads"
-    assert columns("clusterqueues")["Admitted Workloads"] == ".status.admittedWorkloads"
-    assert columns("localqueues")["ClusterQueue"] == ".spec.clusterQueue"
+    },
+    ("clusterqueues", "v1beta1"): {
+        "Cohort": ".spec.cohort",
+        "Strategy": ".spec.queueingStrategy",
+        "Pending Workloads": ".status.pendingWorkloads",
+        "Admitted Workloads": ".status.admittedWorkloads",
+    },
+    ("clusterqueues", "v1beta2"): {
+        "Cohort": ".spec.cohortName",
+        "Strategy": ".spec.queueingStrategy",
+        "Pending Workloads": ".status.pendingWorkloads",
+        "Admitted Workloads": ".status.admittedWorkloads",
+    },
+    ("localqueues", "v1beta2"): {
+        "ClusterQueue": ".spec.clusterQueue",
+        "Pending Workloads": ".status.pendingWorkloads",
+        "Admitted Workloads": ".status.admittedWorkloads",
+    },
+    ("workloadpriorityclasses", "v1beta2"): {"Value": ".value"},
+    ("cohorts", "v1beta2"): {},
+}
+
+
+@pytest.mark.parametrize(("plural", "version"), sorted(KUEUE_COLUMNS))
+def test_printer_columns_are_kueues(plural: str, version: str) -> None:
+    assert columns(plural, version) == KUEUE_COLUMNS[plural, version]
+
+
+def test_printer_columns_beyond_kueue() -> None:
+    # Kueue shows no columns for these; ours say where the leaves are.
     assert columns("topologies")["Highest Level"] == ".spec.levels[0].nodeLabel"
     assert columns("topologies")["Lowest Level"] == ".spec.levels[-1:].nodeLabel"
+    assert columns("resourceflavors")["Topology"] == ".spec.topologyName"
 
 
 def test_printer_columns_point_at_fields_that_exist() -> None:
     for name, doc in CRDS.items():
         plural = doc["spec"]["names"]["plural"]
-        for path in columns(plural).values():
-            fields = path.split("[")[0].strip(".").split(".")
-            if fields[0] == "metadata":
-                continue
-            node = root(plural)
-            for f in fields:
-                node = node["properties"][f]
-                node = node.get("items", node)
-            assert node, f"{name}: {path}"
+        for version in doc["spec"]["versions"]:
+            for path in columns(plural, version["name"]).values():
+                fields = path.split("[")[0].strip(".").split(".")
+                if fields[0] == "metadata":
+                    continue
+                node = root(plural, version["name"])
+                for f in fields:
+                    node = node["properties"][f]
+                    node = node.get("items", node)
+                assert node, f"{name} {version['name']}: {path}"
 
 
 # --- structural schema ----------------------------------------------------------------------
@@ -267,8 +322,12 @@ def test_counts_are_non_negative() -> None:
     wl, cq, lq = root("workloads"), root("clusterqueues"), root("localqueues")
     assert at(wl, "spec.podSets[].count")["minimum"] == 0
     assert at(wl, "status.admission.podSetAssignments[].count")["minimum"] == 0
-    domain = at(wl, "status.admission.podSetAssignments[].topologyAssignment.domains[].count")
+    assignment = "status.admission.podSetAssignments[].topologyAssignment"
+    domain = at(root("workloads", "v1beta1"), f"{assignment}.domains[].count")
     assert domain["minimum"] == 1
+    assert at(wl, f"{assignment}.slices[].domainCount")["minimum"] == 1
+    assert at(wl, f"{assignment}.slices[].podCounts.universal")["minimum"] == 1
+    assert at(wl, f"{assignment}.slices[].podCounts.individual[]")["minimum"] == 1
     for schema in (cq, lq):
         for field in ("pendingWorkloads", "reservingWorkloads", "admittedWorkloads"):
             assert at(schema, f"status.{field}")["minimum"] == 0
@@ -295,17 +354,19 @@ def schema_type(node: dict[str, Any]) -> str:
     return node.get("type", "int-or-string" if node.get("x-kubernetes-int-or-string") else "any")
 
 
-@pytest.mark.parametrize("kind", sorted(KUEUE_FIELDS["kinds"]))
-def test_every_field_is_kueues_with_kueues_type(kind: str) -> None:
+@pytest.mark.parametrize(
+    ("kind", "version"), [(k, v) for k in sorted(KUEUE_FIELDS["kinds"]) for v in BOTH]
+)
+def test_every_field_is_kueues_with_kueues_type(kind: str, version: str) -> None:
     kueue = KUEUE_FIELDS["kinds"][kind]
     (resource,) = [r for r in crdgen.RESOURCES if r.model_fields["kind"].default == kind]
-    for path, node in walk(root(resource.crd.plural)):
+    for path, node in walk(root(resource.crd.plural, version)):
         path = "." + path if path else "."
         if ".template." in path:
             continue  # the pod template is kept as given
-        version = "v1beta2" if path.startswith(FROM_KUEUE_V1BETA2) else "v1beta1"
-        assert path in kueue[version], f"{kind} {path} is not a Kueue {version} field"
-        assert schema_type(node) == kueue[version][path], f"{kind} {path}"
+        theirs = "v1beta2" if path.startswith(FROM_KUEUE_V1BETA2) else version
+        assert path in kueue[theirs], f"{kind} {path} is not a Kueue {theirs} field"
+        assert schema_type(node) == kueue[theirs][path], f"{kind} {version} {path}"
 
 
 # --- validation rules ------------------------------------------------------------------------
@@ -530,9 +591,56 @@ def test_workload_cel() -> None:
     podset = at(wl, "spec.podSets[]")
     assert check(podset, {"count": 3, "minCount": 2}) == []
     assert check(podset, {"count": 1, "minCount": 2}) == ["minCount must not exceed count"]
-    assert check(at(wl, "spec"), {"priorityClassName": "high"}) == [
+    assert check(at(root("workloads", "v1beta1"), "spec"), {"priorityClassName": "high"}) == [
         "priority must be set when priorityClassName is set"
     ]
+    ref = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"}
+    assert check(at(wl, "spec"), {"priorityClassRef": ref}) == [
+        "priority must be set when priorityClassRef is set"
+    ]
+    assert check(at(wl, "spec"), {"priorityClassRef": ref, "priority": 5}) == []
+    node = at(wl, "spec.priorityClassRef")
+    assert check(node, {**ref, "kind": "PriorityClass"}) == [
+        "only the WorkloadPriorityClass kind is allowed for the kueue.x-k8s.io group"
+    ]
+    assert check(node, {**ref, "group": "scheduling.k8s.io"}) == [
+        "only the PriorityClass kind is allowed for the scheduling.k8s.io group"
+    ]
+
+
+def one_slice(domains: int, roots: int, counts: int) -> dict[str, Any]:
+    return {
+        "domainCount": domains,
+        "valuesPerLevel": [
+            {"individual": {"prefix": "n-", "roots": [str(i) for i in range(roots)]}}
+        ],
+        "podCounts": {"individual": [1] * counts},
+    }
+
+
+def test_topology_assignment_cel() -> None:
+    """Kueue's rules on the compact encoding, each refusing what it should."""
+    node = at(root("workloads"), "status.admission.podSetAssignments[].topologyAssignment")
+    ok = {"levels": [HOSTNAME_LABEL], "slices": [one_slice(2, 2, 2)]}
+    assert check(node, ok) == []
+    assert check(node, {**ok, "levels": ["a", HOSTNAME_LABEL]}) == [
+        "valuesPerLevel must have the same length as the number of levels in this "
+        "TopologyAssignment"
+    ]
+    slice_node = node["properties"]["slices"]["items"]
+    assert check(slice_node, one_slice(2, 2, 2)) == []
+    assert check(slice_node, one_slice(2, 2, 3)) == [
+        "podCounts.individual must have length equal to domainCount"
+    ]
+    assert len(check(slice_node, one_slice(2, 3, 2))) == 1
+    one_of = "exactly one of the fields in [universal individual] must be set"
+    counts = slice_node["properties"]["podCounts"]
+    assert check(counts, {"universal": 2}) == []
+    assert check(counts, {}) == [one_of]
+    assert check(counts, {"universal": 1, "individual": [1]}) == [one_of]
+    values = slice_node["properties"]["valuesPerLevel"]["items"]
+    assert check(values, {"universal": "a"}) == []
+    assert check(values, {"universal": "a", "individual": {"roots": ["a"]}}) == [one_of]
 
 
 def test_placement_group_cel() -> None:

@@ -13,10 +13,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from tas.api import conversion
 from tas.api.constants import BEST_EFFORT_FIFO, HOSTNAME_LABEL
-from tas.api.models import ClusterQueue, LocalQueue, ResourceFlavor, Topology, Workload
+from tas.api.models import ClusterQueue, LocalQueue, ResourceFlavor, Topology, Workload, v1beta1
 from tas.api.models.common import ObjectMeta
-from tas.api.models.workload import TopologyAssignment
+from tests.unit.api.kueue_objects import (
+    cluster_queues,
+    flavors,
+    local_queues,
+    topologies,
+    workloads,
+)
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "kueue-tas"
 
@@ -95,7 +102,9 @@ def test_defaults() -> None:
     assert cq.status.pending_workloads == cq.status.admitted_workloads == 0
     wl = Workload.model_validate({"spec": {"podSets": [{"template": {}}]}})
     assert (wl.spec.pod_sets[0].name, wl.spec.pod_sets[0].count) == ("main", 1)
-    assert wl.api_version == "kueue.x-k8s.io/v1beta1" and wl.kind == "Workload"
+    assert wl.api_version == "kueue.x-k8s.io/v1beta2" and wl.kind == "Workload"
+    old = v1beta1.Workload.model_validate({"spec": {"podSets": [{"template": {}}]}})
+    assert old.api_version == "kueue.x-k8s.io/v1beta1"
     assert wl.status.admission is None and not wl.admitted
 
 
@@ -217,11 +226,11 @@ def test_workload_needs_a_podset() -> None:
 
 def test_topology_assignment_values_match_levels() -> None:
     with pytest.raises(ValidationError, match="2 values for 1 levels"):
-        TopologyAssignment.model_validate(
+        v1beta1.TopologyAssignment.model_validate(
             {"levels": [HOSTNAME_LABEL], "domains": [{"values": ["a", "b"], "count": 1}]}
         )
     with pytest.raises(ValidationError):
-        TopologyAssignment.model_validate(
+        v1beta1.TopologyAssignment.model_validate(
             {"levels": [HOSTNAME_LABEL], "domains": [{"values": ["a"], "count": 0}]}
         )
 
@@ -308,7 +317,7 @@ ADMITTED_WORKLOAD: dict[str, Any] = {
 
 
 def test_admitted_workload_round_trips_exactly() -> None:
-    wl = Workload.model_validate(ADMITTED_WORKLOAD)
+    wl = v1beta1.Workload.model_validate(ADMITTED_WORKLOAD)
     assert wl.to_kube() == ADMITTED_WORKLOAD
     assert wl.quota_reserved and wl.admitted and not wl.finished
     assignment = wl.status.admission.pod_set_assignments[0].topology_assignment
@@ -321,6 +330,16 @@ def test_admitted_workload_round_trips_exactly() -> None:
     assert wl.status.requeue_state.requeue_at == datetime(2026, 11, 21, 9, 59, tzinfo=UTC)
 
 
+def test_admitted_workload_in_v1beta2_round_trips_exactly() -> None:
+    stored = conversion.convert(ADMITTED_WORKLOAD, conversion.V1BETA2)
+    wl = Workload.model_validate(stored)
+    assert wl.to_kube() == stored
+    assert wl.quota_reserved and wl.admitted and not wl.finished
+    (assigned,) = wl.status.admission.pod_set_assignments[0].topology_assignment.slices
+    assert assigned.domain_count == 2
+    assert assigned.pod_counts.individual == [4, 2]
+
+
 def test_times_are_rfc3339_utc_seconds() -> None:
     meta = ObjectMeta(creation_timestamp=datetime(2026, 1, 2, 3, 4, 5, 678, tzinfo=UTC))
     assert meta.to_kube() == {"creationTimestamp": "2026-01-02T03:04:05Z"}
@@ -329,301 +348,13 @@ def test_times_are_rfc3339_utc_seconds() -> None:
 
 
 def test_dump_is_json_serialisable_and_camel_case() -> None:
-    text = json.dumps(Workload.model_validate(ADMITTED_WORKLOAD).to_kube())
+    text = json.dumps(v1beta1.Workload.model_validate(ADMITTED_WORKLOAD).to_kube())
     for key in ("podSets", "topologyRequest", "podSetAssignments", "topologyAssignment"):
         assert f'"{key}"' in text
     assert "_" not in "".join(k for k in json.loads(text)["spec"]["podSets"][0])
 
 
 # --- hypothesis: Kueue-shaped JSON -> model -> JSON, and model -> JSON -> model ---------------
-dns_label = st.from_regex(r"\A[a-z0-9]([-a-z0-9]{0,10}[a-z0-9])?\Z")
-dns_name = st.lists(dns_label, min_size=1, max_size=3).map(".".join)
-label_key = st.one_of(
-    st.from_regex(r"\A[A-Za-z0-9]([-A-Za-z0-9_.]{0,10}[A-Za-z0-9])?\Z"),
-    st.tuples(dns_name, dns_label).map("/".join),
-)
-quantity = st.one_of(
-    st.integers(min_value=0, max_value=10**12),
-    st.from_regex(r"\A[0-9]{1,6}(\.[0-9]{1,3})?(Ki|Mi|Gi|Ti|m|k|M|G)?\Z"),
-)
-int32 = st.integers(min_value=0, max_value=2**31 - 1)
-times = st.datetimes(
-    min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)
-).map(lambda t: t.replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ"))
-short_text = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=20)
-
-
-def optional(draw: st.DrawFn, out: dict[str, Any], key: str, strategy: st.SearchStrategy) -> None:
-    if draw(st.booleans()):
-        out[key] = draw(strategy)
-
-
-@st.composite
-def topologies(draw: st.DrawFn) -> dict[str, Any]:
-    labels = draw(
-        st.lists(label_key, min_size=1, max_size=15, unique=True).filter(
-            lambda xs: HOSTNAME_LABEL not in xs
-        )
-    )
-    if draw(st.booleans()):
-        labels.append(HOSTNAME_LABEL)
-    version = draw(st.sampled_from(["v1alpha1", "v1beta1"]))
-    return {
-        "apiVersion": f"kueue.x-k8s.io/{version}",
-        "kind": "Topology",
-        "metadata": {"name": draw(dns_name)},
-        "spec": {"levels": [{"nodeLabel": x} for x in labels]},
-    }
-
-
-@st.composite
-def flavors(draw: st.DrawFn) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "nodeLabels": draw(st.dictionaries(label_key, dns_label, min_size=1, max_size=8))
-    }
-    optional(draw, spec, "topologyName", dns_name)
-    optional(
-        draw,
-        spec,
-        "nodeTaints",
-        st.lists(
-            st.fixed_dictionaries(
-                {
-                    "key": label_key,
-                    "effect": st.sampled_from(["NoSchedule", "PreferNoSchedule", "NoExecute"]),
-                },
-                optional={"value": dns_label, "timeAdded": times},
-            ),
-            min_size=1,
-            max_size=8,
-        ),
-    )
-    optional(
-        draw,
-        spec,
-        "tolerations",
-        st.lists(
-            st.one_of(
-                st.fixed_dictionaries(
-                    {"key": label_key, "operator": st.just("Equal"), "value": dns_label},
-                    optional={"effect": st.sampled_from(["NoSchedule", "NoExecute"])},
-                ),
-                st.fixed_dictionaries(
-                    {"operator": st.just("Exists"), "effect": st.just("NoExecute")},
-                    optional={"tolerationSeconds": st.integers(0, 10**6), "key": label_key},
-                ),
-            ),
-            min_size=1,
-            max_size=8,
-        ),
-    )
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta1",
-        "kind": "ResourceFlavor",
-        "metadata": {"name": draw(dns_name)},
-        "spec": spec,
-    }
-
-
-conditions = st.lists(
-    st.fixed_dictionaries(
-        {
-            "type": st.sampled_from(["QuotaReserved", "Admitted", "Finished", "Evicted", "Active"]),
-            "status": st.sampled_from(["True", "False", "Unknown"]),
-            "reason": st.from_regex(r"\A[A-Z][A-Za-z]{0,20}\Z"),
-            "message": short_text,
-            "lastTransitionTime": times,
-        },
-        optional={"observedGeneration": st.integers(0, 10**9)},
-    ),
-    max_size=4,
-    unique_by=lambda c: c["type"],
-)
-
-
-@st.composite
-def cluster_queues(draw: st.DrawFn) -> dict[str, Any]:
-    resources = draw(
-        st.lists(
-            st.sampled_from(["cpu", "memory", "pods", "nvidia.com/gpu"]),
-            min_size=1,
-            max_size=4,
-            unique=True,
-        )
-    )
-    flavor_names = draw(st.lists(dns_name, min_size=1, max_size=3, unique=True))
-    group = {
-        "coveredResources": resources,
-        "flavors": [
-            {
-                "name": f,
-                "resources": [{"name": r, "nominalQuota": draw(quantity)} for r in resources],
-            }
-            for f in flavor_names
-        ],
-    }
-    spec: dict[str, Any] = {
-        "resourceGroups": [group],
-        "queueingStrategy": draw(st.sampled_from(["StrictFIFO", "BestEffortFIFO"])),
-    }
-    optional(
-        draw,
-        spec,
-        "namespaceSelector",
-        st.one_of(
-            st.just({}),
-            st.fixed_dictionaries(
-                {"matchLabels": st.dictionaries(label_key, dns_label, max_size=3)}
-            ),
-            st.fixed_dictionaries(
-                {
-                    "matchExpressions": st.lists(
-                        st.fixed_dictionaries(
-                            {
-                                "key": label_key,
-                                "operator": st.sampled_from(["In", "NotIn"]),
-                                "values": st.lists(dns_label, min_size=1, max_size=3),
-                            }
-                        ),
-                        max_size=2,
-                    )
-                }
-            ),
-        ),
-    )
-    usage = st.lists(
-        st.fixed_dictionaries(
-            {
-                "name": dns_name,
-                "resources": st.lists(
-                    st.fixed_dictionaries(
-                        {
-                            "name": st.sampled_from(["cpu", "memory"]),
-                            "total": quantity,
-                            "borrowed": quantity,
-                        }
-                    ),
-                    max_size=2,
-                    unique_by=lambda r: r["name"],
-                ),
-            }
-        ),
-        max_size=2,
-        unique_by=lambda f: f["name"],
-    )
-    status = {
-        "conditions": draw(conditions),
-        "flavorsReservation": draw(usage),
-        "flavorsUsage": draw(usage),
-        "pendingWorkloads": draw(int32),
-        "reservingWorkloads": draw(int32),
-        "admittedWorkloads": draw(int32),
-    }
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta1",
-        "kind": "ClusterQueue",
-        "metadata": {"name": draw(dns_name)},
-        "spec": spec,
-        "status": status,
-    }
-
-
-@st.composite
-def local_queues(draw: st.DrawFn) -> dict[str, Any]:
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta1",
-        "kind": "LocalQueue",
-        "metadata": {"name": draw(dns_name), "namespace": draw(dns_label)},
-        "spec": {"clusterQueue": draw(dns_name)},
-        "status": {
-            "conditions": draw(conditions),
-            "pendingWorkloads": draw(int32),
-            "reservingWorkloads": draw(int32),
-            "admittedWorkloads": draw(int32),
-        },
-    }
-
-
-@st.composite
-def topology_requests(draw: st.DrawFn) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    mode = draw(st.sampled_from(["required", "preferred", "unconstrained", None]))
-    if mode == "unconstrained":
-        out["unconstrained"] = True
-    elif mode:
-        out[mode] = draw(label_key)
-    optional(draw, out, "podIndexLabel", label_key)
-    optional(draw, out, "podSetGroupName", dns_label)
-    layers = draw(st.integers(0, 3))
-    if layers == 1:
-        out["podSetSliceRequiredTopology"] = draw(label_key)
-        out["podSetSliceSize"] = draw(st.integers(1, 1000))
-    elif layers > 1:
-        out["podsetSliceRequiredTopologyConstraints"] = [
-            {"topology": draw(label_key), "size": draw(st.integers(1, 1000))} for _ in range(layers)
-        ]
-    return out
-
-
-@st.composite
-def workloads(draw: st.DrawFn) -> dict[str, Any]:
-    names = draw(st.lists(dns_label, min_size=1, max_size=4, unique=True))
-    pod_sets = []
-    for name in names:
-        pod_set: dict[str, Any] = {
-            "name": name,
-            "count": draw(st.integers(0, 10**5)),
-            "template": {
-                "metadata": {"labels": draw(st.dictionaries(label_key, dns_label, max_size=2))},
-                "spec": {"containers": [{"name": "c", "image": draw(dns_name)}]},
-            },
-        }
-        optional(draw, pod_set, "topologyRequest", topology_requests())
-        pod_sets.append(pod_set)
-    spec: dict[str, Any] = {"podSets": pod_sets}
-    optional(draw, spec, "queueName", dns_name)
-    optional(draw, spec, "priority", st.integers(-(2**31), 2**31 - 1))
-    status: dict[str, Any] = {"conditions": draw(conditions), "unhealthyNodes": []}
-    if draw(st.booleans()):
-        levels = draw(st.lists(label_key, min_size=1, max_size=3, unique=True))
-        status["admission"] = {
-            "clusterQueue": draw(dns_name),
-            "podSetAssignments": [
-                {
-                    "name": name,
-                    "flavors": {"cpu": draw(dns_name)},
-                    "resourceUsage": {"cpu": draw(quantity)},
-                    "count": draw(int32),
-                    "topologyAssignment": {
-                        "levels": levels,
-                        "domains": draw(
-                            st.lists(
-                                st.fixed_dictionaries(
-                                    {
-                                        "values": st.lists(
-                                            dns_label, min_size=len(levels), max_size=len(levels)
-                                        ),
-                                        "count": st.integers(1, 1000),
-                                    }
-                                ),
-                                min_size=1,
-                                max_size=5,
-                            )
-                        ),
-                    },
-                }
-                for name in names
-            ],
-        }
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta1",
-        "kind": "Workload",
-        "metadata": {"name": draw(dns_name), "namespace": draw(dns_label)},
-        "spec": spec,
-        "status": status,
-    }
-
-
 ROUND_TRIPS = [
     (Topology, topologies()),
     (ResourceFlavor, flavors()),
@@ -634,10 +365,19 @@ ROUND_TRIPS = [
 
 
 @pytest.mark.parametrize(("model", "docs"), ROUND_TRIPS, ids=[m.__name__ for m, _ in ROUND_TRIPS])
+@pytest.mark.parametrize("version", ["v1beta1", "v1beta2"])
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
-def test_round_trip(model: type, docs: st.SearchStrategy, data: st.DataObject) -> None:
+def test_round_trip(
+    model: type, docs: st.SearchStrategy, version: str, data: st.DataObject
+) -> None:
+    """Each version's documents through that version's model (v1beta2's are the v1beta1
+    documents converted)."""
     doc = data.draw(docs)
+    if version == "v1beta1":
+        model = v1beta1.MODELS.get(model, model)
+    else:
+        doc = conversion.convert(doc, conversion.V1BETA2)
     obj = model.model_validate(doc)
     dumped = obj.to_kube()
     # JSON -> model -> JSON keeps every field as Kueue spells it (defaults may be added) ...

@@ -1,9 +1,12 @@
-"""A Workload's preferred node affinity reaches the solver's PodSetRequest."""
+"""A Workload's node affinity (required and preferred) reaches the solver's PodSetRequest."""
 
 from __future__ import annotations
 
 from tas.cache.projections import workload_from_object
 from tas.solver import NodeSelectorRequirement, NodeSelectorTerm, PreferredSchedulingTerm
+from tas.solver.filters import matches_required_affinity
+
+HOSTNAME = "kubernetes.io/hostname"
 
 
 def _workload(pod_spec: dict) -> dict:
@@ -78,3 +81,33 @@ def test_an_expression_without_an_operator_is_an_error_naming_it():
     assert workload_from_object(_workload(spec)).spec_error.endswith(
         "[0].preference.matchExpressions[0]: needs a key and an operator"
     )
+
+
+def required(*terms: dict) -> dict:
+    node_affinity = {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}
+    }
+    return {"nodeAffinity": node_affinity}
+
+
+def test_required_node_affinity_is_read_as_kueue_checks_it():
+    """ORed terms, each its matchExpressions ANDed; matchFields on metadata.name name the
+    node, read as its hostname label."""
+    term = {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["a", "b"]}]}
+    by_name = {"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["x1"]}]}
+    (ps,) = workload_from_object(
+        _workload({"containers": CONTAINERS, "affinity": required(term, by_name)})
+    ).pod_sets
+    assert ps.required_affinity == (
+        NodeSelectorTerm((NodeSelectorRequirement("pool", "In", ("a", "b")),)),
+        NodeSelectorTerm((NodeSelectorRequirement(HOSTNAME, "NotIn", ("x1",)),)),
+    )
+    assert matches_required_affinity({"pool": "a"}, ps.required_affinity)
+    assert not matches_required_affinity({"pool": "c", HOSTNAME: "x1"}, ps.required_affinity)
+    assert matches_required_affinity({"pool": "c", HOSTNAME: "x2"}, ps.required_affinity)
+
+
+def test_a_malformed_required_term_names_its_field():
+    bad = {"matchFields": [{"key": "metadata.labels", "operator": "In", "values": ["a"]}]}
+    wl = workload_from_object(_workload({"containers": CONTAINERS, "affinity": required(bad)}))
+    assert "nodeSelectorTerms[0].matchFields[0].key" in wl.spec_error

@@ -50,7 +50,7 @@ def red_cpu(nominal: str, borrowing: str = "", lending: str = "") -> dict:
 def cluster_queue(name: str, *groups: dict, cohort: str | None = None) -> dict:
     spec: dict = {"namespaceSelector": {}, "resourceGroups": list(groups)}
     if cohort:
-        spec["cohort"] = cohort
+        spec["cohortName"] = cohort
     return {"metadata": {"name": name}, "spec": spec}
 
 

@@ -63,7 +63,29 @@ BASE_RULES = {
     *{("scheduling.k8s.io", "priorityclasses", v, None) for v in ("list", "watch")},
     *{
         ("kueue.x-k8s.io", "workloads", v, None)
-        for v in ("get", "list", "watch", "create", "delete")
+        for v in ("get", "list", "watch", "create", "delete", "patch")
+    },
+    # The storage migration's empty patch, after an upgrade.
+    *{
+        ("kueue.x-k8s.io", r, "patch", None)
+        for r in (
+            "topologies",
+            "resourceflavors",
+            "clusterqueues",
+            "localqueues",
+            "cohorts",
+            "workloadpriorityclasses",
+        )
+    },
+    # Our own CRDs: the conversion webhook's CA bundle, and the trimmed storedVersions.
+    *{
+        ("apiextensions.k8s.io", r, v, name)
+        for name in CRD_NAMES
+        for r, v in (
+            ("customresourcedefinitions", "get"),
+            ("customresourcedefinitions", "patch"),
+            ("customresourcedefinitions/status", "patch"),
+        )
     },
     *{
         ("kueue.x-k8s.io", r, "patch", None)
@@ -655,12 +677,13 @@ def test_the_chart_owns_complete_webhook_configurations() -> None:
         assert hook["kind"] == kind
         # The path is the handler's id: kopf routes the review to it by that.
         assert hook["clientConfig"] == {
+            "url": None,
             "service": {
                 "namespace": NAMESPACE,
                 "name": service["metadata"]["name"],
                 "port": service["spec"]["ports"][0]["port"],
                 "path": f"/{path}",
-            }
+            },
         }  # no caBundle: the operator puts it in, and `helm upgrade` leaves it
         [rule] = hook["rules"]
         assert (rule["apiGroups"], rule["resources"], rule["operations"]) == (
@@ -724,7 +747,8 @@ def test_an_operator_outside_the_cluster_is_called_by_url() -> None:
     docs = render({"webhook": {"url": "https://127.0.0.1:19443", "timeoutSeconds": 3}})
     for hook in webhooks(docs).values():
         path = hook["name"].split(".", 1)[0]
-        assert hook["clientConfig"] == {"url": f"https://127.0.0.1:19443/{path}"}
+        # The other form explicitly null: an upgrade from one to the other removes it.
+        assert hook["clientConfig"] == {"url": f"https://127.0.0.1:19443/{path}", "service": None}
         assert hook["timeoutSeconds"] == 3
     assert flag(docs, "webhook-host") == "127.0.0.1"  # the name the certificate must carry
 
@@ -832,22 +856,55 @@ def test_an_unknown_log_level_fails_the_render() -> None:
 
 def test_chart_crds_are_fresh() -> None:
     committed = {p.name: p.read_text() for p in CHART_CRDS.glob("*.yaml")}
-    rendered = crdgen.render_all()
+    rendered = crdgen.render_all(chart=True)
     assert sorted(committed) == sorted(rendered), "run `make crds`"
     for name, text in rendered.items():
         assert committed[name] == text, f"{CHART_CRDS / name} is stale: run `make crds`"
 
 
-def test_rendered_crds_are_the_generated_ones() -> None:
+def conversion_client(docs: list[dict]) -> dict[str, dict]:
+    return {
+        d["metadata"]["name"]: d["spec"]["conversion"]["webhook"]["clientConfig"]
+        for d in docs
+        if d["kind"] == "CustomResourceDefinition" and "conversion" in d["spec"]
+    }
+
+
+@pytest.mark.parametrize("url", [None, "https://127.0.0.1:9555"], ids=["service", "url"])
+def test_rendered_crds_are_the_generated_ones(url: str | None) -> None:
+    """The same CRDs, whose conversion webhook is the release's Service (or webhook.url)."""
     generated = sorted(
         (yaml.safe_load(text) for text in crdgen.render_all().values()),
         key=lambda d: d["metadata"]["name"],
     )
+    docs = render({"webhook": {"url": url}} if url else None)
     rendered = sorted(
-        (d for d in render() if d["kind"] == "CustomResourceDefinition"),
+        (d for d in docs if d["kind"] == "CustomResourceDefinition"),
         key=lambda d: d["metadata"]["name"],
     )
+    clients = conversion_client(rendered)
+    assert sorted(clients) == sorted(crdgen_converted())
+    for config in clients.values():
+        if url:
+            assert config == {"url": f"{url}/convert", "service": None}
+        else:
+            assert config == {
+                "url": None,
+                "service": {
+                    "namespace": NAMESPACE,
+                    "name": f"{FULLNAME}-webhook",
+                    "port": 9443,
+                    "path": "/convert",
+                },
+            }
+    for doc in (*generated, *rendered):  # everything else is the same
+        if "conversion" in doc["spec"]:
+            doc["spec"]["conversion"]["webhook"]["clientConfig"] = None
     assert rendered == generated
+
+
+def crdgen_converted() -> list[str]:
+    return [f"{r.crd.plural}.{r.crd.group}" for r in RESOURCES if r.crd.conversion_webhook]
 
 
 def test_make_crds_writes_the_chart_copy() -> None:

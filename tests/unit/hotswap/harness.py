@@ -10,6 +10,7 @@ import itertools
 from collections.abc import Mapping
 
 from tas.admission.loop import AdmissionLoop
+from tas.api.topologyassignment import v1beta1_to_v1beta2
 from tas.cache import projections as proj
 from tas.cache.state import ClusterState
 from tas.hotswap.controller import NodeHealthController
@@ -36,10 +37,12 @@ def pod_set(name: str, hosts: Mapping[str, int], cpu: str = "1", request: dict |
         "name": name,
         "flavors": {"cpu": "tas"},
         "count": spec["count"],
-        "topologyAssignment": {
-            "levels": [HOST],
-            "domains": [{"values": [h], "count": c} for h, c in sorted(hosts.items())],
-        },
+        "topologyAssignment": v1beta1_to_v1beta2(
+            {
+                "levels": [HOST],
+                "domains": [{"values": [h], "count": c} for h, c in sorted(hosts.items())],
+            }
+        ),
     }
     return spec, admission
 

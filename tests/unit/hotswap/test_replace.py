@@ -1,4 +1,5 @@
 from tas.admission.decide import decide
+from tas.api.topologyassignment import v1beta2_to_v1beta1
 from tas.cache import projections as proj
 from tas.hotswap.replace import find_replacement, needs_replacement
 from tas.workload import transitions
@@ -56,7 +57,8 @@ def test_only_the_failed_nodes_pods_move_and_they_stay_in_the_rack():
     assert after == {kept: 2, spare: 2}  # y1 is in the other rack: never used
     status = transitions.replaced(wl, result.assignments)
     assert status["unhealthyNodes"] is None
-    domains = status["admission"]["podSetAssignments"][0]["topologyAssignment"]["domains"]
+    stored = status["admission"]["podSetAssignments"][0]["topologyAssignment"]
+    domains = v1beta2_to_v1beta1(stored)["domains"]
     assert {d["values"][0]: d["count"] for d in domains} == after
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 
+from tas.api.topologyassignment import v1beta1_to_v1beta2
 from tas.cache import projections as proj
 
 QUEUE = "kueue.x-k8s.io/queue-name"
@@ -61,10 +62,12 @@ def admitted(
     for ps in workload["spec"]["podSets"]:
         entry = {"name": ps["name"], "flavors": {"cpu": flavor}, "count": ps["count"]}
         if ps["name"] in assignments:
-            entry["topologyAssignment"] = {
-                "levels": ["kubernetes.io/hostname"],
-                "domains": [{"values": [h], "count": c} for h, c in assignments[ps["name"]]],
-            }
+            entry["topologyAssignment"] = v1beta1_to_v1beta2(
+                {
+                    "levels": ["kubernetes.io/hostname"],
+                    "domains": [{"values": [h], "count": c} for h, c in assignments[ps["name"]]],
+                }
+            )
         pod_sets.append(entry)
     obj = copy.deepcopy(workload)
     obj["metadata"].setdefault("resourceVersion", "1")

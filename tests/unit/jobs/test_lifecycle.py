@@ -1,5 +1,6 @@
 import copy
 
+from tas.api.topologyassignment import v1beta1_to_v1beta2
 from tas.cache import projections as proj
 from tas.jobs import lifecycle
 from tas.jobs.workload import build_workload, pod_count
@@ -33,10 +34,9 @@ def admitted(job_obj, flavor="tas", assignment=True):
     wl = build_workload(job_obj)
     ps = {"name": "main", "flavors": {"cpu": flavor}, "count": 4}
     if assignment:
-        ps["topologyAssignment"] = {
-            "levels": ["kubernetes.io/hostname"],
-            "domains": [{"values": ["x1"], "count": 4}],
-        }
+        ps["topologyAssignment"] = v1beta1_to_v1beta2(
+            {"levels": ["kubernetes.io/hostname"], "domains": [{"values": ["x1"], "count": 4}]}
+        )
     wl["status"] = {
         "admission": {"clusterQueue": "cq", "podSetAssignments": [ps]},
         "conditions": [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tas.api.constants import POD_PRIORITY_CLASS, WORKLOAD_PRIORITY_CLASS
 from tas.cache.projections import PodPriorityClass, pod_priority_class_from_object
 from tas.jobframework.priority import Priority, PriorityClassMissing, resolve
 from tas.jobframework.workload import build_workload
@@ -26,23 +27,29 @@ def template(name: str | None = None) -> dict:
 
 def test_the_workload_priority_class_label_wins_over_the_pod_template():
     got = resolve({"kueue.x-k8s.io/priority-class": "high"}, [template("system")], WPC, PCS)
-    assert got == Priority(1000, "high", "kueue.x-k8s.io/workloadpriorityclass")
+    assert got == Priority(1000, "high", WORKLOAD_PRIORITY_CLASS)
     assert got.to_spec() == {
         "priority": 1000,
-        "priorityClassName": "high",
-        "priorityClassSource": "kueue.x-k8s.io/workloadpriorityclass",
+        "priorityClassRef": {
+            "group": "kueue.x-k8s.io",
+            "kind": "WorkloadPriorityClass",
+            "name": "high",
+        },
     }
 
 
 def test_the_first_template_naming_a_priority_class():
     got = resolve({}, [template(), template("system")], WPC, PCS)
-    assert got == Priority(2000, "system", "scheduling.k8s.io/priorityclass")
+    assert got == Priority(2000, "system", POD_PRIORITY_CLASS)
+    assert got.to_spec()["priorityClassRef"] == {
+        "group": "scheduling.k8s.io",
+        "kind": "PriorityClass",
+        "name": "system",
+    }
 
 
 def test_the_lowest_global_default_when_nothing_is_named():
-    assert resolve({}, [template()], WPC, PCS) == Priority(
-        3, "default-a", "scheduling.k8s.io/priorityclass"
-    )
+    assert resolve({}, [template()], WPC, PCS) == Priority(3, "default-a", POD_PRIORITY_CLASS)
     assert resolve({}, [template()], WPC, {}) == Priority(0)
     assert Priority(0).to_spec() == {"priority": 0}
 
@@ -85,10 +92,13 @@ def job(labels: dict | None = None, pc: str | None = None) -> dict:
 def test_a_jobs_workload_carries_the_resolved_priority():
     wl = build_workload(JOB, job({"kueue.x-k8s.io/priority-class": "low"}), classes=(WPC, PCS))
     assert wl["spec"]["priority"] == 10
-    assert wl["spec"]["priorityClassName"] == "low"
-    assert wl["spec"]["priorityClassSource"] == "kueue.x-k8s.io/workloadpriorityclass"
+    assert wl["spec"]["priorityClassRef"] == {
+        "group": "kueue.x-k8s.io",
+        "kind": "WorkloadPriorityClass",
+        "name": "low",
+    }
     wl = build_workload(JOB, job(pc="system"), classes=(WPC, PCS))
-    assert (wl["spec"]["priority"], wl["spec"]["priorityClassName"]) == (2000, "system")
+    assert (wl["spec"]["priority"], wl["spec"]["priorityClassRef"]["name"]) == (2000, "system")
     with pytest.raises(PriorityClassMissing):
         build_workload(JOB, job(pc="gone"), classes=(WPC, PCS))
 
@@ -101,7 +111,7 @@ def test_pods_and_leaderworkersets_resolve_their_priority_too():
 
     lone = pod("p", labels={"kueue.x-k8s.io/priority-class": "high"})
     wl = g.single_workload(lone, classes=(WPC, PCS))
-    assert (wl["spec"]["priority"], wl["spec"]["priorityClassName"]) == (1000, "high")
+    assert (wl["spec"]["priority"], wl["spec"]["priorityClassRef"]["name"]) == (1000, "high")
     # Without the cluster's classes, the pod's own spec.priority (what the API server set).
     lone["spec"]["priority"] = 7
     assert g.single_workload(lone)["spec"]["priority"] == 7
@@ -109,7 +119,7 @@ def test_pods_and_leaderworkersets_resolve_their_priority_too():
     lws["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "low"
     wl = L.group_workload(lws, 0, classes=(WPC, PCS))
     assert wl["spec"]["priority"] == 10
-    assert wl["spec"]["priorityClassSource"] == "kueue.x-k8s.io/workloadpriorityclass"
+    assert wl["spec"]["priorityClassRef"]["kind"] == "WorkloadPriorityClass"
     lws["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "missing"
     with pytest.raises(PriorityClassMissing):
         L.group_workload(lws, 0, classes=(WPC, PCS))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import copy
 
+from tas.api.topologyassignment import v1beta1_to_v1beta2
 from tas.cache import projections as proj
 from tests.unit.admission.fixtures import make_state, node, workload
 
@@ -41,10 +42,12 @@ def admitted(name: str, hosts: dict[str, int]) -> dict:
                     "name": "main",
                     "flavors": {"cpu": "tas"},
                     "count": sum(hosts.values()),
-                    "topologyAssignment": {
-                        "levels": [HOST],
-                        "domains": [{"values": [h], "count": c} for h, c in hosts.items()],
-                    },
+                    "topologyAssignment": v1beta1_to_v1beta2(
+                        {
+                            "levels": [HOST],
+                            "domains": [{"values": [h], "count": c} for h, c in hosts.items()],
+                        }
+                    ),
                 }
             ],
         },

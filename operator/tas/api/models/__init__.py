@@ -1,5 +1,6 @@
 """Pydantic models of the kueue.x-k8s.io objects we serve; the CRDs are generated from them."""
 
+from tas.api.models import v1beta1
 from tas.api.models.clusterqueue import ClusterQueue, ClusterQueueSpec, ClusterQueueStatus
 from tas.api.models.cohort import Cohort, CohortSpec
 from tas.api.models.common import Condition, KueueResource, LabelSelector, ObjectMeta
@@ -12,8 +13,9 @@ from tas.api.models.workload import (
     PodSet,
     PodSetAssignment,
     PodSetTopologyRequest,
+    PriorityClassRef,
     TopologyAssignment,
-    TopologyDomainAssignment,
+    TopologyAssignmentSlice,
     Workload,
     WorkloadSpec,
     WorkloadStatus,
@@ -31,6 +33,14 @@ RESOURCES: tuple[type[KueueResource], ...] = (
     WorkloadPriorityClass,
     PlacementGroup,
 )
+
+
+def model_for(resource: type[KueueResource], version: str) -> type[KueueResource]:
+    """The model of `resource` (a stored version's) as served in `version`."""
+    if version == "v1beta1":
+        return v1beta1.MODELS.get(resource, resource)
+    return resource
+
 
 __all__ = [
     "RESOURCES",
@@ -52,15 +62,18 @@ __all__ = [
     "PodSet",
     "PodSetAssignment",
     "PodSetTopologyRequest",
+    "PriorityClassRef",
     "ResourceFlavor",
     "ResourceFlavorSpec",
     "Topology",
     "TopologyAssignment",
-    "TopologyDomainAssignment",
+    "TopologyAssignmentSlice",
     "TopologyLevel",
     "TopologySpec",
     "Workload",
     "WorkloadPriorityClass",
     "WorkloadSpec",
     "WorkloadStatus",
+    "model_for",
+    "v1beta1",
 ]

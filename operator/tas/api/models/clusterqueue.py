@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field
 
 from tas.api.constants import BEST_EFFORT_FIFO
 from tas.api.models.common import (
-    AGE_COLUMN,
-    WORKLOAD_COUNT_COLUMNS,
+    ADMITTED_COLUMN,
+    PENDING_COLUMN,
     Condition,
     CRDInfo,
     Int32,
@@ -30,10 +31,8 @@ PreemptionPolicy = Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"
 ReclaimPolicy = Literal["Never", "LowerPriority", "Any"]
 BorrowPolicy = Literal["Never", "LowerPriority"]
 
-FungibilityPolicy = Literal["MayStopSearch", "TryNextFlavor", "Borrow", "Preempt"]
-
 BORROWING_NEEDS_COHORT = cel(
-    "!has(self.cohort) && has(self.resourceGroups) ? self.resourceGroups.all(rg, "
+    "!has(self.cohortName) && has(self.resourceGroups) ? self.resourceGroups.all(rg, "
     "rg.flavors.all(f, f.resources.all(r, !has(r.borrowingLimit)))) : true",
     "borrowingLimit must be nil when cohort is empty",
 )
@@ -119,22 +118,22 @@ class FlavorFungibility(KubeModel):
 
     model_config = ConfigDict(json_schema_extra=schema(PREFERENCE_NEEDS_TRY_NEXT))
 
-    when_can_borrow: Literal["MayStopSearch", "TryNextFlavor", "Borrow"] = Field(
+    when_can_borrow: Literal["MayStopSearch", "TryNextFlavor"] = Field(
         "MayStopSearch", json_schema_extra=schema(default="MayStopSearch")
     )
-    """MayStopSearch (Borrow, its old name): take a flavor that fits by borrowing.
-    TryNextFlavor: look for a flavor that fits without borrowing first."""
-    when_can_preempt: Literal["MayStopSearch", "TryNextFlavor", "Preempt"] = Field(
+    """MayStopSearch: take a flavor that fits by borrowing. TryNextFlavor: look for a flavor
+    that fits without borrowing first."""
+    when_can_preempt: Literal["MayStopSearch", "TryNextFlavor"] = Field(
         "TryNextFlavor", json_schema_extra=schema(default="TryNextFlavor")
     )
-    """TryNextFlavor: look for a flavor that fits without preempting first. MayStopSearch
-    (Preempt, its old name): preempt in the first flavor where preemption makes room."""
+    """TryNextFlavor: look for a flavor that fits without preempting first. MayStopSearch:
+    preempt in the first flavor where preemption makes room."""
     preference: Literal["BorrowingOverPreemption", "PreemptionOverBorrowing"] | None = None
     """When every flavor needs borrowing or preemption, which to prefer."""
 
 
-class ClusterQueueSpec(KubeModel):
-    model_config = ConfigDict(json_schema_extra=schema(BORROWING_NEEDS_COHORT))
+class ClusterQueueSpecBase(KubeModel):
+    """The fields both versions share (v1beta1 names the cohort differently)."""
 
     resource_groups: list[ResourceGroup] = Field(
         default_factory=list, max_length=16, json_schema_extra=schema(list_type="atomic")
@@ -149,10 +148,15 @@ class ClusterQueueSpec(KubeModel):
     """Namespaces whose LocalQueues may use this ClusterQueue: absent selects none, {} all."""
     preemption: ClusterQueuePreemption | None = None
     """When a pending workload may evict admitted ones to make room (default: never)."""
-    cohort: ObjectName | None = None
-    """The cohort whose members lend each other their unused quota."""
     flavor_fungibility: FlavorFungibility | None = None
     """Whether to try the next flavor before borrowing or preempting."""
+
+
+class ClusterQueueSpec(ClusterQueueSpecBase):
+    model_config = ConfigDict(json_schema_extra=schema(BORROWING_NEEDS_COHORT))
+
+    cohort_name: ObjectName | None = None
+    """The cohort whose members lend each other their unused quota."""
 
 
 class ResourceUsage(KubeModel):
@@ -199,29 +203,35 @@ class ClusterQueueStatus(KubeModel):
     """Workloads admitted and not finished."""
 
 
+def cluster_queue_columns(cohort_path: str) -> tuple[PrinterColumn, ...]:
+    """Kueue's columns; the cohort's field is named differently in v1beta1."""
+    return (
+        PrinterColumn(
+            "Cohort", cohort_path, description="Cohort that this ClusterQueue belongs to"
+        ),
+        PrinterColumn(
+            "Strategy",
+            ".spec.queueingStrategy",
+            description="The queueing strategy used to prioritize workloads",
+            priority=1,
+        ),
+        PENDING_COLUMN,
+        replace(ADMITTED_COLUMN, priority=1),
+    )
+
+
 class ClusterQueue(KueueResource):
     """Quota for a set of namespaces, and the order in which their workloads are admitted."""
 
     crd: ClassVar[CRDInfo] = CRDInfo(
         plural="clusterqueues",
         scope="Cluster",
-        versions=("v1beta1",),
-        storage_version="v1beta1",
+        versions=("v1beta1", "v1beta2"),
+        storage_version="v1beta2",
+        conversion_webhook=True,
         short_names=("cq",),
         status_subresource=True,
-        printer_columns=(
-            PrinterColumn(
-                "Cohort", ".spec.cohort", description="Cohort that this ClusterQueue belongs to"
-            ),
-            PrinterColumn(
-                "Strategy",
-                ".spec.queueingStrategy",
-                description="How workloads are ordered",
-                priority=1,
-            ),
-            *WORKLOAD_COUNT_COLUMNS,
-            AGE_COLUMN,
-        ),
+        printer_columns=cluster_queue_columns(".spec.cohortName"),
     )
 
     kind: str = "ClusterQueue"

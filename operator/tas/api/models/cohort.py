@@ -8,7 +8,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from tas.api.models.clusterqueue import ResourceGroup
-from tas.api.models.common import AGE_COLUMN, CRDInfo, KubeModel, KueueResource, ObjectName, schema
+from tas.api.models.common import CRDInfo, Int64, KubeModel, KueueResource, ObjectName, schema
 
 
 class CohortSpec(KubeModel):
@@ -20,17 +20,29 @@ class CohortSpec(KubeModel):
     """Quota of the cohort itself, lent to its members."""
 
 
+class FairSharingStatus(KubeModel):
+    weighted_share: Int64
+    """The cohort's share of the resources it may borrow, weighted (Kueue's fair sharing)."""
+
+
+class CohortStatus(KubeModel):
+    fair_sharing: FairSharingStatus | None = None
+    """Recorded only when fair sharing is on."""
+
+
 class Cohort(KueueResource):
     """A node of the tree of cohorts. A cohort named by a ClusterQueue exists without one."""
 
     crd: ClassVar[CRDInfo] = CRDInfo(
         plural="cohorts",
         scope="Cluster",
-        versions=("v1beta1",),
-        storage_version="v1beta1",
-        printer_columns=(AGE_COLUMN,),
+        versions=("v1beta1", "v1beta2"),
+        storage_version="v1beta2",
+        conversion_webhook=True,
+        status_subresource=True,
     )
 
     kind: str = "Cohort"
     spec: CohortSpec = Field(default_factory=CohortSpec)
     """Its parent and its own quota."""
+    status: CohortStatus = Field(default_factory=CohortStatus)

@@ -275,20 +275,16 @@ class PrinterColumn:
 
 
 AGE_COLUMN = PrinterColumn("Age", ".metadata.creationTimestamp", "date", "Time since creation")
-# The counts ClusterQueue and LocalQueue both show.
-WORKLOAD_COUNT_COLUMNS = (
-    PrinterColumn(
-        "Pending Workloads",
-        ".status.pendingWorkloads",
-        "integer",
-        "Workloads waiting for admission",
-    ),
-    PrinterColumn(
-        "Admitted Workloads",
-        ".status.admittedWorkloads",
-        "integer",
-        "Admitted workloads that have not finished",
-    ),
+# The counts ClusterQueue and LocalQueue both show (Kueue hides a ClusterQueue's admitted count
+# unless asked for -o wide).
+PENDING_COLUMN = PrinterColumn(
+    "Pending Workloads", ".status.pendingWorkloads", "integer", "Number of pending workloads"
+)
+ADMITTED_COLUMN = PrinterColumn(
+    "Admitted Workloads",
+    ".status.admittedWorkloads",
+    "integer",
+    "Number of admitted workloads that haven't finished yet",
 )
 
 
@@ -305,6 +301,9 @@ class CRDInfo:
     printer_columns: tuple[PrinterColumn, ...] = ()
     categories: tuple[str, ...] = ("kueue",)
     group: str = GROUP  # our own kinds (beyond Kueue) live in TAS_GROUP
+    # The versions' schemas differ: the API server asks our conversion webhook (as Kueue's
+    # CRDs do for the same kinds); otherwise it only rewrites apiVersion.
+    conversion_webhook: bool = False
 
 
 class KueueResource(KubeModel):
@@ -312,7 +311,7 @@ class KueueResource(KubeModel):
 
     crd: ClassVar[CRDInfo]
 
-    api_version: str = f"{GROUP}/v1beta1"
+    api_version: str = f"{GROUP}/v1beta2"
     kind: str
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
 

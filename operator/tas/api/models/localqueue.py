@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from dataclasses import replace
+from typing import Any, ClassVar
 
 from pydantic import Field
 
 from tas.api.models.common import (
-    AGE_COLUMN,
-    WORKLOAD_COUNT_COLUMNS,
+    ADMITTED_COLUMN,
+    PENDING_COLUMN,
     Condition,
     CRDInfo,
     Int32,
@@ -46,7 +47,9 @@ class LocalQueueFlavorUsage(KubeModel):
     )
 
 
-class LocalQueueStatus(KubeModel):
+class LocalQueueStatusBase(KubeModel):
+    """The fields both versions share (v1beta1 names the usage differently)."""
+
     conditions: list[Condition] = conditions_field(
         "Active, true while the ClusterQueue behind this queue can admit."
     )
@@ -62,12 +65,19 @@ class LocalQueueStatus(KubeModel):
         json_schema_extra=schema(list_type="map", list_map_keys=("name",)),
     )
     """Quota reserved by this queue's workloads, per flavor."""
-    flavor_usage: list[LocalQueueFlavorUsage] = Field(
+
+
+def flavor_usage_field() -> Any:
+    return Field(
         default_factory=list,
         max_length=64,
+        description="Quota used by this queue's admitted workloads, per flavor.",
         json_schema_extra=schema(list_type="map", list_map_keys=("name",)),
     )
-    """Quota used by this queue's admitted workloads, per flavor."""
+
+
+class LocalQueueStatus(LocalQueueStatusBase):
+    flavors_usage: list[LocalQueueFlavorUsage] = flavor_usage_field()
 
 
 class LocalQueue(KueueResource):
@@ -76,14 +86,15 @@ class LocalQueue(KueueResource):
     crd: ClassVar[CRDInfo] = CRDInfo(
         plural="localqueues",
         scope="Namespaced",
-        versions=("v1beta1",),
-        storage_version="v1beta1",
+        versions=("v1beta1", "v1beta2"),
+        storage_version="v1beta2",
+        conversion_webhook=True,
         short_names=("queue", "queues", "lq"),
         status_subresource=True,
         printer_columns=(
             PrinterColumn("ClusterQueue", ".spec.clusterQueue", description="Backing ClusterQueue"),
-            *WORKLOAD_COUNT_COLUMNS,
-            AGE_COLUMN,
+            PENDING_COLUMN,
+            replace(ADMITTED_COLUMN, description=ADMITTED_COLUMN.description + "."),
         ),
     )
 

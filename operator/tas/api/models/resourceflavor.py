@@ -63,8 +63,8 @@ class ResourceFlavor(KueueResource):
     crd: ClassVar[CRDInfo] = CRDInfo(
         plural="resourceflavors",
         scope="Cluster",
-        versions=("v1beta1",),
-        storage_version="v1beta1",
+        versions=("v1beta1", "v1beta2"),
+        storage_version="v1beta2",
         short_names=("flavor", "flavors", "rf"),
         printer_columns=(
             PrinterColumn("Topology", ".spec.topologyName", description="TAS topology, if any"),

@@ -78,8 +78,8 @@ class Topology(KueueResource):
     crd: ClassVar[CRDInfo] = CRDInfo(
         plural="topologies",
         scope="Cluster",
-        versions=("v1alpha1", "v1beta1"),
-        storage_version="v1beta1",
+        versions=("v1alpha1", "v1beta1", "v1beta2"),
+        storage_version="v1beta2",
         short_names=("topo",),
         # A column shows only the first JSONPath match, so the highest and lowest levels get
         # one each (the lowest says whether leaves are nodes).

@@ -1,10 +1,13 @@
-"""Workload: one job's pods as PodSets, its queue, and the admission the operator decided."""
+"""Workload: one job's pods as PodSets, its queue, and the admission the operator decided.
+
+The models are Kueue's v1beta2 (the stored version); v1beta1's differences are in v1beta1.py.
+"""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, StringConstraints
 
 from tas.api.constants import (
     COND_ADMITTED,
@@ -13,7 +16,6 @@ from tas.api.constants import (
     DEFAULT_PODSET_NAME,
 )
 from tas.api.models.common import (
-    AGE_COLUMN,
     Condition,
     CRDInfo,
     Int32,
@@ -52,13 +54,17 @@ SLICE_LAYERS_EXCLUSIVE = cel(
 MIN_COUNT_AT_MOST_COUNT = cel(
     "!has(self.minCount) || self.minCount <= self.count", "minCount must not exceed count"
 )
-PriorityClassSource = Literal[
-    "kueue.x-k8s.io/workloadpriorityclass", "scheduling.k8s.io/priorityclass", ""
-]
-
 PRIORITY_WITH_CLASS = cel(
-    "!has(self.priorityClassName) || has(self.priority)",
-    "priority must be set when priorityClassName is set",
+    "!has(self.priorityClassRef) || has(self.priority)",
+    "priority must be set when priorityClassRef is set",
+)
+POD_PRIORITY_CLASS_KIND = cel(
+    "(self.group == 'scheduling.k8s.io') ? self.kind == 'PriorityClass' : true",
+    "only the PriorityClass kind is allowed for the scheduling.k8s.io group",
+)
+WORKLOAD_PRIORITY_CLASS_KIND = cel(
+    "(self.group == 'kueue.x-k8s.io') ? self.kind == 'WorkloadPriorityClass' : true",
+    "only the WorkloadPriorityClass kind is allowed for the kueue.x-k8s.io group",
 )
 _RESERVED = "c.type == 'QuotaReserved' && c.status == 'True'"
 ASSIGNMENT_PER_PODSET = cel(
@@ -156,8 +162,21 @@ class PodSet(KubeModel):
     """Topology-aware placement request; absent for a PodSet without TAS annotations."""
 
 
-class WorkloadSpec(KubeModel):
-    model_config = ConfigDict(json_schema_extra=schema(PRIORITY_WITH_CLASS))
+class PriorityClassRef(KubeModel):
+    """The class a workload's priority was taken from."""
+
+    model_config = ConfigDict(
+        json_schema_extra=schema(POD_PRIORITY_CLASS_KIND, WORKLOAD_PRIORITY_CLASS_KIND)
+    )
+
+    group: Literal["kueue.x-k8s.io", "scheduling.k8s.io"]
+    """kueue.x-k8s.io for a WorkloadPriorityClass, scheduling.k8s.io for a PriorityClass."""
+    kind: Literal["WorkloadPriorityClass", "PriorityClass"]
+    name: ObjectName = Field(min_length=1)
+
+
+class WorkloadSpecBase(KubeModel):
+    """The fields both versions share (v1beta1 names the priority class differently)."""
 
     pod_sets: list[PodSet] = Field(
         min_length=1,
@@ -167,45 +186,113 @@ class WorkloadSpec(KubeModel):
     """The workload's pods, 1 to 18 PodSets."""
     queue_name: ObjectName | None = None
     """The LocalQueue this workload is submitted to."""
-    priority_class_name: ObjectName | None = None
-    """The class the priority was taken from (a WorkloadPriorityClass or a PriorityClass)."""
-    priority_class_source: PriorityClassSource | None = None
-    """Which kind priorityClassName names."""
     priority: Int32 | None = None
     """Higher is admitted first."""
     active: bool | None = Field(None, json_schema_extra=schema(default=True))
     """False keeps the workload from admission and evicts it if admitted."""
 
 
+class WorkloadSpec(WorkloadSpecBase):
+    model_config = ConfigDict(json_schema_extra=schema(PRIORITY_WITH_CLASS))
+
+    priority_class_ref: PriorityClassRef | None = None
+    """The class the priority was taken from (a WorkloadPriorityClass or a PriorityClass)."""
+
+
 # --- status -----------------------------------------------------------------------------------
-class TopologyDomainAssignment(KubeModel):
-    values: list[str] = Field(
-        min_length=1, max_length=16, json_schema_extra=schema(list_type="atomic")
+DOMAIN_VALUE = Annotated[str, StringConstraints(max_length=63)]
+EXACTLY_ONE_FORM = cel(
+    "has(self.universal) != has(self.individual)",
+    "exactly one of the fields in [universal individual] must be set",
+)
+MAX_SLICES = 1000
+MAX_SLICE_DOMAINS = 100_000
+
+
+class IndividualValues(KubeModel):
+    """One value per domain: prefix + root + suffix."""
+
+    prefix: DOMAIN_VALUE | None = None
+    suffix: DOMAIN_VALUE | None = None
+    roots: list[DOMAIN_VALUE] = Field(
+        min_length=1, max_length=MAX_SLICE_DOMAINS, json_schema_extra=schema(list_type="atomic")
     )
-    """The domain's label values, one per entry of levels."""
-    count: Int32 = Field(ge=1)
-    """Pods to place in this domain."""
+
+
+class SliceLevelValues(KubeModel):
+    """The values of one level for the domains of a slice: one for all, or one each."""
+
+    model_config = ConfigDict(json_schema_extra=schema(EXACTLY_ONE_FORM))
+
+    universal: DOMAIN_VALUE | None = None
+    individual: IndividualValues | None = None
+
+
+class SlicePodCounts(KubeModel):
+    """The pods of each domain of a slice: one count for all, or one each."""
+
+    model_config = ConfigDict(json_schema_extra=schema(EXACTLY_ONE_FORM))
+
+    universal: Int32 | None = Field(None, ge=1)
+    individual: list[Annotated[int, Field(ge=1)]] | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_SLICE_DOMAINS,
+        json_schema_extra=schema(list_type="atomic"),
+    )
+
+
+class TopologyAssignmentSlice(KubeModel):
+    """domainCount domains, their values level by level and their pod counts."""
+
+    model_config = ConfigDict(
+        json_schema_extra=schema(
+            cel(
+                "!has(self.podCounts.individual) || "
+                "size(self.podCounts.individual) == self.domainCount",
+                "podCounts.individual must have length equal to domainCount",
+            ),
+            cel(
+                "self.valuesPerLevel.all(x, !has(x.individual) || "
+                "size(x.individual.roots) == self.domainCount)",
+                "valuesPerLevel.individual, if set, must have roots of length equal to "
+                "domainCount of this TopologyAssignmentSlice",
+            ),
+        )
+    )
+
+    domain_count: Int32 = Field(ge=1)
+    values_per_level: list[SliceLevelValues] = Field(
+        min_length=1,
+        max_length=16,
+        json_schema_extra=schema(list_type="atomic"),
+    )
+    """One entry per level of the assignment."""
+    pod_counts: SlicePodCounts
 
 
 class TopologyAssignment(KubeModel):
-    """Where the pods of a PodSet go: a pod count per lowest-level domain."""
+    """Where the pods of a PodSet go, in Kueue's compact form: the domains are the slices'
+    domains in order, each with its values (one per level) and its pod count."""
 
-    levels: list[str] = Field(
+    model_config = ConfigDict(
+        json_schema_extra=schema(
+            cel(
+                "self.slices.all(x, size(x.valuesPerLevel) == size(self.levels))",
+                "valuesPerLevel must have the same length as the number of levels in this "
+                "TopologyAssignment",
+            )
+        )
+    )
+
+    levels: list[Annotated[str, StringConstraints(max_length=317)]] = Field(
         min_length=1, max_length=16, json_schema_extra=schema(list_type="atomic")
     )
     """Node label keys, highest first; only kubernetes.io/hostname when that is the lowest."""
-    domains: list[TopologyDomainAssignment]
-    """Domains with their pod counts."""
-
-    @model_validator(mode="after")
-    def _values_match_levels(self) -> TopologyAssignment:
-        for domain in self.domains:
-            if len(domain.values) != len(self.levels):
-                raise ValueError(
-                    f"domain {domain.values} has {len(domain.values)} values "
-                    f"for {len(self.levels)} levels"
-                )
-        return self
+    slices: list[TopologyAssignmentSlice] = Field(
+        max_length=MAX_SLICES, json_schema_extra=schema(list_type="atomic")
+    )
+    """Runs of domains; together, every domain of the assignment."""
 
 
 class PodSetAssignment(KubeModel):
@@ -277,28 +364,35 @@ class Workload(KueueResource):
     crd: ClassVar[CRDInfo] = CRDInfo(
         plural="workloads",
         scope="Namespaced",
-        versions=("v1beta1",),
-        storage_version="v1beta1",
+        versions=("v1beta1", "v1beta2"),
+        storage_version="v1beta2",
+        conversion_webhook=True,
         short_names=("kwl", "kueueworkload", "kueueworkloads"),
         status_subresource=True,
         printer_columns=(
-            PrinterColumn("Queue", ".spec.queueName", description="LocalQueue submitted to"),
+            PrinterColumn(
+                "Queue",
+                ".spec.queueName",
+                description="Name of the queue this workload was submitted to",
+            ),
             PrinterColumn(
                 "Reserved in",
                 ".status.admission.clusterQueue",
-                description="ClusterQueue holding the quota reservation",
+                description="Name of the ClusterQueue where the workload is reserving quota",
             ),
             PrinterColumn(
                 "Admitted",
                 f".status.conditions[?(@.type=='{COND_ADMITTED}')].status",
-                description="Admitted condition",
+                description="Admission status",
             ),
             PrinterColumn(
                 "Finished",
                 f".status.conditions[?(@.type=='{COND_FINISHED}')].status",
-                description="Finished condition",
+                description="Workload finished",
             ),
-            AGE_COLUMN,
+            PrinterColumn(
+                "Age", ".metadata.creationTimestamp", "date", "Time this workload was created"
+            ),
         ),
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from tas.api.models.common import AGE_COLUMN, CRDInfo, Int32, KueueResource, PrinterColumn
+from tas.api.models.common import CRDInfo, Int32, KueueResource, PrinterColumn
 
 
 class WorkloadPriorityClass(KueueResource):
@@ -14,11 +14,15 @@ class WorkloadPriorityClass(KueueResource):
     crd: ClassVar[CRDInfo] = CRDInfo(
         plural="workloadpriorityclasses",
         scope="Cluster",
-        versions=("v1beta1",),
-        storage_version="v1beta1",
+        versions=("v1beta1", "v1beta2"),
+        storage_version="v1beta2",
         printer_columns=(
-            PrinterColumn("Value", ".value", type="integer", description="The priority"),
-            AGE_COLUMN,
+            PrinterColumn(
+                "Value",
+                ".value",
+                type="integer",
+                description="Value of workloadPriorityClass's Priority",
+            ),
         ),
     )
 

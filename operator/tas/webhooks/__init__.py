@@ -1,0 +1,1 @@
+"""The webhooks' serving side: one TLS server for admission reviews and conversions."""
