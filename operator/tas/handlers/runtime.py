@@ -35,6 +35,7 @@ from tas.kube import Kube, KubeError
 from tas.kubeconfig import load_connection
 from tas.leader import LeaderElector, LeaseSettings
 from tas.leaderworkerset.controller import LeaderWorkerSetController
+from tas.pacing import Pacer
 from tas.pods.controller import PodController
 from tas.retry import Backoff
 from tas.serial import SerialWorker
@@ -217,22 +218,20 @@ class Runtime:
         if lws is not None:
             self.lws_worker.submit(("lws", namespace, lws.name))
 
-    def sync_unqueued(self) -> None:
+    async def sync_unqueued(self) -> None:
         """A priority class came or changed (rare): queued objects without a Workload (one that
         named a missing class waits for it) are looked at again; pods and LeaderWorkerSets are
         all resubmitted, as at start-up (a sync with nothing to do writes nothing)."""
+        pacer = Pacer()
         for reconciler, worker in (
             (self.jobs, self.job_worker),
             (self.jobsets, self.jobset_worker),
         ):
             for key, obj in list(reconciler.objects.items()):
+                await pacer.maybe_yield()
                 if reconciler.workload_of(obj) is None:
                     worker.submit(key)
-        for pod in list(self.pod_groups.pods.values()):
-            for key in self.pod_groups.upsert(pod):
-                self.pod_worker.submit(key)
-        for key in list(self.leaderworkersets.objects):
-            self.lws_worker.submit(("lws", *key))
+        await self._resubmit_pods_and_lws(pacer)
 
     def managed_owner(self, uid: str | None) -> bool:
         """A pod's controller is admitted through another integration (a queued Job, a
@@ -311,22 +310,37 @@ class Runtime:
         self.admission.synced.set()
         for worker in self.workers():
             worker.started.set()
+        await self._resubmit_all()
+        self.admission.wake()
+
+    async def _resubmit_all(self) -> None:
+        """Whatever may have changed while another replica led, or none did: each worker
+        looks again (a sync with nothing to do writes nothing). Tens of thousands of objects
+        at most once per start: it yields as it goes (see tas.pacing)."""
+        pacer = Pacer()
         for name in list(self.state.nodes):  # a node may have failed while we were away
+            await pacer.maybe_yield()
             self.check_node(name)
-        # Owners whose Workload changed while we were away.
         for key in list(self.jobs.objects):
+            await pacer.maybe_yield()
             self.job_worker.submit(key)
         for key in list(self.jobsets.objects):
+            await pacer.maybe_yield()
             self.jobset_worker.submit(key)
+        await self._resubmit_pods_and_lws(pacer)
+        for key, workload in list(self.state.workloads.items()):
+            await pacer.maybe_yield()
+            if workload.admitted:
+                self.ungate_worker.submit(key)
+
+    async def _resubmit_pods_and_lws(self, pacer: Pacer) -> None:
         for pod in list(self.pod_groups.pods.values()):
+            await pacer.maybe_yield()
             for key in self.pod_groups.upsert(pod):
                 self.pod_worker.submit(key)
         for key in list(self.leaderworkersets.objects):
+            await pacer.maybe_yield()
             self.lws_worker.submit(("lws", *key))
-        for key, workload in list(self.state.workloads.items()):
-            if workload.admitted:
-                self.ungate_worker.submit(key)
-        self.admission.wake()
 
     async def _install_numa_crd(self, backoff: Backoff | None = None) -> None:
         """TASNUMAZones: install the NodeResourceTopology CRD when it is absent, so that node
