@@ -24,6 +24,7 @@ from tas.cache.reflector import Reflector
 from tas.cache.state import ClusterState
 from tas.config import Settings
 from tas.features import FeatureGates, Gate
+from tas.fence import FencedKube
 from tas.handlers.watches import WATCHES, Watch, on_workload
 from tas.hotswap.controller import NodeHealthController
 from tas.hotswap.replace import ReplacementRules
@@ -87,7 +88,21 @@ class Runtime:
         )
         self.state.bind_to_current_thread()  # the loop's thread: any other mutator is a bug
         self.kube = kube or Kube(load_connection(settings.kubeconfig))
-        self.writer = WorkloadWriter(self.kube, refresh=self._refresh_workload)
+        self.elector = (
+            LeaderElector(
+                self.kube,
+                LeaseSettings(namespace=settings.leader_election_namespace),
+                on_lost=self._lost_lease,
+            )
+            if settings.leader_elect
+            else None
+        )
+        # What only the leader writes: nothing is sent once the lease may have moved (see
+        # tas.fence). Watches, the lease and the webhook certificate use self.kube.
+        self.leader_kube = (
+            FencedKube(self.kube, self.elector.time_left) if self.elector else self.kube
+        )
+        self.writer = WorkloadWriter(self.leader_kube, refresh=self._refresh_workload)
         self.admission = AdmissionLoop(
             self.state,
             self.writer,
@@ -98,14 +113,15 @@ class Runtime:
             ),
         )
         slicing = slicing_gates(gates)
-        self.jobs = job_controller(self.state, self.kube, self.writer, **slicing)
-        self.jobsets = JobReconciler(JOB_SET, self.state, self.kube, self.writer, **slicing)
-        self.pod_groups = PodController(self.state, self.kube, self.writer, **slicing)
+        writes = self.leader_kube
+        self.jobs = job_controller(self.state, writes, self.writer, **slicing)
+        self.jobsets = JobReconciler(JOB_SET, self.state, writes, self.writer, **slicing)
+        self.pod_groups = PodController(self.state, writes, self.writer, **slicing)
         self.leaderworkersets = LeaderWorkerSetController(
-            self.state, self.kube, self.pod_groups.pods, **slicing
+            self.state, writes, self.pod_groups.pods, **slicing
         )
         self.child_jobs: dict[tuple[str, str], str] = {}  # a JobSet's Jobs: key -> uid
-        self.ungater = Ungater(self.state, self.kube)
+        self.ungater = Ungater(self.state, writes)
         self.job_worker = SerialWorker("jobs", self.jobs.sync, concurrency=8)
         self.jobset_worker = SerialWorker("jobsets", self.jobsets.sync, concurrency=4)
         self.pod_worker = SerialWorker("pods", self.pod_groups.sync, concurrency=8)
@@ -116,7 +132,7 @@ class Runtime:
         self.hotswap_enabled = gates.enabled(Gate.TAS_FAILED_NODE_REPLACEMENT)
         self.node_health = NodeHealthController(
             self.state,
-            self.kube,
+            writes,
             self.writer,
             on_pod_termination=gates.enabled(Gate.TAS_REPLACE_NODE_ON_POD_TERMINATION),
             on_taints=gates.enabled(Gate.TAS_REPLACE_NODE_ON_NODE_TAINTS),
@@ -132,15 +148,6 @@ class Runtime:
         self.numa_problems: dict[str, str] = {}  # node -> why its zones are not counted
         self.dynamic: dict[str, list[tuple[Reflector, asyncio.Task]]] = {}
         self.reflectors = self._reflectors()
-        self.elector = (
-            LeaderElector(
-                self.kube,
-                LeaseSettings(namespace=settings.leader_election_namespace),
-                on_lost=self._lost_lease,
-            )
-            if settings.leader_elect
-            else None
-        )
         self.tasks: list[asyncio.Task] = []
         self.helpers: list[asyncio.Task] = []  # one-off tasks that end by themselves
         self.active = False
@@ -376,7 +383,7 @@ class Runtime:
         failures = 0
         while True:
             try:
-                for line in (await migrate.migrate(self.kube)).lines():
+                for line in (await migrate.migrate(self.leader_kube)).lines():
                     log.info("storage migration: %s", line)
                 return
             except KubeError as exc:
