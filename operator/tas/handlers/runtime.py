@@ -405,13 +405,16 @@ class Runtime:
         os.kill(os.getpid(), signal.SIGTERM)
 
     def problems(self) -> list[str]:
-        """Why the process is not healthy: tasks that ended although they run forever."""
+        """Why the process is not healthy: tasks that ended although they run forever, or
+        start-up (`activate`) that failed."""
         out = []
         dynamic = [task for pairs in self.dynamic.values() for _, task in pairs]
         for t in [*self.tasks, *dynamic]:
-            if t.get_name() == "activate" or not t.done() or t.cancelled():
+            if not t.done() or t.cancelled():
                 continue
             exc = t.exception()
+            if t.get_name() == "activate" and exc is None:
+                continue  # its work is done; failing, it would leave admission never started
             out.append(f"{t.get_name()} stopped: {exc!r}")
         return out
 
