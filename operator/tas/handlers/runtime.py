@@ -88,15 +88,7 @@ class Runtime:
         )
         self.state.bind_to_current_thread()  # the loop's thread: any other mutator is a bug
         self.kube = kube or Kube(load_connection(settings.kubeconfig))
-        self.elector = (
-            LeaderElector(
-                self.kube,
-                LeaseSettings(namespace=settings.leader_election_namespace),
-                on_lost=self._lost_lease,
-            )
-            if settings.leader_elect
-            else None
-        )
+        self.elector = self._elector() if settings.leader_elect else None
         # What only the leader writes: nothing is sent once the lease may have moved (see
         # tas.fence). Watches, the lease and the webhook certificate use self.kube.
         self.leader_kube = (
@@ -151,6 +143,10 @@ class Runtime:
         self.tasks: list[asyncio.Task] = []
         self.helpers: list[asyncio.Task] = []  # one-off tasks that end by themselves
         self.active = False
+
+    def _elector(self) -> LeaderElector:
+        lease = LeaseSettings(namespace=self.settings.leader_election_namespace)
+        return LeaderElector(self.kube, lease, on_lost=self._lost_lease)
 
     def enabled(self, framework: Framework | None, gate: Gate | None = None) -> bool:
         if gate is not None and not self.settings.gates.enabled(gate):
