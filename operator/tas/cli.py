@@ -58,7 +58,7 @@ def _operator(args: argparse.Namespace) -> int:
 
     from tas import features, integrations
     from tas.config import Settings
-    from tas.leader import default_namespace
+    from tas.kubeconfig import default_namespace
 
     try:
         gates = features.from_env_and_flag(args.feature_gates)
@@ -107,7 +107,9 @@ def _operator(args: argparse.Namespace) -> int:
         metrics_port=args.metrics_port,
         log_level=args.log_level,
         leader_elect=args.leader_elect,
-        leader_election_namespace=args.leader_election_namespace or default_namespace(),
+        leader_election_namespace=(
+            args.leader_election_namespace or default_namespace(args.kubeconfig)
+        ),
     )
     logging.basicConfig(
         level=getattr(logging, settings.log_level.upper(), logging.INFO),
@@ -257,7 +259,8 @@ def build_parser() -> argparse.ArgumentParser:
     op.add_argument(
         "--leader-election-namespace",
         default=env_default("LEADER_ELECTION_NAMESPACE"),
-        help="namespace of the Lease (default: the pod's, else TAS_POD_NAMESPACE, else tas-system)",
+        help="namespace of the Lease (default: the pod's, else TAS_POD_NAMESPACE, else the "
+        "kubeconfig context's, else tas-system)",
     )
     op.add_argument("--liveness", default=None, help="e.g. http://0.0.0.0:8080/healthz")
     op.add_argument("--log-level", default=env_default("LOG_LEVEL", "INFO"))

@@ -44,15 +44,6 @@ def default_identity() -> str:
     return os.environ.get("TAS_POD_NAME") or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
 
 
-def default_namespace() -> str:
-    """The pod's namespace when in a cluster, else TAS_POD_NAMESPACE, else tas-system."""
-    path = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-    if os.path.exists(path):
-        with open(path) as f:
-            return f.read().strip()
-    return os.environ.get("TAS_POD_NAMESPACE", "tas-system")
-
-
 def micro_time() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 

@@ -20,7 +20,7 @@ class ScriptedApi:
         self.lists += 1
         return self.pages.pop(0)
 
-    async def stream_lines(self, path, params, timeout):
+    async def stream_lines(self, path, params, timeout, idle=None):
         if not self.watches:
             await asyncio.sleep(3600)
         step = self.watches.pop(0)
@@ -184,6 +184,21 @@ def test_what_a_failed_list_handed_on_is_deleted_by_the_next_list_if_it_vanished
     seen, r = run(api, lambda seen, r: r.lists == 1, [])
     assert ("DELETED", "b") in seen  # b was handed on by the failed list, then vanished
     assert r.known == {("ns", "a")}
+
+
+def test_a_watch_is_given_up_when_silent_past_the_bookmark_interval_and_within_two_minutes():
+    """The API server sends a bookmark about once a minute: the watch asks the client to give
+    up a connection silent for longer than that, and no longer than two minutes."""
+    idle_asked = []
+
+    class Api(ScriptedApi):
+        async def stream_lines(self, path, params, timeout, idle=None):
+            idle_asked.append(idle)
+            async for line in super().stream_lines(path, params, timeout, idle):
+                yield line
+
+    run(Api([page("a")], [[event("ADDED", "b", "11")]]), lambda seen, r: ("ADDED", "b") in seen)
+    assert idle_asked and 60 < idle_asked[0] <= 120
 
 
 def test_a_big_list_and_its_deletions_let_other_tasks_run_while_handed_on():
