@@ -10,14 +10,14 @@ resourceVersion, it would land beside the new leader's decisions and give the sa
 twice.
 
 So every write of the leader's workers (Workload status, Jobs, pods, events, ...) goes through a
-FencedKube: just before the request is handed to the client, the lease must be held and inside
-its renew deadline, and the request gets no longer than what is left of it. Reads, the lease's
-own writes and the webhook certificate's (which every replica makes) use the plain client.
+FencedKube: just before it is sent, the lease must be held and inside its renew deadline, and
+the request gets no longer than what is left of it. Reads, the lease's own writes and the
+webhook certificate's (which every replica makes) use the plain client.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import aiohttp
@@ -39,13 +39,15 @@ class NotLeading(KubeError):
 
 
 class FencedKube(Kube):
-    """The leader's view of a Kube: the same session and counters, every write fenced by
-    `time_left` (seconds this replica may still lead: LeaderElector.time_left)."""
+    """The leader's view of a Kube: the same sessions, credentials and counters, and every
+    write fenced by `time_left` (seconds this replica may still lead: LeaderElector.time_left)
+    at `_send`, the step that sends: after the credential is had (an exec plugin may take
+    seconds) and each time a call is sent again after a 401."""
 
     def __init__(self, kube: Kube, time_left: Callable[[], float]) -> None:
         # Not Kube.__init__: the view owns no session. Whatever it does not define is the
-        # wrapped client's (__getattr__), and each of Kube's calls (get, patch, create,
-        # replace, delete, event) goes through `request` below.
+        # wrapped client's (__getattr__); Kube's calls (get, patch, create, replace, delete,
+        # event) run on the view and send through `_send` below.
         self.kube = kube
         self.time_left = time_left
         self.refused = 0
@@ -56,23 +58,21 @@ class FencedKube(Kube):
     def session(self) -> aiohttp.ClientSession:
         return self.kube.session()
 
+    def watch_session(self) -> aiohttp.ClientSession:
+        return self.kube.watch_session()
+
     async def close(self) -> None:
         """The wrapped client is its owner's to close."""
 
-    def stream_lines(
-        self, path: str, params: Mapping[str, str], timeout: float
-    ) -> AsyncIterator[bytes]:
-        return self.kube.stream_lines(path, params, timeout)
-
-    async def request(
+    async def _send(
         self,
         method: str,
         path: str,
-        body: object = None,
-        content_type: str | None = None,
-        *,
-        params: Mapping[str, str] | None = None,
-        timeout: float | None = None,
+        data: str | None,
+        content_type: str | None,
+        authorization: str | None,
+        params: Mapping[str, str] | None,
+        timeout: float | None,
     ) -> Any:
         if method != "GET":
             left = self.time_left()
@@ -81,6 +81,6 @@ class FencedKube(Kube):
                 raise NotLeading(method, path)
             # One still waiting for a connection at the deadline is never sent after it.
             timeout = min(timeout or self.kube.timeout, left)
-        return await self.kube.request(
-            method, path, body, content_type, params=params, timeout=timeout
+        return await self.kube._send(
+            method, path, data, content_type, authorization, params, timeout
         )

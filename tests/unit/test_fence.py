@@ -25,9 +25,7 @@ class Recorder(Kube):
         super().__init__(Connection(server="http://127.0.0.1:9", ssl=False))
         self.sent: list[tuple[str, str, float | None]] = []
 
-    async def request(
-        self, method, path, body=None, content_type=None, *, params=None, timeout=None
-    ):
+    async def _send(self, method, path, data, content_type, authorization, params, timeout):
         self.sent.append((method, path, timeout))
         return {}
 
@@ -64,6 +62,31 @@ def test_a_write_after_the_renew_deadline_is_refused_before_it_reaches_the_clien
     in_time, late = asyncio.run(go())
     assert len(in_time) == 1 and in_time[0][2] <= 0.5  # no longer than the lease has left
     assert [method for method, _, _ in late] == ["GET"]
+
+
+class SlowCredentials(Connection):
+    """An exec credential plugin that takes a second, by the fake clock."""
+
+    def __init__(self, clock: Clock) -> None:
+        super().__init__(server="http://127.0.0.1:9", ssl=False)
+        self.clock = clock
+
+    async def authorization(self) -> str | None:
+        self.clock.now += 1.0
+        return "Bearer from-a-plugin"
+
+
+def test_the_fence_is_checked_after_the_credential_is_had_just_before_sending():
+    async def go():
+        clock, inner = Clock(), Recorder()
+        inner.connection = SlowCredentials(clock)
+        fenced = FencedKube(inner, (await leader(clock)).time_left)
+        clock.now += 9.5  # in time when the call is made, not when it would be sent
+        with pytest.raises(NotLeading):
+            await fenced.patch("/api/v1/namespaces/ns/pods/p", {})
+        return inner.sent
+
+    assert asyncio.run(go()) == []
 
 
 def test_an_event_after_the_deadline_is_dropped_not_sent():

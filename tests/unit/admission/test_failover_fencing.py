@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 from collections import Counter
 
 import pytest
@@ -33,7 +34,8 @@ CPU_PER_NODE = 4  # two_racks(): 4 nodes of 4 cpu; x and y each need all 16
 
 class Api(Kube):
     """Workloads in memory, their status writes guarded by resourceVersion; anything else (queue
-    statuses, events) accepted and dropped."""
+    statuses, events) accepted and dropped. What it fakes is the sending (`_send`), after the
+    client's own steps, so that a FencedKube over it fences as over the real one."""
 
     def __init__(self) -> None:
         super().__init__(Connection(server="http://127.0.0.1:9", ssl=False))
@@ -47,9 +49,7 @@ class Api(Kube):
         self.objects[obj["metadata"]["name"]] = obj
         return copy.deepcopy(obj)
 
-    async def request(
-        self, method, path, body=None, content_type=None, *, params=None, timeout=None
-    ):
+    async def _send(self, method, path, data, content_type, authorization, params, timeout):
         await asyncio.sleep(0)  # an answer takes a turn of the loop
         if "/workloads/" not in path:
             return {}
@@ -58,6 +58,7 @@ class Api(Kube):
             raise KubeError(404, "not found")
         if method == "GET":
             return copy.deepcopy(held)
+        body = json.loads(data or "{}")
         if body["metadata"]["resourceVersion"] != held["metadata"]["resourceVersion"]:
             raise KubeError(409, "conflict")
         return self.store(merge(held, {"status": body["status"]}))
