@@ -4,12 +4,15 @@ Every decision happens here, one at a time, so two workloads can never be given 
 capacity. The loop sleeps until something wakes it (a watch event that may change a decision)
 and never runs on a timer. A cycle walks the ClusterQueues; in each it tries the pending
 workloads in queue order (StrictFIFO stops at the first that does not fit). A workload that did
-not fit is tried again only when the cache's capacity generation or its own spec changed.
+not fit is tried again only when the cache's capacity generation or its own spec changed. A
+cycle hands the event loop back every few milliseconds (tas.pacing): the lease, the webhooks
+and the watches run meanwhile, and each decision reads the workload as the cache holds it then.
 
 Per admission: decide on the snapshot, assume the charge in the cache, write the status with the
 workload's resourceVersion. If the write fails in any way the charge is forgotten in the same
 step: on a conflict the writer has re-read the workload and the next cycle decides again; on any
-other failure the workload waits out its own capped, jittered backoff before it is tried again.
+other failure (a 409 that was not a version conflict among them, and a write the lease's fence
+refused) the workload waits out its own capped, jittered backoff before it is tried again.
 """
 
 from __future__ import annotations
