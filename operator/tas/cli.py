@@ -57,7 +57,7 @@ def _operator(args: argparse.Namespace) -> int:
     import logging
 
     from tas import features, integrations
-    from tas.config import Settings
+    from tas.config import Settings, parse_label_selector
     from tas.leader import default_namespace
 
     try:
@@ -93,6 +93,21 @@ def _operator(args: argparse.Namespace) -> int:
             )
             return 2
         webhook_cert_secret = (namespace, name)
+    selector = None
+    if args.managed_jobs_namespace_selector:
+        try:
+            selector = parse_label_selector(args.managed_jobs_namespace_selector)
+        except ValueError as exc:
+            print(f"tas operator: --managed-jobs-namespace-selector: {exc}", file=sys.stderr)
+            return 2
+    bounds = {}
+    if args.max_leaderworkerset_replicas is not None:
+        if args.max_leaderworkerset_replicas < 1:
+            print(
+                "tas operator: --max-leaderworkerset-replicas: must be at least 1", file=sys.stderr
+            )
+            return 2
+        bounds["max_leaderworkerset_replicas"] = args.max_leaderworkerset_replicas
     settings = Settings(
         kubeconfig=args.kubeconfig,
         namespaces=tuple(args.namespace or ()),
@@ -108,6 +123,8 @@ def _operator(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         leader_elect=args.leader_elect,
         leader_election_namespace=args.leader_election_namespace or default_namespace(),
+        managed_jobs_namespace_selector=selector,
+        **bounds,
     )
     logging.basicConfig(
         level=getattr(logging, settings.log_level.upper(), logging.INFO),
@@ -258,6 +275,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--leader-election-namespace",
         default=env_default("LEADER_ELECTION_NAMESPACE"),
         help="namespace of the Lease (default: the pod's, else TAS_POD_NAMESPACE, else tas-system)",
+    )
+    op.add_argument(
+        "--managed-jobs-namespace-selector",
+        default=env_default("MANAGED_JOBS_NAMESPACE_SELECTOR"),
+        help="Kueue's managedJobsNamespaceSelector as JSON: queued objects in other namespaces "
+        "are left alone (default: every namespace but kube-system and the operator's own)",
+    )
+    op.add_argument(
+        "--max-leaderworkerset-replicas",
+        type=int,
+        default=env_default("MAX_LEADERWORKERSET_REPLICAS"),
+        help="the most replicas (one Workload each) a queued LeaderWorkerSet may ask for; more "
+        "are refused (default: tas.config.DEFAULT_MAX_LEADERWORKERSET_REPLICAS)",
     )
     op.add_argument("--liveness", default=None, help="e.g. http://0.0.0.0:8080/healthz")
     op.add_argument("--log-level", default=env_default("LOG_LEVEL", "INFO"))
