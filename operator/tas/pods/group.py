@@ -23,9 +23,11 @@ from dataclasses import dataclass, field
 
 from tas.api.constants import (
     COND_WAITING_FOR_REPLACEMENT_PODS,
+    INT32_MAX,
     IS_GROUP_WORKLOAD_ANNOTATION,
     MANAGED_LABEL,
     POD_GROUP_POD_INDEX_LABEL,
+    POD_GROUP_TOTAL_COUNT_ANNOTATION,
     PREFIX,
 )
 from tas.cache.projections import WorkloadInfo
@@ -137,7 +139,10 @@ def problem(group: Group) -> str | None:
     first = group.first
     total = group.total
     if total is None:
-        return f"pod group {group.name!r}: the total count of pod {p.meta(first)['name']!r} is not a positive integer"
+        return (
+            f"pod group {group.name!r}: {POD_GROUP_TOTAL_COUNT_ANNOTATION} of pod "
+            f"{p.meta(first)['name']!r} must be a whole number from 1 to {INT32_MAX}"
+        )
     for pod in group.pods:
         if p.phase(pod) == "Failed":
             continue

@@ -160,6 +160,36 @@ def test_any_total_count_is_read_or_refused_never_raised(text):
     assert (value == int(text)) if ascii_number else bool(errors)
 
 
+def test_a_group_whose_count_no_pod_set_can_have_is_said_on_its_pod_and_skipped():
+    kube = RecordingKube()
+    controller = PodController(state(), kube, writer=None)
+
+    async def go():
+        for _ in range(3):  # synced on every change: said once
+            for key in controller.upsert(fast_pod(INT32_MAX + 1)):
+                await controller.sync(key)
+
+    asyncio.run(go())
+    assert kube.created == []
+    [(name, reason, message)] = kube.events
+    assert (name, reason) == ("web-0", "ErrWorkloadCompose")
+    assert COUNT in message and str(INT32_MAX) in message
+
+
+def test_a_pod_made_behind_the_webhooks_may_still_let_go_of_its_finalizer():
+    """Updates are refused only for a problem the pod did not have: our finalizer can be
+    removed from a pod whose count was never valid (else it, and its namespace, stay for good),
+    but no update may make a pod worse."""
+    invalid = fast_pod("99999999999")
+    finalized = fast_pod("99999999999")
+    finalized["metadata"]["finalizers"] = []
+    assert webhook.validate(finalized, {"metadata": invalid["metadata"]}) == []
+    [error] = webhook.validate(fast_pod("88888888888"), {"metadata": invalid["metadata"]})
+    assert COUNT in error
+    [error] = webhook.validate(fast_pod("99999999999"), {"metadata": fast_pod(3)["metadata"]})
+    assert COUNT in error
+
+
 def test_an_incomplete_groups_deleted_pods_are_let_go_and_then_forgotten():
     """Kueue finalizes a group's inactive pods before it looks at whether the group is whole:
     a pod deleted from a group that never formed leaves, and so does what was kept for it."""
