@@ -57,7 +57,7 @@ def _operator(args: argparse.Namespace) -> int:
     import logging
 
     from tas import features, integrations
-    from tas.config import Settings, parse_label_selector
+    from tas.config import Settings
     from tas.leader import default_namespace
 
     try:
@@ -93,21 +93,11 @@ def _operator(args: argparse.Namespace) -> int:
             )
             return 2
         webhook_cert_secret = (namespace, name)
-    selector = None
-    if args.managed_jobs_namespace_selector:
-        try:
-            selector = parse_label_selector(args.managed_jobs_namespace_selector)
-        except ValueError as exc:
-            print(f"tas operator: --managed-jobs-namespace-selector: {exc}", file=sys.stderr)
-            return 2
-    bounds = {}
-    if args.max_leaderworkerset_replicas is not None:
-        if args.max_leaderworkerset_replicas < 1:
-            print(
-                "tas operator: --max-leaderworkerset-replicas: must be at least 1", file=sys.stderr
-            )
-            return 2
-        bounds["max_leaderworkerset_replicas"] = args.max_leaderworkerset_replicas
+    try:
+        tenants = _tenant_settings(args)
+    except ValueError as exc:
+        print(f"tas operator: {exc}", file=sys.stderr)
+        return 2
     settings = Settings(
         kubeconfig=args.kubeconfig,
         namespaces=tuple(args.namespace or ()),
@@ -123,8 +113,7 @@ def _operator(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         leader_elect=args.leader_elect,
         leader_election_namespace=args.leader_election_namespace or default_namespace(),
-        managed_jobs_namespace_selector=selector,
-        **bounds,
+        **tenants,
     )
     logging.basicConfig(
         level=getattr(logging, settings.log_level.upper(), logging.INFO),
@@ -147,6 +136,26 @@ def _operator(args: argparse.Namespace) -> int:
         print(f"tas operator: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def _tenant_settings(args: argparse.Namespace) -> dict:
+    """--managed-jobs-namespace-selector and --max-leaderworkerset-replicas as Settings
+    fields (those not given keep their defaults); a ValueError names the flag."""
+    from tas.config import parse_label_selector
+
+    out: dict = {}
+    if args.managed_jobs_namespace_selector:
+        try:
+            out["managed_jobs_namespace_selector"] = parse_label_selector(
+                args.managed_jobs_namespace_selector
+            )
+        except ValueError as exc:
+            raise ValueError(f"--managed-jobs-namespace-selector: {exc}") from None
+    if args.max_leaderworkerset_replicas is not None:
+        if args.max_leaderworkerset_replicas < 1:
+            raise ValueError("--max-leaderworkerset-replicas: must be at least 1")
+        out["max_leaderworkerset_replicas"] = args.max_leaderworkerset_replicas
+    return out
 
 
 async def _run_operator(settings, liveness: str | None) -> None:

@@ -2,6 +2,10 @@
 
 Work keys: `("lws", namespace, name)` for a LeaderWorkerSet (its Workloads follow `replicas`),
 `("pod", namespace, name)` for one of its pods waiting for its group labels.
+
+`replicas` is the author's number: one beyond the bound (--max-leaderworkerset-replicas), which
+the webhook refuses but an object made while it was away may still have, gets a Warning event
+and nothing made per replica. Within it, the pod sets are built once for every group.
 """
 
 from __future__ import annotations
@@ -127,7 +131,7 @@ class LeaderWorkerSetController:
         if problems:  # made while the webhook was away: nothing is made per replica
             await self._refuse(lws, "; ".join(problems))
             return
-        have = self.workload_names.get(uid, set())
+        have = set(self.workload_names.get(uid, ()))
         wanted: dict[str, int] = {}
         async for index in paced(range(L.replicas(lws))):
             wanted[L.group_workload_name(lws, index)] = index
