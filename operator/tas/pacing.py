@@ -1,21 +1,34 @@
-"""Long loops on the event loop hand it back now and then.
+"""Long loops on the event loop give way now and then: lease renewal, the webhooks and the
+liveness probe share that loop, and must never wait for one object's size, nor for the number
+of objects (a cycle over 25,000 pending workloads would outlast the lease).
 
-Everything runs on one asyncio loop: the admission cycle, the watches, lease renewal, the
-webhooks and the liveness probe. A loop over thousands of objects that awaits nothing that
-suspends keeps all of them waiting: a cycle over 25,000 pending workloads would outlast the
-lease. Such a loop calls `await pacer.maybe_yield()` between items; whenever it has held the
-loop for a slice, the others run once before it goes on. Time, not a count of items, decides:
-an item may cost a microsecond (a key handed to a worker) or tens of milliseconds (a decision
-that searches for preemption victims).
+Two ways, one for each kind of loop:
+- `paced(items)`: items of one small, even cost (a name hashed per replica) give way after
+  every `YIELD_EVERY` of them;
+- `Pacer.maybe_yield()` between items whose cost varies (a key handed to a worker takes a
+  microsecond, an admission decision that searches for preemption victims tens of
+  milliseconds): it gives way whenever the loop has held it for `SLICE` seconds.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import TypeVar
 
-SLICE = 0.005  # seconds a loop may hold the event loop before it lets the others run
+YIELD_EVERY = 256  # items between two chances for the loop's other tasks to run
+SLICE = 0.005  # seconds a loop may hold the event loop before the others run
+
+T = TypeVar("T")
+
+
+async def paced(items: Iterable[T], every: int = YIELD_EVERY) -> AsyncIterator[T]:
+    """`items`, giving way to the loop's other tasks after every `every` of them."""
+    for index, item in enumerate(items):
+        if index and index % every == 0:
+            await asyncio.sleep(0)
+        yield item
 
 
 class Pacer:

@@ -108,3 +108,19 @@ groups), as in Kueue.
 {{- define "tas-operator.crdNames" -}}
 clusterqueues.kueue.x-k8s.io, cohorts.kueue.x-k8s.io, localqueues.kueue.x-k8s.io, resourceflavors.kueue.x-k8s.io, topologies.kueue.x-k8s.io, workloadpriorityclasses.kueue.x-k8s.io, workloads.kueue.x-k8s.io, placementgroups.tas-operator.io
 {{- end -}}
+
+{{/*
+Kueue's managedJobsNamespaceSelector, defined once: the webhooks' namespaceSelector and the
+operator's --managed-jobs-namespace-selector. Empty: Kueue's default, every namespace but
+kube-system and the release's own (where the operator runs).
+*/}}
+{{- define "tas-operator.managedJobsNamespaceSelector" -}}
+{{- if .Values.managedJobsNamespaceSelector -}}
+{{- toYaml .Values.managedJobsNamespaceSelector -}}
+{{- else -}}
+matchExpressions:
+  - key: kubernetes.io/metadata.name
+    operator: NotIn
+    values: [kube-system, {{ .Release.Namespace }}]
+{{- end -}}
+{{- end -}}

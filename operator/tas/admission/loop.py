@@ -583,6 +583,8 @@ class AdmissionLoop:
                 key = (workload.namespace, workload.queue_name)
                 if key in counts:
                     counts[key][column] += 1
+        for key in self._lq_status.keys() - counts.keys():  # deleted: forget what was written
+            del self._lq_status[key]
         for key, (pending, admitted) in counts.items():
             await self._pacer.maybe_yield()
             status = {

@@ -37,7 +37,6 @@ from tas.api.constants import (
 from tas.api.placementgroups import (
     GroupRef,
     GroupSpec,
-    PlacementGroupError,
     parse_annotations,
     spec_from_object,
 )
@@ -668,7 +667,9 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
         pod_spec = template.get("spec") or {}
         try:
             ref = parse_annotations((template.get("metadata") or {}).get("annotations") or {})
-        except PlacementGroupError as exc:
+        except Exception as exc:
+            # Whatever a tenant's annotation holds, the Workload enters the cache: admission
+            # reports the problem on it as a condition, instead of never seeing it.
             group_error = f"spec.podSets[{ps.get('name', '?')}].template: {exc}"
             ref = None
         if ref is not None:

@@ -378,6 +378,8 @@ class ClusterState:
                 node_usage = self._non_tas_usage[usage[0]]
                 for resource, value in usage[1].items():
                     node_usage[resource] = node_usage.get(resource, 0) + sign * value
+                if not any(node_usage.values()):  # any node name a pod named: keep none empty
+                    del self._non_tas_usage[usage[0]]
         if after is None:
             del self._pod_usage[key]
         else:

@@ -353,5 +353,10 @@ async def mark_queued_leaderworkerset(
 )
 async def validate_leaderworkerset(body: kopf.Body, old: Any, memo: kopf.Memo, **_: Any) -> None:
     if enabled(memo, Framework.LEADERWORKERSET):
-        previous = {"metadata": dict(old.get("metadata") or {})} if old else None
-        refuse(lws.validate(review_object(body), previous, **slicing(memo)))
+        previous = (
+            {"metadata": dict(old.get("metadata") or {}), "spec": dict(old.get("spec") or {})}
+            if old
+            else None
+        )
+        bound = memo.settings.max_leaderworkerset_replicas
+        refuse(lws.validate(review_object(body), previous, max_replicas=bound, **slicing(memo)))

@@ -29,6 +29,7 @@ from tas.handlers.watches import WATCHES, Watch, on_workload
 from tas.hotswap.controller import NodeHealthController
 from tas.hotswap.replace import ReplacementRules
 from tas.integrations import NODE_RESOURCE_TOPOLOGY, Framework
+from tas.jobframework.namespaces import ManagedNamespaces
 from tas.jobframework.reconciler import JobReconciler
 from tas.jobs.controller import job_controller
 from tas.jobset.jobset import JOB_SET
@@ -105,12 +106,21 @@ class Runtime:
             ),
         )
         slicing = slicing_gates(gates)
+        # Kueue's managedJobsNamespaceSelector, as the chart's webhooks apply it
+        self.managed = ManagedNamespaces(
+            settings.managed_namespaces_selector, self.state.namespaces
+        )
+        owners = {"managed": self.managed, **slicing}
         writes = self.leader_kube
-        self.jobs = job_controller(self.state, writes, self.writer, **slicing)
-        self.jobsets = JobReconciler(JOB_SET, self.state, writes, self.writer, **slicing)
-        self.pod_groups = PodController(self.state, writes, self.writer, **slicing)
+        self.jobs = job_controller(self.state, writes, self.writer, **owners)
+        self.jobsets = JobReconciler(JOB_SET, self.state, writes, self.writer, **owners)
+        self.pod_groups = PodController(self.state, writes, self.writer, **owners)
         self.leaderworkersets = LeaderWorkerSetController(
-            self.state, writes, self.pod_groups.pods, **slicing
+            self.state,
+            writes,
+            self.pod_groups.pods,
+            max_replicas=settings.max_leaderworkerset_replicas,
+            **owners,
         )
         self.child_jobs: dict[tuple[str, str], str] = {}  # a JobSet's Jobs: key -> uid
         self.ungater = Ungater(self.state, writes)

@@ -12,7 +12,8 @@ from collections.abc import Iterable, Mapping
 
 from tas.api import topologyrequest
 from tas.api.annotations import TopologyRequestError, parse_topology_request
-from tas.api.constants import JOB_UID_LABEL, KUEUE_API_VERSION, QUEUE_NAME_LABEL
+from tas.api.constants import JOB_UID_LABEL, KUEUE_API_VERSION, PLACEMENT_GROUP, QUEUE_NAME_LABEL
+from tas.api.placementgroups import PlacementGroupError, parse_annotations
 from tas.cache.projections import PodInfo, PodPriorityClass, WorkloadInfo, workload_from_object
 from tas.integrations import Resource
 from tas.jobframework.names import workload_name
@@ -51,11 +52,24 @@ def pod_set(
         partial_slices_enabled=partial_slices_enabled,
         grouped_slicing_enabled=grouped_slicing_enabled,
     )
+    check_placement_group(annotations)
     out = {"name": name, "count": count, "template": template}
     api_request = topologyrequest.to_api(request)
     if api_request:
         out["topologyRequest"] = api_request
     return out
+
+
+def check_placement_group(annotations: Mapping[str, str]) -> None:
+    """Our placement-group annotations (gate TASPlacementGroups), refused as a topology
+    annotation is (TopologyRequestError naming it), gate on or off: turning the gate on then
+    strands no admitted object."""
+    try:
+        parse_annotations(annotations)
+    except PlacementGroupError as exc:
+        raise TopologyRequestError(
+            exc.annotation or PLACEMENT_GROUP, exc.value, exc.problem
+        ) from None
 
 
 def owner_reference(resource: Resource, meta: Mapping, *, controller: bool = True) -> dict:
