@@ -40,13 +40,16 @@ from tas.api.constants import (
     REASON_FLAVOR_NOT_FOUND,
     REASON_TOPOLOGY_NOT_FOUND,
 )
+from tas.api.numazones import parse_numa_zones
 from tas.cache.numa import NumaLedger, Pending
 from tas.cache.projections import (
     ClusterQueueInfo,
     CohortInfo,
+    ContainerDefaults,
     FlavorInfo,
     Key,
     PlacementGroupInfo,
+    PodDefaults,
     PodInfo,
     PodPriorityClass,
     WorkloadInfo,
@@ -60,6 +63,7 @@ from tas.solver.types import (
     FlavorSpec,
     Node,
     NodeNuma,
+    NumaShape,
     SolverOptions,
     TopologyAssignment,
 )
@@ -170,6 +174,10 @@ class ClusterState:
         # Read when a Workload is created (its priority), never by admission itself.
         self.workload_priority_classes: dict[str, int] = {}
         self.pod_priority_classes: dict[str, PodPriorityClass] = {}
+        # Read when a Workload is built, for what the API server adds to its pods: each
+        # namespace's LimitRanges by name, and each RuntimeClass's overhead.
+        self.limit_ranges: dict[str, dict[str, ContainerDefaults]] = {}
+        self.runtime_class_overheads: dict[str, Mapping[str, str]] = {}
         # Placement groups (ours): the objects, each group's members, and the partitions of
         # domains decided for members whose admission (and group status) is still being written.
         self.placement_groups: dict[Key, PlacementGroupInfo] = {}
@@ -250,7 +258,32 @@ class ClusterState:
                 on_node = sum(d.count for d in ps.assignment.domains if d.values[-1:] == (node,))
                 left = on_node - zoned.get((key, ps.name), 0)
                 if left > 0:
-                    out.append(Pending((key, ps.name), shape, left))
+                    pinned = self._pinned_unbound(key, workload.owner_uids, ps.name, node, shape)
+                    out.append(Pending((key, ps.name), shape, left, tuple(pinned[:left])))
+        return out
+
+    def _pinned_unbound(
+        self, workload: Key, owners: frozenset[str], pod_set: str, node: str, shape: NumaShape
+    ) -> list[tuple[str, ...]]:
+        """The zones our ungater gave a workload's pods on their way to `node` (ungated onto
+        it, not bound yet): their workload keeps those zones for them. Pods ours by our
+        records only, as for coverage."""
+        out = []
+        for key in sorted(self._pods_by_workload.get(workload, ())):
+            pod = self.pods.get(key)
+            if (
+                pod is None
+                or pod.node_name
+                or pod.gated
+                or pod.terminal
+                or pod.pod_set != pod_set
+                or pod.node_selector.get(HOSTNAME_LEVEL) != node
+                or not self._belongs(pod, owners)
+            ):
+                continue
+            zones = parse_numa_zones(pod.numa_zone, shape)
+            if any(zones):
+                out.append(zones)
         return out
 
     def upsert_node(self, node: Node) -> bool:
@@ -281,8 +314,7 @@ class ClusterState:
             return False
         self.pods[key] = pod
         self._index_pod(old, pod)
-        changed = self._account_pod(old, pod)
-        return self._zones_changed(self.numa.pod_changed(old, pod)) or changed
+        return self._account_pod(old, pod)
 
     def delete_pod(self, namespace: str, name: str) -> bool:
         self._check_thread()
@@ -290,8 +322,7 @@ class ClusterState:
         if old is None:
             return False
         self._index_pod(old, None)
-        changed = self._account_pod(old, None)
-        return self._zones_changed(self.numa.pod_changed(old, None)) or changed
+        return self._account_pod(old, None)
 
     def _index_pod(self, old: PodInfo | None, new: PodInfo | None) -> None:
         if old and old.workload:
@@ -308,7 +339,8 @@ class ClusterState:
             self._pods_by_workload[(new.namespace, new.workload)].add((new.namespace, new.name))
 
     def _account_pod(self, old: PodInfo | None, new: PodInfo | None) -> bool:
-        """Move a pod's slot in its workload's coverage, then its usage on its node."""
+        """Move a pod's slot in its workload's coverage, then its usage on its node and its
+        NUMA zone."""
         pod = new or old
         assert pod is not None
         key = (pod.namespace, pod.name)
@@ -318,12 +350,12 @@ class ClusterState:
             if cov is not None:
                 freed = cov.release(key)
                 cov.waiting.discard(key)
-        covered = False
+        covering = None
         if new and new.workload:
             cov = self._coverage.get((new.namespace, new.workload))
-            if cov is not None:
-                covered = cov.take(key, self._slot_of(new, cov))
-        changed = self._set_pod_usage(key, None if covered or new is None else new)
+            if cov is not None and cov.take(key, self._slot_of(new, cov)):
+                covering = cov
+        changed = self._settle(key, new, covering)
         if freed is not None and old and old.workload:
             changed |= self._refill((old.namespace, old.workload), freed)
         return changed
@@ -366,10 +398,33 @@ class ClusterState:
             if key is not None and key in self._charges:
                 self._cover(key)
 
-    def _set_pod_usage(self, key: Key, pod: PodInfo | None) -> bool:
+    def _settle(self, key: Key, pod: PodInfo | None, covering: _Coverage | None) -> bool:
+        """A pod's usage on its node and its NUMA zone, given the coverage holding a slot for
+        it (None: none does). Only a pod a charge covers is counted in the zone its annotation
+        names: bound, and ours by our records, so the annotation is the one our ungater wrote.
+        Any other pod's zone annotation is its owner's to write and counts for nothing (the
+        pod counts in its node's totals). True if the node's capacity changed."""
+        slot = covering.covered.get(key) if covering is not None else None
+        slot_requests = covering.requests.get(slot[0]) if covering and slot else None
+        changed = self._set_pod_usage(key, pod, slot_requests)
+        zone_node = pod.node_name if pod and pod.numa_zone and slot is not None else None
+        return self._zones_changed(self.numa.pin(key, pod, zone_node)) or changed
+
+    def _set_pod_usage(
+        self, key: Key, pod: PodInfo | None, slot_requests: Mapping[str, int] | None = None
+    ) -> bool:
         """The usage this pod adds to its node: all it requests if bound, unfinished and
-        uncovered; nothing otherwise. True if that changed."""
-        after = (pod.node_name, with_pod(pod.requests)) if pod and pod.holds_node else None
+        uncovered; if covered, what it requests beyond the requests of its slot, which its
+        charge holds (a LimitRange default, a RuntimeClass overhead or an in-place resize the
+        Workload did not ask for); nothing if unbound or finished. True if that changed."""
+        after = None
+        if pod and pod.holds_node:
+            usage = (
+                with_pod(pod.requests)
+                if slot_requests is None
+                else _beyond(pod.requests, slot_requests)
+            )
+            after = (pod.node_name, usage) if usage else None
         before = self._pod_usage.get(key)
         if before == after:
             return False
@@ -394,7 +449,7 @@ class ClusterState:
         for key in sorted(cov.waiting) if cov else ():
             pod = self.pods.get(key)
             if pod is not None and self._slot_of(pod, cov) == slot and cov.take(key, slot):
-                changed |= self._set_pod_usage(key, None)
+                changed |= self._settle(key, pod, cov)
                 break
         return changed
 
@@ -415,7 +470,7 @@ class ClusterState:
             if pod is None:
                 continue
             covered = cov is not None and cov.take(key, self._slot_of(pod, cov))
-            self._set_pod_usage(key, None if covered else pod)
+            self._settle(key, pod, cov if covered else None)
 
     def upsert_topology(self, name: str, levels: Iterable[str]) -> None:
         self._check_thread()
@@ -531,6 +586,44 @@ class ClusterState:
 
     def priority_classes(self) -> tuple[Mapping[str, int], Mapping[str, PodPriorityClass]]:
         return self.workload_priority_classes, self.pod_priority_classes
+
+    # ---- what the API server adds to pods -------------------------------------------------------
+
+    def upsert_limit_range(self, key: Key, defaults: ContainerDefaults | None) -> bool:
+        """A LimitRange's container defaults (None: gone); True when they changed."""
+        self._check_thread()
+        namespace, name = key
+        ranges = self.limit_ranges.get(namespace, {})
+        if ranges.get(name) == defaults:
+            return False
+        if defaults is not None:
+            self.limit_ranges[namespace] = {**ranges, name: defaults}
+        elif name in ranges:
+            del ranges[name]
+            if not ranges:
+                del self.limit_ranges[namespace]
+        return True
+
+    def upsert_runtime_class(self, name: str, overhead: Mapping[str, str] | None) -> bool:
+        """A RuntimeClass's pod overhead (None: gone, or none); True when it changed."""
+        self._check_thread()
+        if self.runtime_class_overheads.get(name) == (overhead or None):
+            return False
+        if overhead:
+            self.runtime_class_overheads[name] = overhead
+        else:
+            del self.runtime_class_overheads[name]
+        return True
+
+    def pod_defaults(self, namespace: str) -> PodDefaults:
+        """What pods created in `namespace` get that their templates do not say: the
+        LimitRanges' container defaults (the first LimitRange by name that sets a resource
+        wins, as the LimitRanger applies them in list order) and the RuntimeClasses' overheads."""
+        containers = ContainerDefaults()
+        ranges = self.limit_ranges.get(namespace, {})
+        for name in sorted(ranges):
+            containers = containers.then(ranges[name])
+        return PodDefaults(containers, dict(self.runtime_class_overheads))
 
     # ---- workloads and their charges -----------------------------------------------------------
 
@@ -804,6 +897,11 @@ def _index(index: set[Key], key: Key, member: bool) -> None:
         index.discard(key)
 
 
+def _beyond(requests: Mapping[str, int], held: Mapping[str, int]) -> dict[str, int]:
+    """What `requests` asks for beyond `held`, per resource."""
+    return {r: v - held.get(r, 0) for r, v in requests.items() if v > held.get(r, 0)}
+
+
 def _hosts(charge: Charge) -> set[str]:
     """The nodes a charge's hostname-level assignments name."""
     out: set[str] = set()
@@ -820,6 +918,7 @@ class _Coverage:
 
     owner_uids: frozenset[str]
     levels: dict[str, tuple[str, ...]]  # pod set -> the assignment's levels
+    requests: dict[str, Mapping[str, int]]  # pod set -> what the charge holds for each pod
     slots: dict[tuple, int]  # (pod set, domain values) -> free slots
     covered: dict[Key, tuple]  # pod -> the slot it holds
     waiting: set[Key]  # pods it could cover if a slot of theirs were free
@@ -827,14 +926,16 @@ class _Coverage:
     @classmethod
     def of(cls, charge: Charge, owner_uids: frozenset[str]) -> _Coverage:
         levels: dict[str, tuple[str, ...]] = {}
+        requests: dict[str, Mapping[str, int]] = {}
         slots: dict[tuple, int] = defaultdict(int)
         for ps in charge.pod_sets:
             if ps.assignment is None:  # a flavor without topology: its pods count as usage
                 continue
             levels[ps.name] = ps.assignment.levels
+            requests[ps.name] = ps.requests
             for domain in ps.assignment.domains:
                 slots[(ps.name, tuple(domain.values))] += domain.count
-        return cls(owner_uids, levels, dict(slots), {}, set())
+        return cls(owner_uids, levels, requests, dict(slots), {}, set())
 
     def take(self, pod: Key, slot: tuple | None) -> bool:
         if slot is None:
