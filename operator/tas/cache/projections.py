@@ -13,6 +13,7 @@ from functools import cached_property
 
 from tas.api import topologyassignment, topologyrequest
 from tas.api.constants import (
+    ALLOW_EXCLUSIVE_PLACEMENT_GROUPS,
     COND_ADMITTED,
     COND_EVICTED,
     COND_FINISHED,
@@ -423,6 +424,8 @@ class ClusterQueueInfo:
     borrow_threshold: int | None = None  # ... .maxPriorityThreshold
     when_can_borrow: str = MAY_STOP_SEARCH  # spec.flavorFungibility
     when_can_preempt: str = TRY_NEXT_FLAVOR
+    # Its workloads may join exclusive placement groups (ours: an admin's annotation).
+    allows_exclusive_groups: bool = False
 
 
 @dataclass(frozen=True)
@@ -537,6 +540,10 @@ def cluster_queue_from_object(obj: Mapping) -> ClusterQueueInfo:
         borrow_threshold=None if threshold is None else int(threshold),
         when_can_borrow=fungibility.get("whenCanBorrow") or MAY_STOP_SEARCH,
         when_can_preempt=fungibility.get("whenCanPreempt") or TRY_NEXT_FLAVOR,
+        allows_exclusive_groups=(obj["metadata"].get("annotations") or {}).get(
+            ALLOW_EXCLUSIVE_PLACEMENT_GROUPS
+        )
+        == "true",
     )
 
 

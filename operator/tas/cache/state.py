@@ -41,6 +41,8 @@ from tas.api.constants import (
     REASON_TOPOLOGY_NOT_FOUND,
 )
 from tas.api.numazones import parse_numa_zones
+from tas.api.placementgroups import GroupSpec
+from tas.cache.exclusive import Hold, exclusive_hold
 from tas.cache.numa import NumaLedger, Pending
 from tas.cache.projections import (
     ClusterQueueInfo,
@@ -183,6 +185,9 @@ class ClusterState:
         self.placement_groups: dict[Key, PlacementGroupInfo] = {}
         self.group_members: dict[Key, set[Key]] = defaultdict(set)
         self.placement_groups_deleted: set[Key] = set()  # for the loop to write them again
+        # Exclusive groups' holds beyond their members' requests, per (ClusterQueue, flavor):
+        # computed when quota is read, dropped when charges, nodes or groups change.
+        self._holds: dict[tuple[str, str], dict[str, int]] | None = None
         self.assumed_partitions: dict[Key, dict[Key, dict[tuple[str, ...], int]]] = defaultdict(
             dict
         )
@@ -203,6 +208,7 @@ class ClusterState:
         """Topologies, flavors or queues changed: snapshots are rebuilt on next use."""
         self.generation += 1
         self._snapshots.clear()
+        self._holds = None
 
     def _node_changed(self, name: str) -> None:
         """One node's capacity changed: update the cached snapshots in place."""
@@ -292,6 +298,7 @@ class ClusterState:
             return False  # a heartbeat: nothing placement reads has changed
         self.nodes[node.name] = node
         self._node_changed(node.name)
+        self._holds = None  # a held domain's capacity may have changed
         for key in self._before_node.pop(node.name, ()):
             pod = self.pods.get(key)
             if pod is not None and pod.node_name == node.name:
@@ -303,6 +310,7 @@ class ClusterState:
         if self.nodes.pop(name, None) is None:
             return False
         self._node_changed(name)
+        self._holds = None
         return True
 
     def upsert_pod(self, pod: PodInfo) -> bool:
@@ -526,6 +534,7 @@ class ClusterState:
         key = (group.namespace, group.name)
         if self.placement_groups.get(key) != group:
             self.generation += 1  # decisions refused under the old object are tried again
+            self._holds = None
         self.placement_groups[key] = group
         # partitions now in the object no longer need the in-memory copy
         assumed = self.assumed_partitions.get(key)
@@ -539,6 +548,7 @@ class ClusterState:
         self._check_thread()
         if self.placement_groups.pop((namespace, name), None) is not None:
             self.generation += 1
+            self._holds = None
             self.placement_groups_deleted.add((namespace, name))
 
     def quota_tree(self) -> QuotaTree:
@@ -643,6 +653,7 @@ class ClusterState:
             return False
         if held is not None and held.group_key != workload.group_key and held.group_key:
             self.group_members[held.group_key].discard(workload.key)
+            self._holds = None
         if workload.group_key:
             self.group_members[workload.group_key].add(workload.key)
         self.workloads[workload.key] = workload
@@ -734,6 +745,7 @@ class ClusterState:
             if new is not None and key not in self._coverage:
                 self._cover(key)
             return
+        self._holds = None
         if old:
             self._apply(old, -1)
             del self._charges[key]
@@ -792,7 +804,55 @@ class ClusterState:
         )
 
     def quota_usage(self, cluster_queue: str, flavor: str) -> Mapping[str, int]:
-        return self._quota_usage[cluster_queue][flavor]
+        """What the queue's admitted workloads take in the flavor, with the whole domains its
+        exclusive placement groups hold."""
+        own = self._quota_usage[cluster_queue][flavor]
+        held = self._group_holds().get((cluster_queue, flavor))
+        if not held:
+            return own
+        return {r: own.get(r, 0) + held.get(r, 0) for r in {*own, *held}}
+
+    def _group_holds(self) -> dict[tuple[str, str], dict[str, int]]:
+        if self._holds is None:
+            self._holds = {}
+            for key in self.group_members if self.options.placement_groups else ():
+                hold = self.exclusive_hold(key)
+                if hold is None:
+                    continue
+                total = self._holds.setdefault((hold.cluster_queue, hold.flavor), {})
+                for resource, value in hold.usage.items():
+                    total[resource] = total.get(resource, 0) + value
+        return self._holds
+
+    def exclusive_hold(
+        self, key: Key, spec: GroupSpec | None = None, joining: Charge | None = None
+    ) -> Hold | None:
+        """What an exclusive group holds beyond its members' requests (see cache/exclusive.py),
+        under its constraints (`spec`, else its own), with a member `joining` if given."""
+        charges = [
+            self._charges[m] for m in sorted(self.group_members.get(key, ())) if m in self._charges
+        ]
+        if joining is not None:
+            charges.append(joining)
+        spec = spec or self.group_spec(key)
+        return exclusive_hold(charges, spec, self.flavors, self.topologies, self.nodes)
+
+    def group_spec(self, key: Key) -> GroupSpec | None:
+        """A placement group's constraints: its object's, else those its members holding
+        capacity were admitted with."""
+        group = self.placement_groups.get(key)
+        if group is not None:
+            return group.spec
+        holding = {m for m in self.group_members.get(key, ()) if m in self._charges}
+        return self.annotated_group_spec(holding)
+
+    def annotated_group_spec(self, members: Iterable[Key]) -> GroupSpec | None:
+        """The constraints the first of these members (by name) gives in its annotations."""
+        for member in sorted(members):
+            workload = self.workloads.get(member)
+            if workload is not None and workload.placement_group and workload.placement_group.spec:
+                return workload.placement_group.spec
+        return None
 
     def charges(self) -> Mapping[Key, Charge]:
         return self._charges
