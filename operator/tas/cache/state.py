@@ -18,7 +18,11 @@ Capacity bookkeeping:
   owner of that owner as recorded by `link_owner` - a JobSet's Jobs -, or the pod itself is an
   owner - plain pods and pod groups), and the charge's topology assignment has a free slot for
   the pod's pod set in the domain of the pod's node. Labels and annotations a user can set
-  never hide a pod; pods beyond the assigned count, or outside it, count.
+  never hide a pod; pods beyond the assigned count, or outside it, count. A covered pod that
+  asks for more than its slot (an in-place resize) counts on its node for the difference.
+- A NUMA zone annotation counts only on a covered pod (see numa.py).
+- An exclusive placement group's hold (the rest of the whole domains it holds, see
+  exclusive.py) counts in its ClusterQueue's quota usage.
 - Topology snapshots are built per flavor on demand and kept: a charge is added to or removed
   from a cached snapshot incrementally; a capacity change of any other kind drops them.
 - A node can belong to several flavors (their nodeLabels overlap). With `overlapping_flavors`
@@ -419,7 +423,7 @@ class ClusterState:
         return self._zones_changed(self.numa.pin(key, pod, zone_node)) or changed
 
     def _set_pod_usage(
-        self, key: Key, pod: PodInfo | None, slot_requests: Mapping[str, int] | None = None
+        self, key: Key, pod: PodInfo | None, slot_requests: Mapping[str, int] | None
     ) -> bool:
         """The usage this pod adds to its node: all it requests if bound, unfinished and
         uncovered; if covered, what it requests beyond the requests of its slot, which its
