@@ -45,6 +45,14 @@ def pool(cluster: Cluster, operator_swap) -> Iterator[dict[str, dict[str, list[s
     )
     try:
         install_hotswap_queue(cluster, GROUP, GROUP, {"cpu": 1000})
+        # The administrator's grant for exclusive groups (the tenant test takes a block).
+        cluster.kubectl(
+            "annotate",
+            "--overwrite",
+            "clusterqueue",
+            GROUP,
+            f"{TAS}allow-exclusive-placement-groups=true",
+        )
         for b in (1, 2):
             block = f"{prefix}-b{b}"
             for r in range(1, 5):

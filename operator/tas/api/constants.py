@@ -159,6 +159,9 @@ PLACEMENT_GROUP_PARTITIONS = TAS_PREFIX + "placement-group-partitions"
 PLACEMENT_GROUP_PARTITION_TOPOLOGY = TAS_PREFIX + "placement-group-partition-topology"
 PLACEMENT_GROUP_EXCLUSIVE = TAS_PREFIX + "placement-group-exclusive-topology"
 PLACEMENT_GROUP_MAX_PARTITIONS = 64  # the most a group's pods are split into
+# ClusterQueue annotation: "true" lets its workloads join groups that hold domains exclusively
+# (an admin's grant: an exclusive group keeps every other tenant out of whole domains).
+ALLOW_EXCLUSIVE_PLACEMENT_GROUPS = TAS_PREFIX + "allow-exclusive-placement-groups"
 # Pod label: the partition (1..K) of a pod of a partitioned group, set when it is ungated.
 PLACEMENT_GROUP_PARTITION_LABEL = TAS_PREFIX + "placement-group-partition"
 REASON_PLACEMENT_GROUP_INVALID = "PlacementGroupInvalid"

@@ -56,6 +56,7 @@ def upstream_crd(name: str) -> dict:
 # Listed in the --namespace namespaces only, when given (nodes and pods are always listed
 # everywhere: capacity is cluster-wide).
 NAMESPACED = (
+    "limitranges",
     "localqueues",
     "workloads",
     "jobs",

@@ -287,6 +287,45 @@ async def on_priority_class(rt: Runtime, kind: str, obj: Obj) -> None:
     await rt.sync_unqueued()
 
 
+async def on_limit_range(rt: Runtime, kind: str, obj: Obj) -> None:
+    """A namespace's LimitRange: what its new pods get. Pending Workloads built before are
+    built again (Kueue adjusts its pending workloads' requests)."""
+    key = proj.key_of(obj)
+    defaults = None
+    if kind != "DELETED":
+        try:
+            defaults = proj.limit_range_from_object(obj)
+        except ValueError as exc:
+            log.warning("LimitRange %s/%s not read: %s", *key, exc)
+    if rt.state.upsert_limit_range(key, defaults):
+        resubmit_pending(rt, key[0])
+
+
+async def on_runtime_class(rt: Runtime, kind: str, obj: Obj) -> None:
+    """A RuntimeClass: the overhead its pods get. Pending Workloads are built again."""
+    name = obj["metadata"]["name"]
+    overhead = None
+    if kind != "DELETED":
+        try:
+            overhead = proj.runtime_class_overhead(obj)
+        except ValueError as exc:
+            log.warning("RuntimeClass %s not read: %s", name, exc)
+    if rt.state.upsert_runtime_class(name, overhead):
+        resubmit_pending(rt, None)
+
+
+def resubmit_pending(rt: Runtime, namespace: str | None) -> None:
+    """Queued Jobs and JobSets (of `namespace`, or all) whose Workload holds no quota are
+    looked at again: a Workload that no longer asks for what their pods will is re-created."""
+    for reconciler, worker in ((rt.jobs, rt.job_worker), (rt.jobsets, rt.jobset_worker)):
+        for key, obj in list(reconciler.objects.items()):
+            if namespace is not None and key[0] != namespace:
+                continue
+            workload = reconciler.workload_of(obj)
+            if workload is not None and not workload.has_quota:
+                worker.submit(key)
+
+
 WatchHandler = Callable[["Runtime", str, Obj], Awaitable[None]]
 
 
@@ -321,6 +360,9 @@ WATCHES: dict[str, Watch] = {
         f"{KUEUE}/workloadpriorityclasses", {}, on_workload_priority_class
     ),
     "priorityclasses": Watch("/apis/scheduling.k8s.io/v1/priorityclasses", {}, on_priority_class),
+    # What the API server adds to pods at creation, folded into the Workloads we build.
+    "limitranges": Watch("/api/v1/limitranges", {}, on_limit_range),
+    "runtimeclasses": Watch("/apis/node.k8s.io/v1/runtimeclasses", {}, on_runtime_class),
     "jobs": Watch(
         "/apis/batch/v1/jobs", {"labelSelector": QUEUE_NAME_LABEL}, on_job, Framework.JOB
     ),

@@ -127,6 +127,7 @@ class JobReconciler:
             multi_layer_enabled=self.multi_layer_enabled,
             partial_slices_enabled=self.partial_slices_enabled,
             grouped_slicing_enabled=self.grouped_slicing_enabled,
+            defaults=self.state.pod_defaults(key[0]),
         ):
             log.info("%s %s/%s changed while suspended; re-creating its workload", self.kind, *key)
             await self.kube.delete(workload_path(workload.namespace, workload.name))
@@ -141,6 +142,7 @@ class JobReconciler:
                 partial_slices_enabled=self.partial_slices_enabled,
                 grouped_slicing_enabled=self.grouped_slicing_enabled,
                 classes=self.state.priority_classes(),
+                defaults=self.state.pod_defaults(meta["namespace"]),
             )
         except TopologyRequestError as exc:
             # The validating webhook refuses these; an object that slipped past it gets an event.

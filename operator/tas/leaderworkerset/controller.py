@@ -159,6 +159,7 @@ class LeaderWorkerSetController:
                 partial_slices_enabled=self.partial_slices_enabled,
                 grouped_slicing_enabled=self.grouped_slicing_enabled,
                 classes=self.state.priority_classes(),
+                defaults=self.state.pod_defaults(meta["namespace"]),
             )
         except TopologyRequestError as exc:
             await self._refuse(lws, str(exc), REASON_INVALID_TOPOLOGY_REQUEST)

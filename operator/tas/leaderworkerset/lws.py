@@ -32,11 +32,12 @@ from tas.api.constants import (
     QUEUE_NAME_LABEL,
     ROLE_HASH_ANNOTATION,
 )
-from tas.cache.projections import workload_from_object
+from tas.cache.projections import PodDefaults, workload_from_object
 from tas.config import DEFAULT_MAX_LEADERWORKERSET_REPLICAS
 from tas.integrations import LEADERWORKERSET, Framework
 from tas.jobframework import workload as framework
 from tas.jobframework.names import workload_name
+from tas.jobframework.resources import with_pod_defaults
 
 NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
@@ -170,7 +171,10 @@ def group_workload(
     partial_slices_enabled: bool = False,
     grouped_slicing_enabled: bool = False,
     classes: framework.PriorityClasses | None = None,
+    defaults: PodDefaults | None = None,
 ) -> dict:
+    """One group's Workload; with the namespace's `defaults`, its templates ask for what the
+    API server will give the pods (LimitRange defaults, RuntimeClass overhead)."""
     meta = lws["metadata"]
     sets = pod_sets(
         lws,
@@ -178,6 +182,7 @@ def group_workload(
         partial_slices_enabled=partial_slices_enabled,
         grouped_slicing_enabled=grouped_slicing_enabled,
     )
+    sets = with_pod_defaults(sets, defaults)
     return framework.new_workload(
         group_workload_name(lws, group_index),
         meta.get("namespace") or "",

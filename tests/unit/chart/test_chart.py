@@ -61,6 +61,9 @@ BASE_RULES = {
         for v in ("list", "watch")
     },
     *{("scheduling.k8s.io", "priorityclasses", v, None) for v in ("list", "watch")},
+    # What the API server adds to pods, folded into the Workloads built.
+    *{("", "limitranges", v, None) for v in ("list", "watch")},
+    *{("node.k8s.io", "runtimeclasses", v, None) for v in ("list", "watch")},
     *{
         ("kueue.x-k8s.io", "workloads", v, None)
         for v in ("get", "list", "watch", "create", "delete", "patch")

@@ -82,6 +82,8 @@ def test_the_runtime_watches_every_kind_and_binds_the_cache_to_its_thread() -> N
         "workloadpriorityclasses",
         "cohorts",
         "priorityclasses",
+        "limitranges",
+        "runtimeclasses",
         "jobs",
     }
     assert rt.state._owner is not None
