@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from tas.kube import Kube, KubeError
+from tas.pacing import Pacer
 from tas.retry import Backoff
 
 log = logging.getLogger(__name__)
@@ -109,6 +110,7 @@ class Reflector:
         while we parse: on a restart the two overlap instead of taking turns.
         """
         listed: set[ObjectKey] = set()
+        pacer = Pacer()  # a page of 1,000 pods, or 50,000 deletions after an outage, yields
         token = ""
         next_page: asyncio.Task | None = asyncio.ensure_future(self._page(token))
         try:
@@ -127,6 +129,7 @@ class Reflector:
                 token = meta.get("continue") or ""
                 next_page = asyncio.ensure_future(self._page(token)) if token else None
                 for obj in page.get("items") or []:
+                    await pacer.maybe_yield()
                     key = object_key(obj)
                     listed.add(key)
                     kind = "MODIFIED" if key in self.known else "ADDED"
@@ -141,6 +144,7 @@ class Reflector:
                 with contextlib.suppress(BaseException):
                     await next_page
         for namespace, name in self.known - listed:
+            await pacer.maybe_yield()
             await self._hand_on("DELETED", {"metadata": {"namespace": namespace, "name": name}})
         self.known = listed
         self.lists += 1

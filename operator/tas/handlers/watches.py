@@ -276,7 +276,7 @@ async def on_workload_priority_class(rt: Runtime, kind: str, obj: Obj) -> None:
     rt.state.upsert_workload_priority_class(
         obj["metadata"]["name"], None if kind == "DELETED" or value is None else int(value)
     )
-    rt.sync_unqueued()  # objects that named a missing class get their Workload now
+    await rt.sync_unqueued()  # objects that named a missing class get their Workload now
 
 
 async def on_priority_class(rt: Runtime, kind: str, obj: Obj) -> None:
@@ -284,7 +284,7 @@ async def on_priority_class(rt: Runtime, kind: str, obj: Obj) -> None:
         obj["metadata"]["name"],
         None if kind == "DELETED" else proj.pod_priority_class_from_object(obj),
     )
-    rt.sync_unqueued()
+    await rt.sync_unqueued()
 
 
 async def on_limit_range(rt: Runtime, kind: str, obj: Obj) -> None:
