@@ -90,6 +90,8 @@ OURS, KUEUE = "tas-operator", "kueue"
 # Each side's cluster: its own directory and ports, away from `make test` (17443/13379), the
 # dev cluster (16443/12379) and the other benchmarks (19443/15379).
 PORTS = {OURS: (21443, 23379), KUEUE: (22443, 24379)}
+# Added to every port above: on a machine where other clusters hold them.
+PORT_OFFSET_ENV = "TAS_VS_PORT_OFFSET"
 STAGES = ("sample", "job64", "live", "drain", "hotswap", "placement", "restart")
 EXAMPLES = ROOT / "examples" / "kueue-tas"
 SAMPLE_JOB = "tas-sample-preferred"
@@ -138,7 +140,8 @@ class Side:
 
     def __init__(self, name: str, kueue_qps: float | None = None) -> None:
         self.name = name
-        api, etcd = PORTS[name]
+        offset = int(os.environ.get(PORT_OFFSET_ENV, "0"))
+        api, etcd = (port + offset for port in PORTS[name])
         self.env = cluster_env(ROOT / ".cluster" / f"vs-{name}", api, etcd)
         self.kueue_qps = kueue_qps
         self.cluster: Cluster | None = None
