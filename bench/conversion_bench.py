@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import json
 import math
 import os
@@ -202,9 +203,11 @@ async def create_workloads(kube: Kube, count: int, seed: int, in_flight: int = 3
 
 
 async def fetch(kube: Kube, path: str, params: dict | None = None) -> tuple[float, bytes]:
-    """One GET: seconds to the last byte of the body, and the body."""
+    """One GET: seconds to the last byte of the body (not parsed), and the body."""
     headers = {"Accept": "application/json", "Accept-Encoding": "identity"}
     auth = kube.connection.authorization()
+    if inspect.isawaitable(auth):  # later connections renew credentials asynchronously
+        auth = await auth
     if auth:
         headers["Authorization"] = auth
     started = time.perf_counter()
