@@ -175,7 +175,7 @@ def test_a_watch_gets_bookmarks_before_it_would_be_given_up_while_its_kind_chang
     try:
         assert asyncio.run(go()) < WATCH_IDLE_SECONDS
     finally:
-        cluster.kubectl("delete", "namespace", elsewhere, "--wait=false", check=False)
+        cluster.delete_namespace(elsewhere)
 
 
 def test_the_operator_logs_in_through_an_exec_plugin_and_admits(

@@ -110,7 +110,7 @@ def other_tenant_still_admitted(cluster: Cluster, live: LiveOperator) -> None:
         print(f"operator resident memory: {rss / 2**20:.0f} MiB")  # shown with -s
         assert rss < MEMORY_LIMIT / 2, f"{rss / 2**20:.0f} MiB"
     finally:
-        cluster.kubectl("delete", "namespace", other, "--wait=false", check=False)
+        cluster.delete_namespace(other)
 
 
 def assert_nothing_over_committed(cluster: Cluster) -> None:

@@ -43,7 +43,7 @@ def other_namespace(cluster: Cluster, queue: str) -> Iterator[str]:
         cluster.apply(jobs.local_queue("q", queue), name)
         yield name
     finally:
-        cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+        cluster.delete_namespace(name)
 
 
 # -- every pod is charged what it really asks for ----------------------------------------------
@@ -187,7 +187,7 @@ def test_pending_pods_naming_zones_in_another_namespace_do_not_block_a_guarantee
         squatters = cluster.get_json("pods", "-n", hostile)["items"]
         assert {p["status"]["phase"] for p in squatters} == {"Pending"}
     finally:
-        cluster.kubectl("delete", "namespace", hostile, "--wait=false", check=False)
+        cluster.delete_namespace(hostile)
 
 
 # -- exclusive placement groups need an administrator's grant ----------------------------------
