@@ -24,7 +24,7 @@ def namespace(cluster: Cluster, request: pytest.FixtureRequest):
         prefix=request.node.name[:20].lower().replace("_", "-").strip("-")
     )
     yield name
-    cluster.kubectl("delete", "namespace", name, "--wait=true", "--timeout=90s", check=False)
+    cluster.delete_namespace(name)
 
 
 @pytest.fixture(scope="session")

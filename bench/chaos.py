@@ -41,6 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import kueue_api  # noqa: E402
 from bench.operator_bench import BIG_QUEUE, add_nodes  # noqa: E402
 from e2e import chart, jobs, topology  # noqa: E402
 from e2e.harness import CLUSTER_SH, Cluster, cluster_from_env  # noqa: E402
@@ -233,9 +234,9 @@ class Sampler:
             await kube.close()
 
     async def sample(self, kube: Kube) -> None:
-        workloads = (
-            await kube.request("GET", f"/apis/kueue.x-k8s.io/v1beta1/namespaces/{NS}/workloads")
-        )["items"]
+        # v1beta2, the stored version: a v1beta1 read needs the operator's conversion webhook,
+        # so it would fail exactly while the operator is killed.
+        workloads = (await kube.request("GET", kueue_api.workloads_path(NS)))["items"]
         pods = (await kube.request("GET", f"/api/v1/namespaces/{NS}/pods"))["items"]
         per_job: Counter = Counter()
         booked: Counter = Counter()
@@ -268,7 +269,7 @@ class Sampler:
             counts: Counter = Counter()
             for psa in admission["podSetAssignments"]:
                 ta = psa.get("topologyAssignment") or {}
-                for domain in ta.get("domains", []):
+                for domain in kueue_api.domains(ta):
                     counts[domain["values"][-1]] += domain["count"]  # hostname is the lowest level
             for node, count in counts.items():
                 booked[node] += count * per_pod
@@ -408,7 +409,7 @@ def run(cluster: Cluster, args: argparse.Namespace) -> dict:
     cluster.apply(BIG_QUEUE)
     add_nodes(cluster, SHAPE)
     cluster.kubectl("create", "namespace", NS, check=False)
-    cluster.apply(jobs.local_queue("q", "bench"), NS)
+    cluster.apply(kueue_api.local_queue("q", "bench"), NS)
     op = OperatorProcess(cluster, env={"TAS_POD_NAME": "tas-operator-chaos-0"})
     op.start()
     supervisor = Supervisor(op)
@@ -450,7 +451,7 @@ def run(cluster: Cluster, args: argparse.Namespace) -> dict:
 
 
 def all_finished(cluster: Cluster, stream: Stream) -> bool:
-    workloads = cluster.get_json("workloads", "-n", NS)["items"]
+    workloads = cluster.get_json(kueue_api.WORKLOADS, "-n", NS)["items"]
     finished = sum(
         1
         for wl in workloads
@@ -464,7 +465,7 @@ def all_finished(cluster: Cluster, stream: Stream) -> bool:
 
 def report(cluster, op, supervisor, stream, sampler, events, chaos_s, started) -> dict:
     job_list = cluster.get_json("jobs", "-n", NS)["items"]
-    workloads = cluster.get_json("workloads", "-n", NS)["items"]
+    workloads = cluster.get_json(kueue_api.WORKLOADS, "-n", NS)["items"]
     owners = Counter(
         next(iter(w["metadata"].get("ownerReferences") or []), {}).get("uid") for w in workloads
     )

@@ -38,6 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import kueue_api  # noqa: E402
 from bench.operator_bench import BIG_QUEUE, add_nodes  # noqa: E402
 from e2e import chart, jobs, topology  # noqa: E402
 from e2e.harness import Cluster, cluster_from_env, wait_for  # noqa: E402
@@ -127,7 +128,7 @@ async def create_many(kube: Kube, ns: str, bodies: list[dict], in_flight: int = 
     async def one(body: dict) -> None:
         path = {
             "Pod": f"/api/v1/namespaces/{ns}/pods",
-            "Workload": f"/apis/kueue.x-k8s.io/v1beta1/namespaces/{ns}/workloads",
+            "Workload": kueue_api.workloads_path(ns),
         }.get(body["kind"], f"/apis/batch/v1/namespaces/{ns}/jobs")
         async with slots:
             for attempt in range(5):
@@ -153,7 +154,7 @@ def create(cluster: Cluster, ns: str, bodies: list[dict]) -> list[float]:
 
 def namespace(cluster: Cluster) -> str:
     ns = cluster.create_namespace("bench")
-    cluster.apply(jobs.local_queue("q", "bench"), ns)
+    cluster.apply(kueue_api.local_queue("q", "bench"), ns)
     return ns
 
 
@@ -307,10 +308,11 @@ def drain(cluster: Cluster, op: OperatorProcess, count: int) -> dict:
 
 
 def workload_body(name: str) -> dict:
-    """A Workload made directly (as Kueue's scheduler performance test does): no Job, no pods."""
+    """A Workload made directly (as Kueue's scheduler performance test does): no Job, no pods.
+    In v1beta2: it is created while the operator (whose webhook converts v1beta1) is down."""
     container = {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "100m"}}}
     return {
-        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "apiVersion": kueue_api.V1BETA2,
         "kind": "Workload",
         "metadata": {"name": name},
         "spec": {

@@ -6,6 +6,11 @@ assignment changed, when each pod was first seen Running, failed or gone. Nothin
 controller's own logs, so our operator and Kueue are timed the same way, and no polling adds
 load or delay. Condition timestamps would not do: they have one-second resolution.
 
+Workloads are watched in the version the controller stores (v1beta2 for ours and for Kueue
+since v0.16): no conversion webhook stands between the watch and etcd, so a controller that is
+down never breaks the watch. Assignments are kept decoded to v1beta1's `domains`, whichever
+version was read, so that every controller's are compared alike.
+
 The watches ask for the initial state followed by a bookmark (`sendInitialEvents`), so
 `Observer(...)` returns only once both streams are live: nothing created afterwards is missed
 or seen late.
@@ -20,12 +25,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import orjson
+from bench import kueue_api
 from e2e.harness import wait_for
 
 from tas.kube import Kube, KubeError
 from tas.kubeconfig import load_connection
 
-WORKLOADS = "/apis/kueue.x-k8s.io/v1beta1/namespaces/{ns}/workloads"
 PODS = "/api/v1/namespaces/{ns}/pods"
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
@@ -42,8 +47,19 @@ def condition(obj: dict, type_: str) -> dict | None:
 
 
 def assignment(obj: dict) -> list[dict] | None:
-    """Each pod set's topologyAssignment (None for a pod set without one), or None when the
-    Workload has no admission."""
+    """Each pod set's topologyAssignment in v1beta1's shape (None for a pod set without one),
+    or None when the Workload has no admission."""
+    admission = (obj.get("status") or {}).get("admission")
+    if not admission:
+        return None
+    return [
+        kueue_api.as_v1beta1(ps.get("topologyAssignment"))
+        for ps in admission.get("podSetAssignments", [])
+    ]
+
+
+def stored_assignment(obj: dict) -> list[dict | None] | None:
+    """Each pod set's topologyAssignment as read (v1beta2: the compact encoding, as stored)."""
     admission = (obj.get("status") or {}).get("admission")
     if not admission:
         return None
@@ -76,9 +92,18 @@ class WorkloadSeen:
 
 
 class Observer:
-    def __init__(self, kubeconfig: str, namespace: str, *, pods: bool = True) -> None:
+    def __init__(
+        self,
+        kubeconfig: str,
+        namespace: str,
+        *,
+        pods: bool = True,
+        version: str = kueue_api.V1BETA2,
+    ) -> None:
+        """`version`: the Workloads' version to watch, the one the controller stores."""
         self.kubeconfig = kubeconfig
         self.namespace = namespace
+        self.workloads_path = kueue_api.workloads_path(namespace, version)
         self.watch_pods = pods
         self.lock = threading.Lock()
         self.workloads: dict[str, WorkloadSeen] = {}  # by Job name
@@ -101,9 +126,9 @@ class Observer:
 
     async def _main(self) -> None:
         kube = Kube(load_connection(self.kubeconfig), component="bench-observer")
-        streams = [self._watch(kube, "workloads", WORKLOADS, self._on_workload)]
+        streams = [self._watch(kube, "workloads", self.workloads_path, self._on_workload)]
         if self.watch_pods:
-            streams.append(self._watch(kube, "pods", PODS, self._on_pod))
+            streams.append(self._watch(kube, "pods", PODS.format(ns=self.namespace), self._on_pod))
         tasks = [asyncio.create_task(s) for s in streams]
         while not self._stop.is_set():
             await asyncio.sleep(0.2)
@@ -124,7 +149,7 @@ class Observer:
             else:
                 params.update(sendInitialEvents="true", resourceVersionMatch="NotOlderThan")
             try:
-                async for line in kube.stream_lines(path.format(ns=self.namespace), params, 1900):
+                async for line in kube.stream_lines(path, params, 1900):
                     now = time.time()
                     event = orjson.loads(line)
                     obj = event["object"]

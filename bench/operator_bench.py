@@ -1,13 +1,13 @@
 """End-to-end numbers for the operator on the local cluster (reported, never asserted).
 
-    .venv/bin/python bench/operator_bench.py [--quick]
+    .venv/bin/python bench/operator_bench.py [--quick]     # --quick writes to /tmp
 
 1. Job create -> all pods Running, for a 64-pod Job (median of several runs).
 2. Admission throughput: 500 small Jobs on 200 kwok nodes, from first create to last admitted.
 3. Operator resident memory with 1,000 nodes and 10,000 pods.
 
 Uses the cluster in KUBECONFIG, or starts the local one (its own directory and ports). Writes
-bench/results/operator.json and prints a table.
+bench/results/operator.json (or --output) and prints a table.
 """
 
 from __future__ import annotations
@@ -23,12 +23,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import kueue_api  # noqa: E402
 from e2e import chart, jobs, topology  # noqa: E402
 from e2e.harness import Cluster, cluster_from_env, wait_for  # noqa: E402
 from e2e.operator_process import OperatorProcess  # noqa: E402
 
+# v1beta2: applied before the operator runs, and a v1beta1 ClusterQueue would need its
+# conversion webhook to be stored.
 BIG_QUEUE = {
-    "apiVersion": "kueue.x-k8s.io/v1beta1",
+    "apiVersion": kueue_api.V1BETA2,
     "kind": "ClusterQueue",
     "metadata": {"name": "bench"},
     "spec": {
@@ -58,10 +61,7 @@ def setup(cluster: Cluster, shape: topology.Shape) -> str:
     cluster.apply(BIG_QUEUE)
     add_nodes(cluster, shape)
     ns = cluster.create_namespace("bench")
-    cluster.apply(
-        jobs.local_queue("q", "bench"),
-        ns,
-    )
+    cluster.apply(kueue_api.local_queue("q", "bench"), ns)
     return ns
 
 
@@ -113,7 +113,7 @@ def throughput(cluster: Cluster, ns: str, count: int) -> float:
         cluster.apply({"apiVersion": "v1", "kind": "List", "items": manifests[i : i + 50]}, ns)
 
     def all_admitted() -> bool:
-        items = cluster.get_json("workloads", "-n", ns)["items"]
+        items = cluster.get_json(kueue_api.WORKLOADS, "-n", ns)["items"]
         return (
             sum(1 for w in items if (jobs.condition(w, "Admitted") or {}).get("status") == "True")
             >= count
@@ -133,7 +133,7 @@ def fresh_namespace(cluster: Cluster, old: str) -> str:
         what="the previous stage's pods gone",
     )
     ns = cluster.create_namespace("bench")
-    cluster.apply(jobs.local_queue("q", "bench"), ns)
+    cluster.apply(kueue_api.local_queue("q", "bench"), ns)
     return ns
 
 
@@ -161,8 +161,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
-    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument("--quick", action="store_true", help="small sizes; writes to /tmp")
+    parser.add_argument("--output", default=str(ROOT / "bench" / "results" / "operator.json"))
     args = parser.parse_args()
+    if args.quick and args.output.endswith("results/operator.json"):
+        args.output = "/tmp/operator_quick.json"  # a quick run never overwrites results
     os.environ.setdefault("TAS_CLUSTER_DIR", str(ROOT / ".cluster" / "bench"))
     os.environ.setdefault("TAS_API_PORT", "19443")
     os.environ.setdefault("TAS_ETCD_PORT", "15379")
@@ -216,7 +219,7 @@ def main() -> int:
         }
     finally:
         op.stop()
-    out = ROOT / "bench" / "results" / "operator.json"
+    out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2))
     print("| measure | value |\n|---|---|")

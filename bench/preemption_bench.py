@@ -113,12 +113,12 @@ def run(blocks: int, repeats: int, seed: int) -> dict:
     state = tas_scenario.cluster_state(scenario)
     cq = state.cluster_queues["cq"]
     for step, workload in enumerate(scenario.workloads):
-        info = tas_scenario._workload_info(workload, "cq", step)
+        info = tas_scenario.workload_info(workload, "cq", step)
         state.upsert_workload(info)
         d = decide(state, info, cq)
         assert d.admitted, d.message
-        state.upsert_workload(tas_scenario._admitted_info(info, d, step))
-    incoming = tas_scenario._workload_info(preemptor(), "cq", len(scenario.workloads))
+        state.upsert_workload(tas_scenario.admitted_info(info, d, step))
+    incoming = tas_scenario.workload_info(preemptor(), "cq", len(scenario.workloads))
     state.upsert_workload(incoming)
     snapshot = state.snapshot(tas_scenario.SCENARIO_FLAVOR)
     place = snapshot.find_assignments

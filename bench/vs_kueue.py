@@ -59,6 +59,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import kueue_api  # noqa: E402
 from bench.control_loop_bench import (  # noqa: E402
     ClusterCpu,
     create,
@@ -67,7 +68,7 @@ from bench.control_loop_bench import (  # noqa: E402
     proc_stat,
     small_job,
 )
-from bench.observer import Observer, condition  # noqa: E402
+from bench.observer import Observer, condition, stored_assignment  # noqa: E402
 from bench.operator_bench import BIG_QUEUE, add_nodes  # noqa: E402
 from e2e import chart, jobs, topology  # noqa: E402
 from e2e.harness import (  # noqa: E402
@@ -89,6 +90,8 @@ OURS, KUEUE = "tas-operator", "kueue"
 # Each side's cluster: its own directory and ports, away from `make test` (17443/13379), the
 # dev cluster (16443/12379) and the other benchmarks (19443/15379).
 PORTS = {OURS: (21443, 23379), KUEUE: (22443, 24379)}
+# Added to every port above: on a machine where other clusters hold them.
+PORT_OFFSET_ENV = "TAS_VS_PORT_OFFSET"
 STAGES = ("sample", "job64", "live", "drain", "hotswap", "placement", "restart")
 EXAMPLES = ROOT / "examples" / "kueue-tas"
 SAMPLE_JOB = "tas-sample-preferred"
@@ -137,7 +140,8 @@ class Side:
 
     def __init__(self, name: str, kueue_qps: float | None = None) -> None:
         self.name = name
-        api, etcd = PORTS[name]
+        offset = int(os.environ.get(PORT_OFFSET_ENV, "0"))
+        api, etcd = (port + offset for port in PORTS[name])
         self.env = cluster_env(ROOT / ".cluster" / f"vs-{name}", api, etcd)
         self.kueue_qps = kueue_qps
         self.cluster: Cluster | None = None
@@ -187,25 +191,30 @@ class Side:
         print(f"[{self.name}] log kept in {target}", flush=True)
 
     def install_queues(self) -> None:
-        """Kueue's documented TAS example (its Topology applied as v1beta1: Kueue v0.15 no
-        longer serves v1alpha1) and the benchmarks' big ClusterQueue on the same flavor."""
+        """Kueue's documented TAS example, in v1beta2 (every release compared serves it; Kueue
+        v0.15 no longer serves the Topology's v1alpha1) and the benchmarks' big ClusterQueue on
+        the same flavor."""
         for name in (
             "topology.yaml",
             "resource-flavor.yaml",
             "cluster-queue.yaml",
             "local-queue.yaml",
         ):
-            doc = yaml.safe_load((EXAMPLES / name).read_text())
-            doc["apiVersion"] = "kueue.x-k8s.io/v1beta1"
-            self.cluster.apply(doc)
+            self.cluster.apply(kueue_api.v1beta2(yaml.safe_load((EXAMPLES / name).read_text())))
         self.cluster.apply(BIG_QUEUE)
+
+    def workload_version(self) -> str:
+        """The version the controller stores Workloads in: watched without a conversion."""
+        if isinstance(self.proc, KueueProcess):
+            return self.proc.stored_version("workloads")
+        return kueue_api.V1BETA2
 
     @property
     def kubeconfig(self) -> str:
         return self.cluster.kubeconfig
 
     def observe(self, ns: str, pods: bool = True) -> Observer:
-        return Observer(self.kubeconfig, ns, pods=pods)
+        return Observer(self.kubeconfig, ns, pods=pods, version=self.workload_version())
 
     def start_timed(self, sync_timeout: float = 900) -> float:
         """Start the controller; returns the wall-clock time just before its process started."""
@@ -347,7 +356,7 @@ def hotswap_run(side: Side, failure: str, indexed: bool) -> dict:
     key = failure if indexed else f"{failure}-nonindexed"
     hosts = make_rack(side.cluster, f"hs{key}")
     ns = side.cluster.create_namespace(f"hs{key}")
-    side.cluster.apply(jobs.local_queue("q", "hs"), ns)
+    side.cluster.apply(kueue_api.local_queue("q", "hs"), ns)
     obs = side.observe(ns)
     try:
         body = jobs.job("train", "q", pods=4, cpu="2", annotations=REQUIRED_RACK, indexed=indexed)
@@ -477,7 +486,7 @@ def placement_usage(nodes: list[dict], seed: int = 13) -> list[dict]:
 
 def placement_queue() -> list[dict]:
     levels = [{"nodeLabel": label} for label in topology.LEVELS]
-    kueue = "kueue.x-k8s.io/v1beta1"
+    kueue = kueue_api.V1BETA2
     quota = [
         {"name": "cpu", "nominalQuota": "100000"},
         {"name": "memory", "nominalQuota": "1000Ti"},
@@ -606,7 +615,12 @@ def place_one(side: Side, obs: Observer, ns: str, name: str, body: dict) -> dict
         if wl is None:
             return None
         if wl.admitted is not None:
-            return {"admitted": True, "assignment": wl.assignments[-1][1]}
+            # Compared decoded (v1beta1's domains); the stored encoding is kept beside it.
+            return {
+                "admitted": True,
+                "assignment": wl.assignments[-1][1],
+                "stored": stored_assignment(wl.obj),
+            }
         cond = condition(wl.obj, "QuotaReserved")
         if cond and cond["status"] == "False" and cond.get("message"):
             return {"admitted": False, "message": cond["message"]}
@@ -649,7 +663,7 @@ def setup_placement(side: Side, p: Params) -> tuple[str, Observer]:
     busy = side.cluster.create_namespace("busy")
     create(side.cluster, busy, placement_usage(nodes))
     ns = side.cluster.create_namespace("placement")
-    side.cluster.apply(jobs.local_queue("q", PLACEMENT_GROUP), ns)
+    side.cluster.apply(kueue_api.local_queue("q", PLACEMENT_GROUP), ns)
     return ns, side.observe(ns)
 
 
@@ -665,6 +679,7 @@ def stage_placement(sides: list[Side], p: Params) -> dict:
     watched = {side.name: setup_placement(side, p) for side in sides}
     outcomes: dict[str, dict] = {}
     differences: list[dict] = []
+    same_encoding: set[str] = set()
     t0 = time.time()
     try:
         for step, arg in placement_sequence(p.placement_jobs):
@@ -682,6 +697,8 @@ def stage_placement(sides: list[Side], p: Params) -> dict:
                 seen[side.name] = place_one(side, obs, ns, name, body)
             first = seen[sides[0].name]
             outcomes[name] = {"kind": kind, "pods": body["spec"]["parallelism"], **first}
+            if all(other.get("stored") == first.get("stored") for other in seen.values()):
+                same_encoding.add(name)
             if all(same_outcome(first, other) for other in seen.values()):
                 continue
             differences.append({"job": name, "kind": kind, "pods": outcomes[name]["pods"], **seen})
@@ -698,6 +715,10 @@ def stage_placement(sides: list[Side], p: Params) -> dict:
             "identical": len(outcomes) - len(differences),
             f"admitted_by_{sides[0].name}": sum(1 for o in outcomes.values() if o["admitted"]),
             "finished_in_between": sum(1 for o in outcomes.values() if o.get("finished_later")),
+            # Of the identical decisions, those whose stored v1beta2 encodings are identical too.
+            "stored_encoding_identical": sum(
+                1 for name in same_encoding if name not in {d["job"] for d in differences}
+            ),
             "wall_s": time.time() - t0,
             "differences": differences,
             "outcomes": outcomes,

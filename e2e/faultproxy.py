@@ -2,7 +2,8 @@
 
 The operator talks to the proxy (plain HTTP on 127.0.0.1) instead of the apiserver; a test
 drives faults through the reserved `/_faults/` control API: canned error statuses (409, 429,
-500, ...), dropped connections, expired watches, and killing every open watch stream at once.
+500, ...), dropped connections, expired watches, requests held for a while before they are
+forwarded (`delay`, seconds), and killing every open watch stream at once.
 Everything else is forwarded untouched and streamed back, so watches keep working.
 
     python -m e2e.faultproxy --upstream https://127.0.0.1:17443 --port 18080
@@ -56,8 +57,10 @@ def rules_error(rules) -> str | None:
     if not isinstance(rules, list) or not all(isinstance(r, dict) for r in rules):
         return "want a JSON list of rule objects"
     for r in rules:
-        if r.get("action") not in ("status", "drop", "expire"):
-            return f"action must be status, drop or expire: {r}"
+        if r.get("action") not in ("status", "drop", "expire", "delay"):
+            return f"action must be status, drop, expire or delay: {r}"
+        if r["action"] == "delay" and not isinstance(r.get("seconds"), int | float):
+            return f"action delay needs its seconds: {r}"
         if r["action"] == "status" and not isinstance(r.get("status"), int):
             return f"action status needs an integer status: {r}"
         try:
@@ -73,6 +76,9 @@ class Proxy:
         self.rules: list[dict] = []
         self.counts: Counter[str] = Counter()
         self.by_status: Counter[str] = Counter()
+        # Counted on arrival: a request whose client goes away before the answer is in here,
+        # not in counts.
+        self.arrived: Counter[str] = Counter()
         self.watches: dict[int, tuple] = {}  # id -> (request, upstream response); not hashable
         self.session = None
 
@@ -102,11 +108,17 @@ class Proxy:
         if op == ("GET", "stats"):
             total = sum(self.counts.values())
             return web.json_response(
-                {"counts": self.counts, "total": total, "by_status": self.by_status}
+                {
+                    "counts": self.counts,
+                    "total": total,
+                    "by_status": self.by_status,
+                    "arrived": self.arrived,
+                }
             )
         if op == ("POST", "reset-stats"):
             self.counts.clear()
             self.by_status.clear()
+            self.arrived.clear()
             return web.json_response({})
         if op == ("GET", "rules"):
             return web.json_response(self.rules)
@@ -139,8 +151,12 @@ class Proxy:
     async def handle(self, request):
         if request.path.startswith(CONTROL):
             return await self.control(request)
+        self.arrived[f"{request.method} {request.path}"] += 1
         watch = request.query.get("watch") in ("true", "1") or "/watch/" in request.path
         rule = self.match(request, watch)
+        if rule is not None and rule["action"] == "delay":
+            await asyncio.sleep(rule["seconds"])  # then forwarded as any other request
+            rule = None
         if rule is not None:
             self.count(request, "dropped" if rule["action"] == "drop" else rule.get("status", 200))
             if rule["action"] == "drop":

@@ -85,6 +85,20 @@ class Cluster:
         self.kubectl("create", "namespace", name)
         return name
 
+    def delete_namespace(self, name: str, timeout: int = 90) -> None:
+        """Delete a namespace and wait until it is gone, so that its pods hold no capacity in
+        the next test. A pod would otherwise end only after its grace period, or, on a node a
+        test removed, after the pod garbage collector's quarantine (about a minute each). A
+        terminating namespace takes no new pods, so its pods are then removed at once."""
+        self.kubectl("delete", "namespace", name, "--wait=false", check=False)
+        self.kubectl(
+            "delete", "pods", "--all", f"--namespace={name}", "--grace-period=0", "--force",
+            "--wait=false", check=False,
+        )  # fmt: skip
+        self.kubectl(
+            "wait", "--for=delete", f"namespace/{name}", f"--timeout={timeout}s", check=False
+        )
+
     def logs(self) -> str:
         """The tail of every local component's log, for a failing test to show."""
         if not self.local_dir:

@@ -12,7 +12,9 @@ time and changes only what running outside a cluster requires:
 - the Configuration (config.kueue.x-k8s.io/v1beta2) is the shipped one with addresses on
   127.0.0.1, internal certificate management off, batch/v1 Jobs as the only integration,
   VisibilityOnDemand off (its extra API server needs the cluster's aggregation layer) and the
-  TAS gates written out at their v0.15.0 defaults;
+  TAS gates written out at their defaults (the same in v0.15.0 and v0.17.0; the gates v0.17.0
+  added are left to their defaults). The Configuration's API (v1beta2), the command's flags
+  and the metrics certificate path are the same in both releases;
 - with internal certificate management off, Kueue insists on a metrics certificate at the
   fixed path /etc/kueue/metrics/certs. It gets one in a private mount namespace
   (`unshare -m`) with an overlay on /etc: the host's /etc is never written;
@@ -45,8 +47,9 @@ BUILD_SCRIPT = ROOT / "e2e" / "build-kueue.sh"
 NAMESPACE = "kueue-system"
 LEASE = "c1f6bfd2.kueue.x-k8s.io"  # the shipped configuration's leaderElection.resourceName
 METRICS_CERTS = "/etc/kueue/metrics/certs"  # fixed in Kueue's main.go when certs are external
-# TAS gates at Kueue v0.15.0's defaults (pkg/features/kube_features.go of the module), written
-# out so the run records them; VisibilityOnDemand (on by default) needs an in-cluster Service.
+# TAS gates at Kueue v0.15.0's defaults, which v0.17.0 keeps (pkg/features/kube_features.go of
+# each module), written out so the run records them; VisibilityOnDemand (on by default) needs an
+# in-cluster Service.
 GATES = {
     "TopologyAwareScheduling": True,
     "TASProfileMixed": True,
@@ -103,6 +106,7 @@ class KueueProcess(HostProcess):
         self.log_path = self.work / "kueue.log"
         self.proc: subprocess.Popen | None = None
         self.starts = 0
+        self._stored: dict[str, str] = {}
         self._serving_cert()
 
     # ---- what goes into the cluster -----------------------------------------------------------
@@ -143,6 +147,16 @@ class KueueProcess(HostProcess):
                     crd["spec"]["conversion"] = conv
                 out.append(crd)
         return out
+
+    def stored_version(self, plural: str) -> str:
+        """The apiVersion Kueue stores `plural` in (kueue.x-k8s.io/v1beta1 up to v0.15,
+        v1beta2 from v0.16), read from its CRD."""
+        if plural not in self._stored:
+            path = self.components / "crd" / "bases" / f"kueue.x-k8s.io_{plural}.yaml"
+            (crd,) = load_all(path)
+            version = next(v["name"] for v in crd["spec"]["versions"] if v.get("storage"))
+            self._stored[plural] = f"{crd['spec']['group']}/{version}"
+        return self._stored[plural]
 
     def webhook_configurations(self) -> list[dict]:
         """The shipped webhook configurations, their kustomization's patches applied (namespace

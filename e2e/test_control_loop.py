@@ -210,10 +210,12 @@ def test_the_api_server_unreachable_for_a_while_then_back(
     proxy.clear_rules()
     cluster.apply(jobs.job("after", user_queue, pods=2, cpu="1"), namespace)
     jobs.wait_running(cluster, namespace, "after", 2, timeout=90)
-    requests_during = proxy.stats()["by_status"].get("dropped", 0)
-    # Nine watches, the lease and kopf's own watch, backing off from 0.5 s: a few dozen
-    # requests in 5 s. Without backoff it would be hundreds.
-    assert requests_during < 120, proxy.stats()
+    stats = proxy.stats()
+    assert stats["by_status"].get("dropped", 0) > 0, stats  # the outage was seen
+    # Each watch, the lease and kopf's own watches back off from 0.5 s: a handful of requests
+    # per path in 5 s, however many kinds are watched. Without backoff, hundreds per path.
+    busiest = max(stats["counts"].items(), key=lambda item: item[1])
+    assert busiest[1] < 30, stats["counts"]
     assert op.proc.poll() is None and " ERROR tas." not in op.log()
 
 

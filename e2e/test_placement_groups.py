@@ -45,6 +45,14 @@ def pool(cluster: Cluster, operator_swap) -> Iterator[dict[str, dict[str, list[s
     )
     try:
         install_hotswap_queue(cluster, GROUP, GROUP, {"cpu": 1000})
+        # The administrator's grant for exclusive groups (the tenant test takes a block).
+        cluster.kubectl(
+            "annotate",
+            "--overwrite",
+            "clusterqueue",
+            GROUP,
+            f"{TAS}allow-exclusive-placement-groups=true",
+        )
         for b in (1, 2):
             block = f"{prefix}-b{b}"
             for r in range(1, 5):
@@ -180,13 +188,14 @@ def test_a_partitioned_group_labels_each_pod_with_its_partition(
     assert sorted(sizes.values()) == [2, 3]
 
 
-def test_an_invalid_group_annotation_is_a_condition_naming_it(
+def test_an_invalid_group_annotation_is_refused_naming_it(
     cluster: Cluster, namespace: str, pool
 ) -> None:
     cluster.apply(jobs.local_queue("q", GROUP), namespace)
-    cluster.apply(member("bad", 1, "bad", **{"placement-group-partitions": "zero"}), namespace)
-    pending = jobs.wait_pending_message(cluster, namespace, "bad", PG + "-partitions", 60)
-    assert "whole number" in jobs.condition(pending, "QuotaReserved")["message"]
+    with pytest.raises(AssertionError) as refused:
+        cluster.apply(member("bad", 1, "bad", **{"placement-group-partitions": "zero"}), namespace)
+    assert PG + "-partitions" in str(refused.value) and "whole number" in str(refused.value)
+    assert not cluster.get_json("jobs", "-n", namespace)["items"]
     # others keep being admitted
     cluster.apply(jobs.job("fine", "q", pods=1), namespace)
     jobs.wait_admitted(cluster, namespace, "fine", timeout=60)

@@ -59,7 +59,7 @@ def _operator(args: argparse.Namespace) -> int:
 
     from tas import features, integrations
     from tas.config import Settings
-    from tas.leader import default_namespace
+    from tas.kubeconfig import default_namespace
 
     try:
         gates = features.from_env_and_flag(args.feature_gates)
@@ -94,6 +94,11 @@ def _operator(args: argparse.Namespace) -> int:
             )
             return 2
         webhook_cert_secret = (namespace, name)
+    try:
+        tenants = _tenant_settings(args)
+    except ValueError as exc:
+        print(f"tas operator: {exc}", file=sys.stderr)
+        return 2
     settings = Settings(
         kubeconfig=args.kubeconfig,
         namespaces=tuple(args.namespace or ()),
@@ -109,7 +114,10 @@ def _operator(args: argparse.Namespace) -> int:
         metrics_port=args.metrics_port,
         log_level=args.log_level,
         leader_elect=args.leader_elect,
-        leader_election_namespace=args.leader_election_namespace or default_namespace(),
+        leader_election_namespace=(
+            args.leader_election_namespace or default_namespace(args.kubeconfig)
+        ),
+        **tenants,
     )
     logging.basicConfig(
         level=getattr(logging, settings.log_level.upper(), logging.INFO),
@@ -132,6 +140,26 @@ def _operator(args: argparse.Namespace) -> int:
         print(f"tas operator: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def _tenant_settings(args: argparse.Namespace) -> dict:
+    """--managed-jobs-namespace-selector and --max-leaderworkerset-replicas as Settings
+    fields (those not given keep their defaults); a ValueError names the flag."""
+    from tas.config import parse_label_selector
+
+    out: dict = {}
+    if args.managed_jobs_namespace_selector:
+        try:
+            out["managed_jobs_namespace_selector"] = parse_label_selector(
+                args.managed_jobs_namespace_selector
+            )
+        except ValueError as exc:
+            raise ValueError(f"--managed-jobs-namespace-selector: {exc}") from None
+    if args.max_leaderworkerset_replicas is not None:
+        if args.max_leaderworkerset_replicas < 1:
+            raise ValueError("--max-leaderworkerset-replicas: must be at least 1")
+        out["max_leaderworkerset_replicas"] = args.max_leaderworkerset_replicas
+    return out
 
 
 async def _run_operator(settings, liveness: str | None) -> None:
@@ -266,7 +294,21 @@ def build_parser() -> argparse.ArgumentParser:
     op.add_argument(
         "--leader-election-namespace",
         default=env_default("LEADER_ELECTION_NAMESPACE"),
-        help="namespace of the Lease (default: the pod's, else TAS_POD_NAMESPACE, else tas-system)",
+        help="namespace of the Lease (default: the pod's, else TAS_POD_NAMESPACE, else the "
+        "kubeconfig context's, else tas-system)",
+    )
+    op.add_argument(
+        "--managed-jobs-namespace-selector",
+        default=env_default("MANAGED_JOBS_NAMESPACE_SELECTOR"),
+        help="Kueue's managedJobsNamespaceSelector as JSON: queued objects in other namespaces "
+        "are left alone (default: every namespace but kube-system and the operator's own)",
+    )
+    op.add_argument(
+        "--max-leaderworkerset-replicas",
+        type=int,
+        default=env_default("MAX_LEADERWORKERSET_REPLICAS"),
+        help="the most replicas (one Workload each) a queued LeaderWorkerSet may ask for; more "
+        "are refused (default: tas.config.DEFAULT_MAX_LEADERWORKERSET_REPLICAS)",
     )
     op.add_argument("--liveness", default=None, help="e.g. http://0.0.0.0:8080/healthz")
     op.add_argument("--log-level", default=env_default("LOG_LEVEL", "INFO"))

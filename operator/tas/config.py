@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tas import features
@@ -15,6 +17,65 @@ from tas.integrations import defaults as default_integrations
 # of four times that leaves room for big pod templates while a flood of reviews costs a
 # quarter of what 1 MiB ones would. --webhook-max-review-bytes raises it for larger objects.
 MAX_REVIEW_BYTES = 256 << 10
+# A LeaderWorkerSet makes one Workload per replica: the most one object may ask for. Kueue sets
+# no bound; without one a single object costs work and memory in proportion to a number its
+# author writes (up to 2**31 - 1). --max-leaderworkerset-replicas; the chart's
+# maxLeaderWorkerSetReplicas.
+DEFAULT_MAX_LEADERWORKERSET_REPLICAS = 1000
+
+SYSTEM_NAMESPACE = "kube-system"
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set on every namespace by the API server
+
+
+def default_managed_jobs_namespace_selector(own_namespace: str) -> dict:
+    """Kueue's default managedJobsNamespaceSelector: every namespace but kube-system and the
+    operator's own (the chart renders the same one into its webhooks' namespaceSelector)."""
+    return {
+        "matchExpressions": [
+            {
+                "key": NAMESPACE_NAME_LABEL,
+                "operator": "NotIn",
+                "values": [SYSTEM_NAMESPACE, own_namespace],
+            }
+        ]
+    }
+
+
+_SELECTOR_OPERATORS = {"In", "NotIn", "Exists", "DoesNotExist"}
+
+
+def parse_label_selector(text: str) -> dict:
+    """A LabelSelector written as JSON (`{"matchExpressions": [...]}`, `{"matchLabels": {...}}`);
+    raises ValueError saying what is wrong."""
+    try:
+        selector = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"not JSON: {exc}") from None
+    if not isinstance(selector, dict) or set(selector) - {"matchLabels", "matchExpressions"}:
+        raise ValueError("must be an object with matchLabels and/or matchExpressions")
+    labels = selector.get("matchLabels") or {}
+    if not isinstance(labels, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
+    ):
+        raise ValueError("matchLabels must map label keys to string values")
+    expressions = selector.get("matchExpressions") or []
+    if not isinstance(expressions, list):
+        raise ValueError("matchExpressions must be a list")
+    for i, expr in enumerate(expressions):
+        if not isinstance(expr, dict) or not isinstance(expr.get("key"), str):
+            raise ValueError(f"matchExpressions[{i}] must have a key")
+        if expr.get("operator") not in _SELECTOR_OPERATORS:
+            raise ValueError(
+                f"matchExpressions[{i}].operator must be one of {sorted(_SELECTOR_OPERATORS)}"
+            )
+        values = expr.get("values") or []
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            raise ValueError(f"matchExpressions[{i}].values must be a list of strings")
+        if bool(values) != (expr["operator"] in ("In", "NotIn")):
+            raise ValueError(
+                f"matchExpressions[{i}].values must be set for In and NotIn, and only for them"
+            )
+    return selector
 
 
 @dataclass(frozen=True)
@@ -44,6 +105,17 @@ class Settings:
     leader_elect: bool = True
     leader_election_namespace: str = "tas-system"
     log_level: str = "INFO"
+    # Kueue's managedJobsNamespaceSelector (a LabelSelector): queued objects elsewhere are left
+    # alone, by the webhooks (the chart's namespaceSelector) and the controllers alike. None:
+    # Kueue's default, every namespace but kube-system and leader_election_namespace.
+    managed_jobs_namespace_selector: Mapping | None = None
+    max_leaderworkerset_replicas: int = DEFAULT_MAX_LEADERWORKERSET_REPLICAS
+
+    @property
+    def managed_namespaces_selector(self) -> Mapping:
+        if self.managed_jobs_namespace_selector is not None:
+            return self.managed_jobs_namespace_selector
+        return default_managed_jobs_namespace_selector(self.leader_election_namespace)
 
     @property
     def webhook_url_host(self) -> str:

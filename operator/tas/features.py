@@ -510,6 +510,7 @@ _SPECS = (
         True,
         True,
         "Kueue: managedJobsNamespaceSelector applies to labelled jobs too.",
+        why=ALWAYS_ON,
     ),
     _kueue(
         "MetricForWorkloadCreationLatency",

@@ -3,8 +3,9 @@
 Every call has a timeout, and every failure, connection errors and timeouts included, comes out
 as one `KubeError` whose status says what to do: 409 re-read, 429 wait `retry_after`, 0 (no
 answer) or 5xx back off. Every write goes through here, which keeps the count of API requests
-easy to measure. Credentials come from kubeconfig.py (kubeconfig or in-cluster); the requests themselves never
-leave the loop thread.
+easy to measure. Where the server is comes from kubeconfig.py (kubeconfig or in-cluster), how to
+log in from credentials.py (a 401 logs in again once); the requests themselves never leave the
+loop thread.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import orjson
 from tas import metrics
 from tas.api.conditions import now_rfc3339
 from tas.api.constants import KUEUE_API_VERSION
+from tas.credentials import KubeconfigError
 from tas.kubeconfig import Connection
 
 log = logging.getLogger(__name__)
@@ -33,6 +35,7 @@ JSON_PATCH = "application/json-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 KUEUE = "/apis/" + KUEUE_API_VERSION
 REQUEST_TIMEOUT = 30.0  # seconds for any single non-watch call
+MAX_CALL_CONNECTIONS = 32  # calls at once (watches have their own pool)
 
 
 class KubeError(Exception):
@@ -64,6 +67,35 @@ class KubeError(Exception):
         return self.status == 404
 
 
+def client_session(
+    connection: Connection, limit: int, headers: Mapping[str, str] | None = None
+) -> aiohttp.ClientSession:
+    """A session that reaches the server as the kubeconfig says (its TLS, tls-server-name and
+    proxy), with at most `limit` connections (0: no limit). Created on the running loop."""
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(ssl=connection.ssl, limit=limit),
+        headers=headers,
+        json_serialize=json.dumps,
+        proxy=connection.proxy_url,
+        request_class=_request_class(connection.tls_server_name),
+    )
+
+
+def _request_class(server_name: str | None) -> type[aiohttp.ClientRequest]:
+    """Requests that send `server_name` (tls-server-name) as SNI and check the server's
+    certificate against it rather than against the URL's host. aiohttp takes the name only
+    per request, and requests we do not make ourselves (kopf's) would not pass it."""
+    if not server_name:
+        return aiohttp.ClientRequest
+
+    class ServerNamedRequest(aiohttp.ClientRequest):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs["server_hostname"] = kwargs.get("server_hostname") or server_name
+            super().__init__(*args, **kwargs)
+
+    return ServerNamedRequest
+
+
 @dataclass
 class Ref:
     api_version: str
@@ -74,36 +106,45 @@ class Ref:
 
 
 class Kube:
+    """Two connection pools, so that calls never wait behind watches: calls (reads and writes)
+    share at most `max_connections`; each watch holds one connection of its own for minutes,
+    from a pool as large as the number of watches open (every watched kind in every
+    --namespace), which our configuration, not a tenant, decides."""
+
     def __init__(
         self,
         connection: Connection,
         component: str = "tas-operator",
         *,
         timeout: float = REQUEST_TIMEOUT,
-        max_connections: int = 32,
+        max_connections: int = MAX_CALL_CONNECTIONS,
     ) -> None:
         self.connection = connection
         self.component = component
         self.timeout = timeout
         self.max_connections = max_connections
-        self._session: aiohttp.ClientSession | None = None
+        self._calls: aiohttp.ClientSession | None = None
+        self._watches: aiohttp.ClientSession | None = None
         self.requests: Counter[str] = Counter()  # method -> count, for measurements
         self.writes: Counter[str] = Counter()  # write method -> count
 
     def session(self) -> aiohttp.ClientSession:
-        # Created lazily: a session belongs to the running loop.
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(ssl=self.connection.ssl, limit=self.max_connections),
-                json_serialize=json.dumps,
-            )
-        return self._session
+        """For calls. Created lazily: a session belongs to the running loop."""
+        if self._calls is None or self._calls.closed:
+            self._calls = client_session(self.connection, self.max_connections)
+        return self._calls
+
+    def watch_session(self) -> aiohttp.ClientSession:
+        if self._watches is None or self._watches.closed:
+            self._watches = client_session(self.connection, 0)  # one connection per open watch
+        return self._watches
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+        for session in (self._calls, self._watches):
+            if session is not None:
+                await session.close()
 
-    def _headers(self, content_type: str | None) -> dict[str, str]:
+    def _headers(self, content_type: str | None, authorization: str | None) -> dict[str, str]:
         # Uncompressed: compressing a 50,000-pod list costs the API server and us more CPU
         # than the bytes cost the network (and nothing at all on a loopback link).
         headers = {
@@ -113,10 +154,16 @@ class Kube:
         }
         if content_type:
             headers["Content-Type"] = content_type
-        auth = self.connection.authorization()
-        if auth:
-            headers["Authorization"] = auth
+        if authorization:
+            headers["Authorization"] = authorization
         return headers
+
+    async def _authorization(self, what: str) -> str | None:
+        """A credential that cannot be had (a failing exec plugin) is a call not sent."""
+        try:
+            return await self.connection.authorization()
+        except KubeconfigError as exc:
+            raise KubeError(0, f"{what}: {exc}", sent=False) from None
 
     async def request(
         self,
@@ -128,18 +175,43 @@ class Kube:
         params: Mapping[str, str] | None = None,
         timeout: float | None = None,
     ) -> Any:
+        """One call. Refused with 401 while holding a credential that can be renewed (a token
+        file rotates, an exec plugin runs again), it logs in again and is sent once more."""
+        data = None if body is None else json.dumps(body)
+        what = f"{method} {path}"
+        authorization = await self._authorization(what)
+        try:
+            return await self._send(
+                method, path, data, content_type, authorization, params, timeout
+            )
+        except KubeError as exc:
+            if exc.status != 401 or not self.connection.credentials.rejected(authorization):
+                raise
+        log.info("%s: 401 Unauthorized; logging in again", what)
+        authorization = await self._authorization(what)
+        return await self._send(method, path, data, content_type, authorization, params, timeout)
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        data: str | None,
+        content_type: str | None,
+        authorization: str | None,
+        params: Mapping[str, str] | None,
+        timeout: float | None,
+    ) -> Any:
         self.requests[method] += 1
         if method != "GET":
             self.writes[method] += 1
             log.debug("api-write %s %s", method, path)
-        data = None if body is None else json.dumps(body)
         try:
             async with self.session().request(
                 method,
                 self.connection.server + path,
                 data=data,
                 params=params,
-                headers=self._headers(content_type),
+                headers=self._headers(content_type, authorization),
                 timeout=aiohttp.ClientTimeout(total=timeout or self.timeout),
             ) as response:
                 raw = await response.read()
@@ -157,20 +229,32 @@ class Kube:
             raise KubeError(0, f"{method} {path}: {type(exc).__name__}: {exc}") from None
 
     async def stream_lines(
-        self, path: str, params: Mapping[str, str], timeout: float
+        self,
+        path: str,
+        params: Mapping[str, str],
+        timeout: float,
+        *,
+        idle: float | None = None,
     ) -> AsyncIterator[bytes]:
-        """A watch: one JSON event per line until the server ends it (or `timeout` passes)."""
+        """A watch: one JSON event per line until the server ends it or `timeout` passes.
+        If nothing at all arrives for `idle` seconds, the connection may be dead: the watch
+        ends as if the server had ended it, and the caller resumes it on a new connection."""
         self.requests["WATCH"] += 1
+        authorization = await self._authorization(f"watch {path}")
         try:
-            async with self.session().get(
+            async with self.watch_session().get(
                 self.connection.server + path,
                 params=params,
-                headers=self._headers(None),
-                timeout=aiohttp.ClientTimeout(total=timeout, sock_connect=self.timeout),
+                headers=self._headers(None, authorization),
+                timeout=aiohttp.ClientTimeout(
+                    total=timeout, sock_connect=self.timeout, sock_read=idle
+                ),
             ) as response:
                 metrics.API_REQUESTS.labels("WATCH", str(response.status)).inc()
                 if response.status != 200:
                     raw = await response.read()
+                    if response.status == 401:  # the next watch logs in again
+                        self.connection.credentials.rejected(authorization)
                     raise error_from(response.status, raw, response.headers.get("Retry-After"))
                 buffer = b""
                 async for chunk in response.content.iter_any():
@@ -179,6 +263,8 @@ class Kube:
                     for line in lines:
                         if line.strip():
                             yield line
+        except aiohttp.SocketTimeoutError:
+            log.debug("watch %s: nothing received for %gs; ending it", path, idle)
         except (aiohttp.ClientError, TimeoutError, ConnectionError) as exc:
             raise KubeError(0, f"watch {path}: {type(exc).__name__}: {exc}") from None
 

@@ -5,7 +5,7 @@ admission loop and the workers that write. Defaults are controller-runtime's: a 
 renewed every 2 s, given up when it could not be renewed for 10 s. As in client-go, a lease is
 judged expired by how long this replica has watched it go unchanged, never by comparing the
 holder's clock with ours. Writes are guarded by resourceVersion, so two candidates can never
-both take the same lease.
+both take the same lease. The leader's own writes are fenced by `time_left` (see tas.fence).
 """
 
 from __future__ import annotations
@@ -42,15 +42,6 @@ def default_identity() -> str:
     LeaseSettings.own_lease_grace), instead of waiting out the whole lease after a crash. Two live processes never share a pod's name (the kubelet stops
     a container before it starts it again). Elsewhere, the host's name and a random suffix."""
     return os.environ.get("TAS_POD_NAME") or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
-
-
-def default_namespace() -> str:
-    """The pod's namespace when in a cluster, else TAS_POD_NAMESPACE, else tas-system."""
-    path = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-    if os.path.exists(path):
-        with open(path) as f:
-            return f.read().strip()
-    return os.environ.get("TAS_POD_NAMESPACE", "tas-system")
 
 
 def micro_time() -> str:
@@ -91,10 +82,7 @@ class LeaderElector:
                 await asyncio.wait_for(self.try_acquire_or_renew(), self._attempt_timeout())
             except (KubeError, TimeoutError) as exc:
                 log.warning("lease %s: %s", self.settings.name, exc or "timed out")
-            if (
-                self.leading.is_set()
-                and self.clock() - self._renewed_at > self.settings.renew_deadline
-            ):
+            if self.leading.is_set() and self.time_left() < 0:
                 log.error("lost the lease %s: not renewed in time", self.settings.name)
                 self.leading.clear()
                 if self.on_lost:
@@ -102,11 +90,20 @@ class LeaderElector:
                 return
             await asyncio.sleep(self.settings.retry_period)
 
+    def time_left(self) -> float:
+        """Seconds this replica may still act as the leader: until its renew deadline, counted
+        from just before its last successful renewal was sent (0 or less: it may not). A
+        standby takes the lease only a whole lease duration after it last saw it change, which
+        is after that renewal: the difference (5 s by default) covers a write's way to the API
+        server."""
+        if not self.leading.is_set():
+            return 0.0
+        return self.settings.renew_deadline - (self.clock() - self._renewed_at)
+
     def _attempt_timeout(self) -> float:
         timeout = max(self.settings.renew_deadline / 2, 1.0)
         if self.leading.is_set():
-            left = self.settings.renew_deadline - (self.clock() - self._renewed_at)
-            timeout = min(timeout, max(left, 0.001))
+            timeout = min(timeout, max(self.time_left(), 0.001))
         return timeout
 
     def _spec(self, acquire_time: str, transitions: int) -> dict:

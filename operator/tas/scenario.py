@@ -26,6 +26,7 @@ from tas.api.annotations import (
     validate_levels,
     validate_pod_set_groups,
 )
+from tas.api.constants import ALLOW_EXCLUSIVE_PLACEMENT_GROUPS
 from tas.api.format import format_milli
 from tas.api.podrequests import numa_shape, pod_requests
 from tas.api.quantity import parse_milli
@@ -485,7 +486,10 @@ def _cluster_queues(document: Mapping[str, Any]) -> tuple[dict, ...]:
         }
         if cohort:
             spec["cohortName"] = cohort
-        queues.append({"metadata": {"name": name}, "spec": spec})
+        metadata: dict[str, Any] = {"name": name}
+        if _field(entry, "allowExclusivePlacementGroups", bool, path, False):
+            metadata["annotations"] = {ALLOW_EXCLUSIVE_PLACEMENT_GROUPS: "true"}
+        queues.append({"metadata": metadata, "spec": spec})
     return tuple(queues)
 
 

@@ -7,6 +7,7 @@ import contextlib
 import http.client
 import json
 import threading
+import time
 import urllib.error
 import urllib.request
 
@@ -112,6 +113,7 @@ def test_forwards_requests_and_counts_them(proxy):
     assert stats["counts"] == {"GET /api/v1/pods": 2, "PATCH /echo": 1, "GET /echo": 1}
     assert stats["total"] == 4
     assert stats["by_status"] == {"200": 2, "201": 1, "404": 1}
+    assert stats["arrived"] == stats["counts"]
     proxy.reset_stats()
     assert proxy.stats()["total"] == 0
 
@@ -135,6 +137,26 @@ def test_status_rule_is_spent_after_times_and_429_sets_retry_after(proxy):
     with pytest.raises(urllib.error.HTTPError, match="400"):
         proxy.set_rules([{"action": "status"}])  # no status: refused, the old rules stay
     assert proxy.rules()[0]["status"] == 429
+
+
+def test_delay_holds_a_request_then_forwards_it(proxy):
+    proxy.set_rules([{"method": "PATCH", "path": "/echo", "action": "delay", "seconds": 0.5}])
+    started = time.monotonic()
+    status, _, body = get(proxy.url + "/echo", method="PATCH", body=b"{}")
+    held = time.monotonic() - started
+    assert status == 200 and json.loads(body)["method"] == "PATCH" and held >= 0.5
+    started = time.monotonic()
+    assert get(proxy.url + "/echo")[0] == 200 and time.monotonic() - started < 0.5  # a GET
+    proxy.reset_stats()
+    with pytest.raises((TimeoutError, urllib.error.URLError)):  # the client gives up first
+        urllib.request.urlopen(
+            urllib.request.Request(proxy.url + "/echo", data=b"{}", method="PATCH"), timeout=0.2
+        )
+    time.sleep(0.5)
+    stats = proxy.stats()
+    assert stats["arrived"] == {"PATCH /echo": 1} and stats["counts"] == {}  # never answered
+    with pytest.raises(urllib.error.HTTPError, match="400"):
+        proxy.set_rules([{"action": "delay"}])  # no seconds
 
 
 def test_drop_closes_the_connection(proxy):

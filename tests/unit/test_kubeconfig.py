@@ -1,12 +1,17 @@
 """Our kubeconfig reader: the forms real kubeconfigs take, and clear errors for broken ones."""
 
+import asyncio
 import stat
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tas.kubeconfig import KubeconfigError, load_connection
+from tas.kubeconfig import Connection, KubeconfigError, load_connection
+
+
+def authorization(conn: Connection) -> str | None:
+    return asyncio.run(conn.authorization())
 
 
 def write(tmp_path: Path, user: dict, cluster: dict | None = None) -> str:
@@ -32,14 +37,14 @@ def write(tmp_path: Path, user: dict, cluster: dict | None = None) -> str:
 def test_a_static_token_and_an_insecure_cluster(tmp_path: Path) -> None:
     conn = load_connection(write(tmp_path, {"token": "abc"}))
     assert conn.server == "https://127.0.0.1:6443"
-    assert conn.authorization() == "Bearer abc"
+    assert authorization(conn) == "Bearer abc"
     assert conn.insecure and conn.ssl is not False and not conn.ssl.check_hostname
 
 
 def test_a_token_file_is_read_relative_to_the_kubeconfig(tmp_path: Path) -> None:
     (tmp_path / "tok").write_text("from-file\n")
     conn = load_connection(write(tmp_path, {"tokenFile": "tok"}))
-    assert conn.authorization() == "Bearer from-file"
+    assert authorization(conn) == "Bearer from-file"
 
 
 def test_an_exec_plugin_gives_the_token(tmp_path: Path) -> None:
@@ -57,14 +62,14 @@ def test_an_exec_plugin_gives_the_token(tmp_path: Path) -> None:
         }
     }
     conn = load_connection(write(tmp_path, user))
-    assert conn.authorization() == "Bearer exec-hi"
+    assert authorization(conn) == "Bearer exec-hi"
 
 
 def test_basic_auth_and_a_plain_http_server(tmp_path: Path) -> None:
     conn = load_connection(
         write(tmp_path, {"username": "a", "password": "b"}, {"server": "http://127.0.0.1:8080"})
     )
-    assert conn.ssl is False and conn.authorization() == "Basic YTpi"
+    assert conn.ssl is False and authorization(conn) == "Basic YTpi"
 
 
 @pytest.mark.parametrize(

@@ -148,3 +148,19 @@ install put there (this release keeps rendering its own); true always; false nev
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+Kueue's managedJobsNamespaceSelector, defined once: the webhooks' namespaceSelector and the
+operator's --managed-jobs-namespace-selector. Empty: Kueue's default, every namespace but
+kube-system and the release's own (where the operator runs).
+*/}}
+{{- define "tas-operator.managedJobsNamespaceSelector" -}}
+{{- if .Values.managedJobsNamespaceSelector -}}
+{{- toYaml .Values.managedJobsNamespaceSelector -}}
+{{- else -}}
+matchExpressions:
+  - key: kubernetes.io/metadata.name
+    operator: NotIn
+    values: [kube-system, {{ .Release.Namespace }}]
+{{- end -}}
+{{- end -}}

@@ -14,7 +14,13 @@ from tas.admission import preemption
 from tas.admission.preemption import Preemption
 from tas.api import topologyassignment
 from tas.api.annotations import TopologyRequestError, validate_levels, validate_pod_set_groups
-from tas.api.constants import MAY_STOP_SEARCH, NEVER, TRY_NEXT_FLAVOR
+from tas.api.constants import (
+    ALLOW_EXCLUSIVE_PLACEMENT_GROUPS,
+    MAY_STOP_SEARCH,
+    NEVER,
+    PLACEMENT_GROUP_EXCLUSIVE,
+    TRY_NEXT_FLAVOR,
+)
 from tas.api.format import format_milli
 from tas.api.placementgroups import SPEC_FIELDS, GroupSpec, PlacementGroupError, rules_for
 from tas.cache import placementgroups
@@ -55,7 +61,7 @@ def _shaped_by_groups(state: ClusterState, workload: WorkloadInfo, flavor: str) 
     return bool(placementgroups.owned_by_others(state, None, flavor, state.snapshot(flavor)))
 
 
-def _place(state: ClusterState, workload: WorkloadInfo, flavor: str):
+def _place(state: ClusterState, workload: WorkloadInfo, cq: ClusterQueueInfo, flavor: str):
     """The flavor's placement of the workload: (WorkloadPlacement, GroupDecision | None).
     With placement groups on, every workload keeps out of domains exclusive groups hold, and
     a member is placed by its group's constraints; raises PlacementGroupError."""
@@ -81,6 +87,8 @@ def _place(state: ClusterState, workload: WorkloadInfo, flavor: str):
             f"the pod template's placement-group annotations differ from PlacementGroup "
             f"{ref.name} in {fields}"
         )
+    if spec.exclusive_topology is not None:
+        _check_exclusive_grant(state, key, cq)
     rules = rules_for(spec, snapshot.levels)
     current = placementgroups.group_state(state, key, rules, flavor, snapshot)
     growing = None
@@ -94,6 +102,55 @@ def _place(state: ClusterState, workload: WorkloadInfo, flavor: str):
     if planned is None:
         return placement, None
     return placement, GroupDecision(key, spec, flavor, dict(planned.new_partition_domains))
+
+
+def _check_exclusive_grant(state: ClusterState, key: tuple[str, str], cq: ClusterQueueInfo) -> None:
+    """An exclusive group keeps every other tenant out of whole domains: only a ClusterQueue
+    an administrator annotated may admit its members, and its domains are charged to that one
+    queue. Raises PlacementGroupError."""
+    if not cq.allows_exclusive_groups:
+        raise PlacementGroupError(
+            f"placement group {key[1]} takes domains exclusively ({PLACEMENT_GROUP_EXCLUSIVE}), "
+            f"which ClusterQueue {cq.name} does not allow: an administrator allows it with the "
+            f'annotation {ALLOW_EXCLUSIVE_PLACEMENT_GROUPS}: "true" on the ClusterQueue'
+        )
+    hold = state.exclusive_hold(key)
+    if hold is not None and hold.cluster_queue != cq.name:
+        raise PlacementGroupError(
+            f"placement group {key[1]} holds its exclusive domains through ClusterQueue "
+            f"{hold.cluster_queue}: its members are admitted through that queue only"
+        )
+
+
+def _exclusive_quota(
+    state: ClusterState,
+    tree: QuotaTree,
+    cq: ClusterQueueInfo,
+    covered: frozenset[str],
+    charge: Charge,
+    group: GroupDecision,
+) -> str | None:
+    """A member of an exclusive group takes its requests and the rest of any domain it adds to
+    the group's: both count against the queue's quota. None when they fit, else why not."""
+    spec = group.spec
+    if spec.exclusive_topology is None:
+        return None
+    before = state.exclusive_hold(group.key, spec)
+    after = state.exclusive_hold(group.key, spec, joining=charge)
+    held_before = before.usage if before is not None else {}
+    held_after = after.usage if after is not None else {}
+    for resource in sorted(covered):
+        own = sum(ps.count * ps.per_pod.get(resource, 0) for ps in charge.pod_sets)
+        more = own + held_after.get(resource, 0) - held_before.get(resource, 0)
+        free = tree.available(cq.name, (group.flavor, resource))
+        if more > free:
+            return (
+                f"insufficient unused quota for {resource} in flavor {group.flavor}, "
+                f"{format_milli(resource, more - free)} more needed: placement group "
+                f"{group.key[1]} takes whole {spec.exclusive_topology} domains, whose capacity "
+                f"counts against ClusterQueue {cq.name}"
+            )
+    return None
 
 
 def _total(pod_sets: tuple[PodSetRequest, ...]) -> dict[str, int]:
@@ -250,11 +307,22 @@ def decide(
             short = frozenset((fq.flavor, r) for r in fit.short)
         elif flavor.topology_name:
             try:
-                result, group_decision = _place(state, workload, fq.flavor)
+                result, group_decision = _place(state, workload, cq, fq.flavor)
             except PlacementGroupError as exc:
                 return Decision(False, str(exc), invalid=True)
             if result.admitted:
                 placements = {p.name: p.assignment for p in result.podsets}
+                held = group_decision and _exclusive_quota(
+                    state,
+                    tree,
+                    cq,
+                    group.covered,
+                    _charge(cq, workload, fq.flavor, placements),
+                    group_decision,
+                )
+                if held:
+                    reasons.append(held)
+                    continue
             elif _shaped_by_groups(state, workload, fq.flavor):
                 # Preemption simulates plain placements: it would evict for room the group's
                 # constraints (or exclusive domains) keep the workload from using.

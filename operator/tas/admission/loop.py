@@ -4,12 +4,15 @@ Every decision happens here, one at a time, so two workloads can never be given 
 capacity. The loop sleeps until something wakes it (a watch event that may change a decision)
 and never runs on a timer. A cycle walks the ClusterQueues; in each it tries the pending
 workloads in queue order (StrictFIFO stops at the first that does not fit). A workload that did
-not fit is tried again only when the cache's capacity generation or its own spec changed.
+not fit is tried again only when the cache's capacity generation or its own spec changed. A
+cycle hands the event loop back every few milliseconds (tas.pacing): the lease, the webhooks
+and the watches run meanwhile, and each decision reads the workload as the cache holds it then.
 
 Per admission: decide on the snapshot, assume the charge in the cache, write the status with the
 workload's resourceVersion. If the write fails in any way the charge is forgotten in the same
 step: on a conflict the writer has re-read the workload and the next cycle decides again; on any
-other failure the workload waits out its own capped, jittered backoff before it is tried again.
+other failure (a 409 that was not a version conflict among them, and a write the lease's fence
+refused) the workload waits out its own capped, jittered backoff before it is tried again.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import asyncio
 import heapq
 import logging
 import time
+from collections import Counter
 from datetime import UTC, datetime
 
 from tas import metrics
@@ -53,6 +57,7 @@ from tas.hotswap.replace import (
     needs_replacement,
 )
 from tas.kube import KubeError
+from tas.pacing import Pacer
 from tas.retry import Backoff, PerKeyBackoff
 from tas.workload import transitions
 from tas.workload.writer import evict, preempt
@@ -92,6 +97,7 @@ class AdmissionLoop:
         self._backoff = PerKeyBackoff()
         self._retry_at: dict[object, float] = {}  # workload key or queue -> monotonic time
         self._holds = Holds()  # room waiting preemptors hold against later decisions
+        self._pacer = Pacer()  # the cycle lets the lease, webhooks and watches run between items
         self.cycles = 0
         self.write_failures = 0
         # This cycle tried a workload (or a replacement), and admitted (or evicted) one:
@@ -114,18 +120,46 @@ class AdmissionLoop:
 
     async def cycle(self) -> None:
         self.cycles += 1
-        state = self.state
         self._holds.begin_cycle()
         started = time.monotonic()
         self._cycle_tried = self._cycle_succeeded = False
         await self._activity()
         await self._replacements()
+        by_cq = await self._pending_by_queue()
+        problems = await self._decide_heads(by_cq)
+        if self._cycle_tried:
+            metrics.admission_cycle(self._cycle_succeeded, time.monotonic() - started)
+        await self._write_cq_statuses(by_cq, problems)
+        if self._holds.end_cycle():
+            self.wake()  # what the dropped holds blocked is decided again
+        await self._write_lq_statuses()
+        if self.state.options.placement_groups:
+            await self._write_group_statuses()
+        await self._queue_metrics.report(self.state, self._tried_unchanged)
+        self._prune()
+
+    def _still_pending(self, key: Key) -> WorkloadInfo | None:
+        """The workload as the cache holds it now, if it still waits for a decision. The cycle
+        yields between decisions (see tas.pacing), so a watch event may have changed it, or
+        removed it, since the cycle began."""
+        workload = self.state.workloads.get(key)
+        if (
+            workload is None
+            or not workload.pending
+            or self.state.is_assumed(key)
+            or self._backing_off(key)
+        ):
+            return None
+        return workload
+
+    async def _pending_by_queue(self) -> dict[str, list[WorkloadInfo]]:
+        """The pending workloads per ClusterQueue; those whose queue is missing are told so."""
+        state = self.state
         by_cq: dict[str, list[WorkloadInfo]] = {name: [] for name in state.cluster_queues}
         for key in list(state.pending):
-            workload = state.workloads.get(key)
-            if workload is None or not workload.pending or state.is_assumed(key):
-                continue
-            if self._backing_off(workload.key):
+            await self._pacer.maybe_yield()
+            workload = self._still_pending(key)
+            if workload is None:
                 continue
             cq_name = state.cluster_queue_of(workload)
             if cq_name is None:
@@ -133,55 +167,55 @@ class AdmissionLoop:
             elif cq_name not in state.cluster_queues:
                 await self._pending(workload, f"ClusterQueue {cq_name} doesn't exist")
             else:
-                by_cq[cq_name].append(workload)
+                by_cq.setdefault(cq_name, []).append(workload)
+        return by_cq
 
-        # The queues' heads are merged in Kueue's order across queues (a workload within its
-        # queue's nominal quota before one that borrows, then priority, then age); each queue
-        # keeps its own order, and a StrictFIFO queue stops at its first workload that does
-        # not fit.
-        problems = {}
+    async def _decide_heads(
+        self, by_cq: dict[str, list[WorkloadInfo]]
+    ) -> dict[str, tuple[str, str] | None]:
+        """The queues' heads are merged in Kueue's order across queues (a workload within its
+        queue's nominal quota before one that borrows, then priority, then age); each queue
+        keeps its own order, and a StrictFIFO queue stops at its first workload that does not
+        fit. Returns each queue's problem (None: active)."""
+        state = self.state
+        problems: dict[str, tuple[str, str] | None] = {}
         heads: list[tuple[tuple, str, int]] = []
         queues: dict[str, list[WorkloadInfo]] = {}
         for cq_name, waiting in by_cq.items():
-            cq = state.cluster_queues[cq_name]
+            cq = state.cluster_queues.get(cq_name)
+            if cq is None:  # deleted while the loop yielded
+                continue
             problems[cq_name] = state.cluster_queue_problem(cq)
             queues[cq_name] = pending_order(waiting)
             if queues[cq_name]:
                 heapq.heappush(heads, (self._head_key(cq, queues[cq_name][0]), cq_name, 0))
         while heads:
+            await self._pacer.maybe_yield()
             _, cq_name, index = heapq.heappop(heads)
             cq = state.cluster_queues.get(cq_name)
-            if cq is None:  # deleted while an earlier workload's writes were awaited
+            if cq is None:  # deleted while the loop yielded or awaited a write
                 continue
-            workload = queues[cq_name][index]
-            problem = problems[cq_name]
-            go_on = True
-            if problem:
-                await self._pending(workload, f"ClusterQueue {cq_name} is inactive")
-            elif not state.namespace_allowed(cq, workload.namespace):
-                await self._pending(
-                    workload, "Workload namespace doesn't match ClusterQueue selector"
-                )
-            else:
-                admitted = await self._guarded(self._try(workload, cq), workload)
-                go_on = admitted or not cq.strict_fifo
+            go_on = await self._decide_head(cq, queues[cq_name][index], problems[cq_name])
             if go_on and index + 1 < len(queues[cq_name]):
                 after = queues[cq_name][index + 1]
                 heapq.heappush(heads, (self._head_key(cq, after), cq_name, index + 1))
-        if self._cycle_tried:
-            metrics.admission_cycle(self._cycle_succeeded, time.monotonic() - started)
-        for cq_name in sorted(by_cq):
-            cq = state.cluster_queues.get(cq_name)
-            if cq is not None:
-                still_pending = sum(1 for w in by_cq[cq_name] if not state.is_assumed(w.key))
-                await self._write_cq_status(cq, problems[cq_name], still_pending)
-        if self._holds.end_cycle():
-            self.wake()  # what the dropped holds blocked is decided again
-        await self._write_lq_statuses()
-        if state.options.placement_groups:
-            await self._write_group_statuses()
-        self._queue_metrics.report(state, self._tried_unchanged)
-        self._prune()
+        return problems
+
+    async def _decide_head(
+        self, cq: ClusterQueueInfo, queued: WorkloadInfo, problem: tuple[str, str] | None
+    ) -> bool:
+        """Decide one head of a queue; whether the queue goes on to its next workload."""
+        workload = self._still_pending(queued.key)
+        if workload is None or self.state.cluster_queue_of(workload) != cq.name:
+            return True  # gone, decided, backing off or moved since the cycle began
+        if problem:
+            await self._pending(workload, f"ClusterQueue {cq.name} is inactive")
+        elif not self.state.namespace_allowed(cq, workload.namespace):
+            await self._pending(workload, "Workload namespace doesn't match ClusterQueue selector")
+        else:
+            admitted = await self._guarded(self._try(workload, cq), workload)
+            return admitted or not cq.strict_fifo
+        return True
 
     def _tried_unchanged(self, workload: WorkloadInfo) -> bool:
         """It did not fit, and is not tried again until the cluster or its spec changes."""
@@ -194,6 +228,7 @@ class AdmissionLoop:
         again after that is requeued."""
         state = self.state
         for key in sorted(state.to_deactivate | state.to_reactivate):
+            await self._pacer.maybe_yield()
             workload = state.workloads.get(key)
             if workload is None or state.is_assumed(key) or self._backing_off(key):
                 continue
@@ -212,6 +247,7 @@ class AdmissionLoop:
         anyone else can take the capacity around their surviving pods."""
         state = self.state
         for key in sorted(state.to_replace):
+            await self._pacer.maybe_yield()
             workload = state.workloads.get(key)
             if (
                 workload is not None
@@ -540,13 +576,17 @@ class AdmissionLoop:
         # Waiting: pending and not assumed; holding: every charge (admitted, or assumed).
         for column, keys in ((0, state.pending), (1, state.charges())):
             for wl_key in list(keys):
+                await self._pacer.maybe_yield()
                 workload = state.workloads.get(wl_key)
                 if workload is None or (column == 0 and state.is_assumed(wl_key)):
                     continue
                 key = (workload.namespace, workload.queue_name)
                 if key in counts:
                     counts[key][column] += 1
+        for key in self._lq_status.keys() - counts.keys():  # deleted: forget what was written
+            del self._lq_status[key]
         for key, (pending, admitted) in counts.items():
+            await self._pacer.maybe_yield()
             status = {
                 "pendingWorkloads": pending,
                 "reservingWorkloads": admitted,
@@ -559,11 +599,22 @@ class AdmissionLoop:
             ):
                 self._lq_status[key] = status
 
-    async def _write_cq_status(
-        self, cq: ClusterQueueInfo, problem: tuple[str, str] | None, pending: int
+    async def _write_cq_statuses(
+        self, by_cq: dict[str, list[WorkloadInfo]], problems: dict[str, tuple[str, str] | None]
     ) -> None:
         state = self.state
-        admitted = sum(1 for c in state.charges().values() if c.cluster_queue == cq.name)
+        admitted = Counter(charge.cluster_queue for charge in state.charges().values())
+        for cq_name in sorted(problems):
+            await self._pacer.maybe_yield()
+            cq = state.cluster_queues.get(cq_name)
+            if cq is not None:
+                still_pending = sum(1 for w in by_cq[cq_name] if not state.is_assumed(w.key))
+                await self._write_cq_status(cq, problems[cq_name], still_pending, admitted[cq_name])
+
+    async def _write_cq_status(
+        self, cq: ClusterQueueInfo, problem: tuple[str, str] | None, pending: int, admitted: int
+    ) -> None:
+        state = self.state
         usage = []
         tree = state.quota_tree()
         for group in cq.resource_groups:
@@ -612,6 +663,7 @@ class AdmissionLoop:
             self._group_status.pop(key, None)
         state.placement_groups_deleted.clear()
         for key in sorted({*state.group_members, *state.placement_groups, *self._group_status}):
+            await self._pacer.maybe_yield()
             group = state.placement_groups.get(key)
             known = group is not None or key in self._group_status
             if not known and not state.group_members.get(key):

@@ -18,6 +18,7 @@ from tas import metrics
 from tas.cache.projections import ClusterQueueInfo, Key, WorkloadInfo
 from tas.cache.quota import FlavorResource, QuotaTree, quotas_of
 from tas.cache.state import Charge, ClusterState
+from tas.pacing import Pacer
 
 # The loop tried the workload and will not try it again until the cluster changes.
 TriedUnchanged = Callable[[WorkloadInfo], bool]
@@ -59,11 +60,12 @@ class Holdings:
         self.by_lq: dict[Key, Holding] = defaultdict(Holding)
         self._held: dict[Key, _Held] = {}
 
-    def update(self, state: ClusterState) -> None:
+    async def update(self, state: ClusterState, pacer: Pacer) -> None:
         charges = state.charges()
         for key in [key for key in self._held if key not in charges]:
             self._count(self._held.pop(key), -1)
-        for key, charge in charges.items():
+        for key, charge in list(charges.items()):
+            await pacer.maybe_yield()
             workload = state.workloads.get(key)
             admitted = state.is_assumed(key) or (workload is not None and workload.admitted)
             held = self._held.get(key)
@@ -86,19 +88,24 @@ class QueueMetrics:
 
     def __init__(self) -> None:
         self._holdings = Holdings()
+        self._pacer = Pacer()
 
-    def report(self, state: ClusterState, tried_unchanged: TriedUnchanged) -> None:
-        self._holdings.update(state)
-        active = {
-            name: state.cluster_queue_problem(cq) is None
-            for name, cq in state.cluster_queues.items()
-        }
-        cq_pending, lq_pending = _pending_counts(state, active, tried_unchanged)
+    async def report(self, state: ClusterState, tried_unchanged: TriedUnchanged) -> None:
+        """Yields between workloads (see tas.pacing); the queues are read after that."""
+        await self._holdings.update(state, self._pacer)
+        cq_pending, lq_pending = await _pending_counts(state, tried_unchanged, self._pacer)
+        active = _active_queues(state)
         tree = state.quota_tree()
         _report_cluster_queues(state, active, cq_pending, self._holdings.by_cq)
         _report_local_queues(state, active, lq_pending, self._holdings.by_lq)
         _report_cohorts(state, tree, self._holdings.by_cq)
         metrics.end_round(state.cluster_queues, state.local_queues, tree.cohorts())
+
+
+def _active_queues(state: ClusterState) -> dict[str, bool]:
+    return {
+        name: state.cluster_queue_problem(cq) is None for name, cq in state.cluster_queues.items()
+    }
 
 
 def _inadmissible(
@@ -116,21 +123,23 @@ def _inadmissible(
     return not cq.strict_fifo and tried(workload)
 
 
-def _pending_counts(
-    state: ClusterState, active: Mapping[str, bool], tried: TriedUnchanged
+async def _pending_counts(
+    state: ClusterState, tried: TriedUnchanged, pacer: Pacer
 ) -> tuple[dict[str, tuple[int, int]], dict[Key, tuple[int, int]]]:
     """(active, inadmissible) pending workloads per ClusterQueue and per LocalQueue. Workloads
     whose LocalQueue or ClusterQueue does not exist are in no queue (as in Kueue)."""
+    active = _active_queues(state)
     by_cq: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     by_lq: dict[Key, list[int]] = defaultdict(lambda: [0, 0])
-    for key in state.pending:
+    for key in list(state.pending):
+        await pacer.maybe_yield()
         workload = state.workloads.get(key)
         if workload is None or not workload.pending or state.is_assumed(key):
             continue
         cq = state.cluster_queues.get(state.cluster_queue_of(workload) or "")
         if cq is None:
             continue
-        column = int(_inadmissible(state, cq, active[cq.name], workload, tried))
+        column = int(_inadmissible(state, cq, active.get(cq.name, False), workload, tried))
         by_cq[cq.name][column] += 1
         by_lq[(workload.namespace, workload.queue_name)][column] += 1
     return (

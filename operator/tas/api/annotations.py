@@ -17,6 +17,9 @@ import re
 from collections.abc import Mapping, Sequence
 
 from tas.api.constants import (
+    INT32_MAX,
+    LABEL_KEY_MAX,
+    POD_SET_GROUP_NAME_MAX,
     PODSET_GROUP_NAME,
     PODSET_PREFERRED_TOPOLOGY,
     PODSET_REQUIRED_TOPOLOGY,
@@ -30,7 +33,6 @@ from tas.solver.types import PodSetRequest, SliceLayer, TopologyRequest
 
 MAX_SLICE_LAYERS = 3
 MAX_CONSTRAINTS_TEXT = 4096  # three layers fit in a few hundred characters
-_INT32_MAX = 2**31 - 1
 _UINT64_MAX = 2**64 - 1
 
 # Go's strconv.ParseBool, which is what Kueue uses for the unconstrained annotation.
@@ -64,7 +66,7 @@ class TopologyRequestError(ValueError):
         self.podset_index = podset_index
         self.where = where  # which template, for an owner with several (a JobSet's replicatedJob)
         prefix = f"{where}: " if where else ""
-        super().__init__(f"{prefix}annotation {_quote(annotation)}: {self.detail}")
+        super().__init__(f"{prefix}annotation {quote(annotation)}: {self.detail}")
 
     def at(self, where: str) -> TopologyRequestError:
         """The same error, saying which template it is in."""
@@ -75,20 +77,23 @@ class TopologyRequestError(ValueError):
     @property
     def detail(self) -> str:
         """The message without the annotation name: `"0" must be at least 1`."""
-        return self.problem if self.value is None else f"{_quote(self.value)} {self.problem}"
+        return self.problem if self.value is None else f"{quote(self.value)} {self.problem}"
 
 
 MAX_QUOTED = 200  # characters of a value repeated in a message: input is not echoed unbounded
 
 
-def _quote(text: str) -> str:
+def quote(text: str) -> str:
     if len(text) > MAX_QUOTED:
         return json.dumps(text[:MAX_QUOTED]) + f"... ({len(text)} characters)"
     return json.dumps(text)
 
 
 def label_key_problem(key: str) -> str | None:
-    """Why `key` is not a valid Kubernetes label key, or None when it is."""
+    """Why `key` is not a valid label key for a topology level, or None when it is: a Kubernetes
+    label key, within the limit of the CRD fields that hold one (Kueue's)."""
+    if len(key) > LABEL_KEY_MAX:
+        return f"must be at most {LABEL_KEY_MAX} characters"
     prefix, slash, name = key.rpartition("/")
     if slash and not prefix:
         return "must not start with '/'"
@@ -121,7 +126,7 @@ def _parse_go_int32(text: str) -> int | None:
     if len(text) > 12 or not re.fullmatch(r"[+-]?[0-9]+", text, re.ASCII):
         return None
     value = int(text)
-    return value if -_INT32_MAX - 1 <= value <= _INT32_MAX else None
+    return value if -INT32_MAX - 1 <= value <= INT32_MAX else None
 
 
 def _is_numeric_group_name(text: str) -> bool:
@@ -209,7 +214,7 @@ def _check_one_mode(annotations: Mapping[str, str]) -> None:
         raise TopologyRequestError(
             present[1],
             annotations[present[1]],
-            f"may not be set together with {_quote(present[0])}",
+            f"may not be set together with {quote(present[0])}",
         )
 
 
@@ -223,18 +228,22 @@ def _check_group_name(
     TASGroupedPodSetSlicing)."""
     if not group_name.strip():
         raise TopologyRequestError(PODSET_GROUP_NAME, group_name, "must not be empty")
+    if len(group_name) > POD_SET_GROUP_NAME_MAX:
+        raise TopologyRequestError(
+            PODSET_GROUP_NAME, group_name, f"must be at most {POD_SET_GROUP_NAME_MAX} characters"
+        )
     if _is_numeric_group_name(group_name):
         raise TopologyRequestError(PODSET_GROUP_NAME, group_name, "must not be a number")
     for other in (PODSET_SLICE_SIZE, PODSET_SLICE_REQUIRED_TOPOLOGY):
         if other in slicing:
             raise TopologyRequestError(
-                PODSET_GROUP_NAME, group_name, f"may not be set together with {_quote(other)}"
+                PODSET_GROUP_NAME, group_name, f"may not be set together with {quote(other)}"
             )
     if required is None and preferred is None:
         raise TopologyRequestError(
             PODSET_GROUP_NAME,
             group_name,
-            f"needs {_quote(PODSET_REQUIRED_TOPOLOGY)} or {_quote(PODSET_PREFERRED_TOPOLOGY)}",
+            f"needs {quote(PODSET_REQUIRED_TOPOLOGY)} or {quote(PODSET_PREFERRED_TOPOLOGY)}",
         )
 
 
@@ -291,13 +300,13 @@ def _parse_single_slice_layer(
         raise TopologyRequestError(
             PODSET_SLICE_SIZE,
             None,
-            f"must be set when {_quote(PODSET_SLICE_REQUIRED_TOPOLOGY)} is set",
+            f"must be set when {quote(PODSET_SLICE_REQUIRED_TOPOLOGY)} is set",
         )
     if slice_topology is None and size is not None:
         raise TopologyRequestError(
             PODSET_SLICE_SIZE,
             slice_size_text,
-            f"may not be set without {_quote(PODSET_SLICE_REQUIRED_TOPOLOGY)}",
+            f"may not be set without {quote(PODSET_SLICE_REQUIRED_TOPOLOGY)}",
         )
     if slice_topology is None or size is None:
         return ()
@@ -330,7 +339,7 @@ def _parse_constraints(
         (PODSET_GROUP_NAME, group_name),
     ):
         if value is not None:
-            raise fail(f"may not be set together with {_quote(other)}")
+            raise fail(f"may not be set together with {quote(other)}")
     if len(text) > MAX_CONSTRAINTS_TEXT:
         raise fail(f"must be at most {MAX_CONSTRAINTS_TEXT} characters")
     try:
@@ -355,15 +364,15 @@ def _parse_constraints(
             raise fail(f"layer {index}: topology must be a string")
         problem = label_key_problem(level)
         if problem is not None:
-            raise fail(f"layer {index}: topology {_quote(level)} {problem}")
+            raise fail(f"layer {index}: topology {quote(level)} {problem}")
         if size is None:
             raise fail(f"layer {index}: size must be set")
-        if isinstance(size, bool) or not isinstance(size, int) or abs(size) > _INT32_MAX:
+        if isinstance(size, bool) or not isinstance(size, int) or abs(size) > INT32_MAX:
             raise fail(f"layer {index}: size must be an integer")
         if size < 1:
             raise fail(f"layer {index}: size {size} must be at least 1")
         if any(layer.level == level for layer in layers):
-            raise fail(f"layer {index}: topology {_quote(level)} appears twice")
+            raise fail(f"layer {index}: topology {quote(level)} appears twice")
         if layers and layers[-1].size % size != 0:
             raise fail(
                 f"layer {index}: size {size} must divide the outer layer's size {layers[-1].size}"
@@ -443,19 +452,19 @@ def validate_levels(
     for index, layer in enumerate(request.slice_layers):
         if layer.level not in depth:
             raise fail(
-                index, f"{_quote(layer.level)} is not a level of the topology (levels: {known})"
+                index, f"{quote(layer.level)} is not a level of the topology (levels: {known})"
             )
         if index > 0:
             outer = request.slice_layers[index - 1]
             if depth[layer.level] <= depth[outer.level]:
                 raise fail(
-                    index, f"{_quote(layer.level)} must be a lower level than {_quote(outer.level)}"
+                    index, f"{quote(layer.level)} must be a lower level than {quote(outer.level)}"
                 )
     outermost = request.slice_layers[0].level
     if mode_level is not None and depth[outermost] < depth[mode_level]:
         raise fail(
             0,
-            f"{_quote(outermost)} must be at or below the pod set's level {_quote(mode_level)}",
+            f"{quote(outermost)} must be at or below the pod set's level {quote(mode_level)}",
         )
 
 
@@ -495,8 +504,8 @@ def validate_pod_set_groups(
             raise TopologyRequestError(
                 PODSET_GROUP_NAME,
                 name,
-                f"needs the same {_quote(PODSET_REQUIRED_TOPOLOGY)} or"
-                f" {_quote(PODSET_PREFERRED_TOPOLOGY)} in both pod sets"
+                f"needs the same {quote(PODSET_REQUIRED_TOPOLOGY)} or"
+                f" {quote(PODSET_PREFERRED_TOPOLOGY)} in both pod sets"
                 f" ({first.name!r}, {second.name!r})",
                 podset_index=members[1],
             )

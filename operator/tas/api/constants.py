@@ -19,6 +19,12 @@ POD_PRIORITY_CLASS = ("scheduling.k8s.io", "PriorityClass")
 WORKLOAD_PRIORITY_CLASS_SOURCE = PREFIX + "workloadpriorityclass"
 POD_PRIORITY_CLASS_SOURCE = "scheduling.k8s.io/priorityclass"
 
+# Limits of the Workload CRD's fields (the models in api/models use them), which the webhooks
+# check the annotations those fields are made from against: what one accepts, the other does.
+LABEL_KEY_MAX = 316  # Kueue's limit for a label key (a topology level)
+POD_SET_GROUP_NAME_MAX = 256  # topologyRequest.podSetGroupName
+INT32_MAX = 2**31 - 1  # an int32 field: a pod set's count, a slice size
+
 # PodTemplate annotations that make up a topology request.
 PODSET_REQUIRED_TOPOLOGY = PREFIX + "podset-required-topology"
 PODSET_PREFERRED_TOPOLOGY = PREFIX + "podset-preferred-topology"
@@ -104,6 +110,9 @@ REASON_IN_COHORT_RECLAMATION = "InCohortReclamation"
 REASON_IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
 REASON_INVALID_TOPOLOGY_REQUEST = "InvalidTopologyRequest"
 REASON_PRIORITY_CLASS_NOT_FOUND = "PriorityClassNotFound"  # ours: the Workload waits for it
+# Kueue's event on an owner whose Workload cannot be made (an incomplete pod group ...); ours
+# also when the API server refuses it, or the owner asks for more than the operator allows.
+REASON_ERR_WORKLOAD_COMPOSE = "ErrWorkloadCompose"
 
 # ClusterQueue condition reasons.
 REASON_READY = "Ready"
@@ -149,6 +158,10 @@ PLACEMENT_GROUP_ANTI_AFFINITY = TAS_PREFIX + "placement-group-anti-affinity-topo
 PLACEMENT_GROUP_PARTITIONS = TAS_PREFIX + "placement-group-partitions"
 PLACEMENT_GROUP_PARTITION_TOPOLOGY = TAS_PREFIX + "placement-group-partition-topology"
 PLACEMENT_GROUP_EXCLUSIVE = TAS_PREFIX + "placement-group-exclusive-topology"
+PLACEMENT_GROUP_MAX_PARTITIONS = 64  # the most a group's pods are split into
+# ClusterQueue annotation: "true" lets its workloads join groups that hold domains exclusively
+# (an admin's grant: an exclusive group keeps every other tenant out of whole domains).
+ALLOW_EXCLUSIVE_PLACEMENT_GROUPS = TAS_PREFIX + "allow-exclusive-placement-groups"
 # Pod label: the partition (1..K) of a pod of a partitioned group, set when it is ungated.
 PLACEMENT_GROUP_PARTITION_LABEL = TAS_PREFIX + "placement-group-partition"
 REASON_PLACEMENT_GROUP_INVALID = "PlacementGroupInvalid"

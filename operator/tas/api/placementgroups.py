@@ -13,17 +13,38 @@ from tas.api.constants import (
     PLACEMENT_GROUP_AFFINITY,
     PLACEMENT_GROUP_ANTI_AFFINITY,
     PLACEMENT_GROUP_EXCLUSIVE,
+    PLACEMENT_GROUP_MAX_PARTITIONS,
     PLACEMENT_GROUP_PARTITION_TOPOLOGY,
     PLACEMENT_GROUP_PARTITIONS,
 )
 from tas.solver.groups import GroupRules
 
-MAX_PARTITIONS = 64
+MAX_PARTITIONS = PLACEMENT_GROUP_MAX_PARTITIONS  # the PlacementGroup CRD's spec.partitions
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
+# ASCII digits only: str.isdigit() takes "²" (which int() refuses) and "٣" (which it reads).
+_PARTITIONS = re.compile(r"[0-9]{1,3}")
 
 
 class PlacementGroupError(ValueError):
-    """An invalid group name or constraint; the message names the annotation or field."""
+    """An invalid group name or constraint; the message names the annotation or field. For an
+    annotation, `annotation`, `value` and `problem` also say which, what and why."""
+
+    def __init__(
+        self,
+        message: str,
+        annotation: str | None = None,
+        value: str | None = None,
+        problem: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.annotation = annotation
+        self.value = value
+        self.problem = problem or message
+
+
+def _refuse(annotation: str, value: str | None, problem: str) -> PlacementGroupError:
+    shown = f"{annotation} {problem}" if value is None else f"{annotation}: {value!r} {problem}"
+    return PlacementGroupError(shown, annotation, value, problem)
 
 
 @dataclass(frozen=True)
@@ -72,12 +93,14 @@ def parse_annotations(annotations: Mapping[str, str]) -> GroupRef | None:
     if name is None:
         stray = [k for k in constraints if k in annotations]
         if stray:
-            raise PlacementGroupError(f"{stray[0]} is set without {PLACEMENT_GROUP}")
+            raise _refuse(stray[0], None, f"is set without {PLACEMENT_GROUP}")
         return None
     if len(name) > 253 or not _NAME.fullmatch(name):
-        raise PlacementGroupError(
-            f"{PLACEMENT_GROUP}: {name!r} is not a valid object name (lowercase alphanumerics, "
-            "'-' and '.', at most 253 characters)"
+        raise _refuse(
+            PLACEMENT_GROUP,
+            name,
+            "is not a valid object name (lowercase alphanumerics, '-' and '.', at most 253 "
+            "characters)",
         )
     if not any(k in annotations for k in constraints):
         return GroupRef(name, None)
@@ -88,14 +111,15 @@ def parse_annotations(annotations: Mapping[str, str]) -> GroupRef | None:
             continue
         problem = label_key_problem(level)
         if problem:
-            raise PlacementGroupError(f"{key}: {level!r} {problem}")
+            raise _refuse(key, level, problem)
         values[attr] = level
     raw = annotations.get(PLACEMENT_GROUP_PARTITIONS)
     if raw is not None:
-        if not raw.isdigit() or not 1 <= int(raw) <= MAX_PARTITIONS:
-            raise PlacementGroupError(
-                f"{PLACEMENT_GROUP_PARTITIONS}: {raw!r} must be a whole number from 1 to "
-                f"{MAX_PARTITIONS}"
+        if not _PARTITIONS.fullmatch(raw) or not 1 <= int(raw) <= MAX_PARTITIONS:
+            raise _refuse(
+                PLACEMENT_GROUP_PARTITIONS,
+                raw,
+                f"must be a whole number from 1 to {MAX_PARTITIONS}",
             )
         values["partitions"] = int(raw)
     spec = GroupSpec(**values)  # type: ignore[arg-type]
@@ -103,7 +127,7 @@ def parse_annotations(annotations: Mapping[str, str]) -> GroupRef | None:
         missing = (
             PLACEMENT_GROUP_PARTITION_TOPOLOGY if spec.partitions else PLACEMENT_GROUP_PARTITIONS
         )
-        raise PlacementGroupError(f"{missing} is required with the other partition annotation")
+        raise _refuse(missing, None, "is required with the other partition annotation")
     return GroupRef(name, spec)
 
 

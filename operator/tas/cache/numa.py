@@ -2,10 +2,13 @@
 
 A zone's free capacity is what its NodeResourceTopology reports available, less what we have
 placed there that the report may not show yet:
-- pods we pinned to a zone (the zone annotation, set at ungating) unless the node's latest
-  report arrived while they were Running there: the exporter counts running pods;
-- pods of admitted workloads on the node that are not pinned yet, packed into the zones first
-  fit, in workload order; the ungater pins each to the zone this packing gives it.
+- pods we pinned to a zone (the zone annotation, set at ungating) once bound to the node,
+  unless the node's latest report arrived while they were Running there: the exporter counts
+  running pods. The cache says which pods are ours (a charge covers them): a zone annotation on
+  any other pod counts for nothing, whoever wrote it;
+- pods of admitted workloads on the node that are not bound there yet, in workload order: those
+  the ungater already pinned in the zones it gave them, the others packed into the zones first
+  fit; the ungater pins each of those to the zone this packing gives it.
 
 Pure bookkeeping: ClusterState feeds it and asks it; it never writes.
 """
@@ -16,7 +19,6 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from tas.api.constants import HOSTNAME_LABEL
 from tas.api.numazones import parse_numa_zones
 from tas.cache.projections import Key, PodInfo
 from tas.solver import numa
@@ -32,17 +34,16 @@ class Pending:
     podset: PodSetKey
     shape: NumaShape
     count: int
-
-
-def host_of(pod: PodInfo) -> str | None:
-    return pod.node_name or pod.node_selector.get(HOSTNAME_LABEL)
+    # The zones of those already on their way (ungated, pinned, not bound yet), at most `count`.
+    pinned: tuple[tuple[str, ...], ...] = ()
 
 
 class NumaLedger:
     def __init__(self) -> None:
         self.reports: dict[str, NodeNuma] = {}  # node -> zones as its report has them
-        self.zoned: dict[str, set[Key]] = defaultdict(set)  # node -> pods pinned to a zone
+        self.zoned: dict[str, set[Key]] = defaultdict(set)  # node -> our bound pinned pods
         self.reported: dict[str, set[Key]] = defaultdict(set)  # ...that its report includes
+        self._pins: dict[Key, tuple[str, str | None, str]] = {}  # pod -> (node, zone, phase)
 
     def report(self, node: str, zones: NodeNuma | None, pods: Mapping[Key, PodInfo]) -> None:
         """A new report (None: gone, or no longer single-numa-node): it includes the pinned
@@ -60,33 +61,31 @@ class NumaLedger:
             and pod.node_name == node
         }
 
-    def pod_changed(self, old: PodInfo | None, new: PodInfo | None) -> set[str]:
-        """Index a pod's zone pin; the nodes whose zones this changes."""
-        pod = new or old
-        assert pod is not None
-        key = (pod.namespace, pod.name)
-        before = host_of(old) if old is not None and old.numa_zone else None
-        after = host_of(new) if new is not None and new.numa_zone and not new.terminal else None
-        if before and before != after:
-            self.zoned[before].discard(key)
-            self.reported[before].discard(key)
-        if after:
-            self.zoned[after].add(key)
-            if new is None or new.phase != "Running":
-                self.reported[after].discard(key)
-        if (
-            old is not None
-            and new is not None
-            and (old.numa_zone, old.phase, before) == (new.numa_zone, new.phase, after)
-        ):
+    def pin(self, key: Key, pod: PodInfo | None, node: str | None) -> set[str]:
+        """Count `pod` in the zone its annotation names on `node` (None: not counted: gone,
+        unbound, or not ours); the nodes whose zones this changes."""
+        before = self._pins.get(key)
+        after = (node, pod.numa_zone, pod.phase) if node and pod is not None else None
+        if before == after:
             return set()
-        return {h for h in (before, after) if h and h in self.reports}
+        if before is not None and (after is None or after[0] != before[0]):
+            _discard(self.zoned, before[0], key)
+            _discard(self.reported, before[0], key)
+        if after is None:
+            del self._pins[key]
+        else:
+            self._pins[key] = after
+            self.zoned[after[0]].add(key)
+            if after[2] != "Running":
+                _discard(self.reported, after[0], key)
+        return {p[0] for p in (before, after) if p and p[0] in self.reports}
 
     def free(
         self, node: str, pods: Mapping[Key, PodInfo], pending: Iterable[Pending]
     ) -> tuple[NodeNuma, dict[PodSetKey, list[tuple[str, ...]]]] | None:
         """The node's zones less our pinned pods the report does not show and our pending
-        pods, and the zones the pending pods are given; None when the node has no report."""
+        pods, and the zones given to the pending pods not pinned yet; None when the node has
+        no report."""
         zones = self.reports.get(node)
         if zones is None:
             return None
@@ -108,10 +107,15 @@ class NumaLedger:
             zones = numa.taken(zones, shape, pod_zones)
         plans: dict[PodSetKey, list[tuple[str, ...]]] = {}
         for item in pending:
-            chosen = numa.plan(zones, item.shape, item.count)
+            if item.pinned:  # on their way to the zones the ungater gave them
+                zones = numa.taken(zones, item.shape, item.pinned)
+            count = item.count - len(item.pinned)
+            if count <= 0:
+                continue
+            chosen = numa.plan(zones, item.shape, count)
             if chosen is None:  # the report shows less than we counted on: pin what fits
                 chosen = []
-                while len(chosen) < item.count:
+                while len(chosen) < count:
                     one = numa.plan(zones, item.shape, 1)
                     if one is None:
                         break
@@ -121,3 +125,11 @@ class NumaLedger:
                 zones = numa.taken(zones, item.shape, chosen)
             plans[item.podset] = chosen
         return zones, plans
+
+
+def _discard(index: dict[str, set[Key]], node: str, key: Key) -> None:
+    pods = index.get(node)
+    if pods is not None:
+        pods.discard(key)
+        if not pods:
+            del index[node]

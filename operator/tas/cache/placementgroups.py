@@ -118,11 +118,7 @@ def held_spec(state: ClusterState, key: Key) -> GroupSpec | None:
 
 
 def annotated_spec(state: ClusterState, members: set[Key]) -> GroupSpec | None:
-    for member in sorted(members):
-        workload = state.workloads.get(member)
-        if workload is not None and workload.placement_group and workload.placement_group.spec:
-            return workload.placement_group.spec
-    return None
+    return state.annotated_group_spec(members)
 
 
 def status(

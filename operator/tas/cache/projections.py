@@ -13,6 +13,7 @@ from functools import cached_property
 
 from tas.api import topologyassignment, topologyrequest
 from tas.api.constants import (
+    ALLOW_EXCLUSIVE_PLACEMENT_GROUPS,
     COND_ADMITTED,
     COND_EVICTED,
     COND_FINISHED,
@@ -37,7 +38,6 @@ from tas.api.constants import (
 from tas.api.placementgroups import (
     GroupRef,
     GroupSpec,
-    PlacementGroupError,
     parse_annotations,
     spec_from_object,
 )
@@ -308,6 +308,77 @@ def pod_priority_class_from_object(obj: Mapping) -> PodPriorityClass:
 
 
 @dataclass(frozen=True)
+class ContainerDefaults:
+    """What a namespace's LimitRanges (type Container) give a container that does not say:
+    limits (`default`) and requests (`defaultRequest`), quantities as written."""
+
+    limits: Mapping[str, str] = field(default_factory=dict)
+    requests: Mapping[str, str] = field(default_factory=dict)
+
+    def then(self, later: ContainerDefaults) -> ContainerDefaults:
+        """These, and `later`'s for resources these leave open: the API server applies a
+        namespace's LimitRanges one after the other, each filling only what is still unset."""
+        return ContainerDefaults(
+            {**later.limits, **self.limits}, {**later.requests, **self.requests}
+        )
+
+
+@dataclass(frozen=True)
+class PodDefaults:
+    """What the API server adds to a namespace's pods when it creates them, which a pod
+    template (and so a Workload built from one) does not show: LimitRange defaults and the
+    RuntimeClass's overhead."""
+
+    containers: ContainerDefaults = field(default_factory=ContainerDefaults)
+    overheads: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # class -> podFixed
+
+
+def _quantities(values: object, path: str) -> dict[str, str]:
+    """A ResourceList as written; a value that is no quantity is a ValueError naming it."""
+    if values is None:
+        return {}
+    if not isinstance(values, Mapping):
+        raise ValueError(f"{path}: must be a map of resource quantities")
+    for name, value in values.items():
+        try:
+            parse_milli(value)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{path}.{name}: {exc}") from None
+    return {str(name): value for name, value in values.items()}
+
+
+def limit_range_from_object(obj: Mapping) -> ContainerDefaults:
+    """A LimitRange's container defaults, with the API server's own defaulting of the object
+    (a `max` without `default` is the default limit; a `default` or, failing it, a `min` is
+    the default request). Of two Container items, the later wins, as the LimitRanger reads
+    them. A bad quantity is a ValueError naming its field."""
+    out = ContainerDefaults()
+    for i, item in enumerate(_list((obj.get("spec") or {}).get("limits"))):
+        if not isinstance(item, Mapping) or item.get("type") != "Container":
+            continue
+        path = f"spec.limits[{i}]"
+        limits = {
+            **_quantities(item.get("max"), f"{path}.max"),
+            **_quantities(item.get("default"), f"{path}.default"),
+        }
+        requests = {
+            **_quantities(item.get("min"), f"{path}.min"),
+            **limits,
+            **_quantities(item.get("defaultRequest"), f"{path}.defaultRequest"),
+        }
+        out = ContainerDefaults(limits, requests).then(out)
+    return out
+
+
+def runtime_class_overhead(obj: Mapping) -> dict[str, str]:
+    """A RuntimeClass's `overhead.podFixed` (empty: none); a bad quantity is a ValueError."""
+    overhead = obj.get("overhead") or {}
+    if not isinstance(overhead, Mapping):
+        raise ValueError("overhead: must be a map")
+    return _quantities(overhead.get("podFixed"), "overhead.podFixed")
+
+
+@dataclass(frozen=True)
 class FlavorInfo:
     name: str
     node_labels: Mapping[str, str]
@@ -352,6 +423,8 @@ class ClusterQueueInfo:
     borrow_threshold: int | None = None  # ... .maxPriorityThreshold
     when_can_borrow: str = MAY_STOP_SEARCH  # spec.flavorFungibility
     when_can_preempt: str = TRY_NEXT_FLAVOR
+    # Its workloads may join exclusive placement groups (ours: an admin's annotation).
+    allows_exclusive_groups: bool = False
 
 
 @dataclass(frozen=True)
@@ -466,6 +539,10 @@ def cluster_queue_from_object(obj: Mapping) -> ClusterQueueInfo:
         borrow_threshold=None if threshold is None else int(threshold),
         when_can_borrow=fungibility.get("whenCanBorrow") or MAY_STOP_SEARCH,
         when_can_preempt=fungibility.get("whenCanPreempt") or TRY_NEXT_FLAVOR,
+        allows_exclusive_groups=(obj["metadata"].get("annotations") or {}).get(
+            ALLOW_EXCLUSIVE_PLACEMENT_GROUPS
+        )
+        == "true",
     )
 
 
@@ -668,7 +745,9 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
         pod_spec = template.get("spec") or {}
         try:
             ref = parse_annotations((template.get("metadata") or {}).get("annotations") or {})
-        except PlacementGroupError as exc:
+        except Exception as exc:
+            # Whatever a tenant's annotation holds, the Workload enters the cache: admission
+            # reports the problem on it as a condition, instead of never seeing it.
             group_error = f"spec.podSets[{ps.get('name', '?')}].template: {exc}"
             ref = None
         if ref is not None:

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from tas.kube import Kube, KubeError
+from tas.pacing import Pacer
 from tas.retry import Backoff
 
 log = logging.getLogger(__name__)
@@ -29,6 +30,13 @@ ObjectKey = tuple[str, str]
 
 PAGE_SIZE = 1000  # fewer round trips; a page of pods is ~5 MB of JSON, parsed and dropped
 WATCH_SECONDS = 300  # the server ends a watch after this; it is resumed from the last version
+# A connection that dies without a word (a NAT or a node gone) would hold a watch for its whole
+# 5.5 minutes. The API server sends a bookmark about once a minute (the watch cache's
+# defaultBookmarkFrequency) while the kind changes anywhere in the cluster, so a watch silent for
+# longer is given up and resumed from its version on a new connection: a dead one is left within
+# ~2 minutes. A kind nothing changes gets no bookmark at all (the cache's version does not move
+# past the watch's), so its watch is merely renewed every WATCH_IDLE_SECONDS, at no cost.
+WATCH_IDLE_SECONDS = 90.0
 
 
 def object_key(obj: Mapping[str, Any]) -> ObjectKey:
@@ -51,6 +59,7 @@ class Reflector:
         params: Mapping[str, str] | None = None,
         page_size: int = PAGE_SIZE,
         watch_seconds: int = WATCH_SECONDS,
+        idle_seconds: float = WATCH_IDLE_SECONDS,
         backoff: Backoff | None = None,
     ) -> None:
         self.kube = kube
@@ -60,6 +69,7 @@ class Reflector:
         self.params = dict(params or {})
         self.page_size = page_size
         self.watch_seconds = watch_seconds
+        self.idle_seconds = idle_seconds
         self.backoff = backoff or Backoff(base=0.5, cap=30.0)
         self.synced = asyncio.Event()  # set once the first full list has been handed on
         self.resource_version = ""
@@ -100,6 +110,7 @@ class Reflector:
         while we parse: on a restart the two overlap instead of taking turns.
         """
         listed: set[ObjectKey] = set()
+        pacer = Pacer()  # a page of 1,000 pods, or 50,000 deletions after an outage, yields
         token = ""
         next_page: asyncio.Task | None = asyncio.ensure_future(self._page(token))
         try:
@@ -118,6 +129,7 @@ class Reflector:
                 token = meta.get("continue") or ""
                 next_page = asyncio.ensure_future(self._page(token)) if token else None
                 for obj in page.get("items") or []:
+                    await pacer.maybe_yield()
                     key = object_key(obj)
                     listed.add(key)
                     kind = "MODIFIED" if key in self.known else "ADDED"
@@ -132,6 +144,7 @@ class Reflector:
                 with contextlib.suppress(BaseException):
                     await next_page
         for namespace, name in self.known - listed:
+            await pacer.maybe_yield()
             await self._hand_on("DELETED", {"metadata": {"namespace": namespace, "name": name}})
         self.known = listed
         self.lists += 1
@@ -160,7 +173,10 @@ class Reflector:
             "resourceVersion": self.resource_version,
             "timeoutSeconds": str(self.watch_seconds),
         }
-        async for line in self.kube.stream_lines(self.path, params, self.watch_seconds + 30):
+        lines = self.kube.stream_lines(
+            self.path, params, self.watch_seconds + 30, idle=self.idle_seconds
+        )
+        async for line in lines:
             self.failures = 0
             event = orjson.loads(line)
             kind, obj = event.get("type"), event.get("object") or {}

@@ -18,7 +18,11 @@ Capacity bookkeeping:
   owner of that owner as recorded by `link_owner` - a JobSet's Jobs -, or the pod itself is an
   owner - plain pods and pod groups), and the charge's topology assignment has a free slot for
   the pod's pod set in the domain of the pod's node. Labels and annotations a user can set
-  never hide a pod; pods beyond the assigned count, or outside it, count.
+  never hide a pod; pods beyond the assigned count, or outside it, count. A covered pod that
+  asks for more than its slot (an in-place resize) counts on its node for the difference.
+- A NUMA zone annotation counts only on a covered pod (see numa.py).
+- An exclusive placement group's hold (the rest of the whole domains it holds, see
+  exclusive.py) counts in its ClusterQueue's quota usage.
 - Topology snapshots are built per flavor on demand and kept: a charge is added to or removed
   from a cached snapshot incrementally; a capacity change of any other kind drops them.
 - A node can belong to several flavors (their nodeLabels overlap). With `overlapping_flavors`
@@ -40,13 +44,18 @@ from tas.api.constants import (
     REASON_FLAVOR_NOT_FOUND,
     REASON_TOPOLOGY_NOT_FOUND,
 )
+from tas.api.numazones import parse_numa_zones
+from tas.api.placementgroups import GroupSpec
+from tas.cache.exclusive import Hold, exclusive_hold
 from tas.cache.numa import NumaLedger, Pending
 from tas.cache.projections import (
     ClusterQueueInfo,
     CohortInfo,
+    ContainerDefaults,
     FlavorInfo,
     Key,
     PlacementGroupInfo,
+    PodDefaults,
     PodInfo,
     PodPriorityClass,
     WorkloadInfo,
@@ -60,6 +69,7 @@ from tas.solver.types import (
     FlavorSpec,
     Node,
     NodeNuma,
+    NumaShape,
     SolverOptions,
     TopologyAssignment,
 )
@@ -170,11 +180,18 @@ class ClusterState:
         # Read when a Workload is created (its priority), never by admission itself.
         self.workload_priority_classes: dict[str, int] = {}
         self.pod_priority_classes: dict[str, PodPriorityClass] = {}
+        # Read when a Workload is built, for what the API server adds to its pods: each
+        # namespace's LimitRanges by name, and each RuntimeClass's overhead.
+        self.limit_ranges: dict[str, dict[str, ContainerDefaults]] = {}
+        self.runtime_class_overheads: dict[str, Mapping[str, str]] = {}
         # Placement groups (ours): the objects, each group's members, and the partitions of
         # domains decided for members whose admission (and group status) is still being written.
         self.placement_groups: dict[Key, PlacementGroupInfo] = {}
         self.group_members: dict[Key, set[Key]] = defaultdict(set)
         self.placement_groups_deleted: set[Key] = set()  # for the loop to write them again
+        # Exclusive groups' holds beyond their members' requests, per (ClusterQueue, flavor):
+        # computed when quota is read, dropped when charges, nodes or groups change.
+        self._holds: dict[tuple[str, str], dict[str, int]] | None = None
         self.assumed_partitions: dict[Key, dict[Key, dict[tuple[str, ...], int]]] = defaultdict(
             dict
         )
@@ -195,6 +212,7 @@ class ClusterState:
         """Topologies, flavors or queues changed: snapshots are rebuilt on next use."""
         self.generation += 1
         self._snapshots.clear()
+        self._holds = None
 
     def _node_changed(self, name: str) -> None:
         """One node's capacity changed: update the cached snapshots in place."""
@@ -250,7 +268,32 @@ class ClusterState:
                 on_node = sum(d.count for d in ps.assignment.domains if d.values[-1:] == (node,))
                 left = on_node - zoned.get((key, ps.name), 0)
                 if left > 0:
-                    out.append(Pending((key, ps.name), shape, left))
+                    pinned = self._pinned_unbound(key, workload.owner_uids, ps.name, node, shape)
+                    out.append(Pending((key, ps.name), shape, left, tuple(pinned[:left])))
+        return out
+
+    def _pinned_unbound(
+        self, workload: Key, owners: frozenset[str], pod_set: str, node: str, shape: NumaShape
+    ) -> list[tuple[str, ...]]:
+        """The zones our ungater gave a workload's pods on their way to `node` (ungated onto
+        it, not bound yet): their workload keeps those zones for them. Pods ours by our
+        records only, as for coverage."""
+        out = []
+        for key in sorted(self._pods_by_workload.get(workload, ())):
+            pod = self.pods.get(key)
+            if (
+                pod is None
+                or pod.node_name
+                or pod.gated
+                or pod.terminal
+                or pod.pod_set != pod_set
+                or pod.node_selector.get(HOSTNAME_LEVEL) != node
+                or not self._belongs(pod, owners)
+            ):
+                continue
+            zones = parse_numa_zones(pod.numa_zone, shape)
+            if any(zones):
+                out.append(zones)
         return out
 
     def upsert_node(self, node: Node) -> bool:
@@ -259,6 +302,7 @@ class ClusterState:
             return False  # a heartbeat: nothing placement reads has changed
         self.nodes[node.name] = node
         self._node_changed(node.name)
+        self._holds = None  # a held domain's capacity may have changed
         for key in self._before_node.pop(node.name, ()):
             pod = self.pods.get(key)
             if pod is not None and pod.node_name == node.name:
@@ -270,6 +314,7 @@ class ClusterState:
         if self.nodes.pop(name, None) is None:
             return False
         self._node_changed(name)
+        self._holds = None
         return True
 
     def upsert_pod(self, pod: PodInfo) -> bool:
@@ -281,8 +326,7 @@ class ClusterState:
             return False
         self.pods[key] = pod
         self._index_pod(old, pod)
-        changed = self._account_pod(old, pod)
-        return self._zones_changed(self.numa.pod_changed(old, pod)) or changed
+        return self._account_pod(old, pod)
 
     def delete_pod(self, namespace: str, name: str) -> bool:
         self._check_thread()
@@ -290,8 +334,7 @@ class ClusterState:
         if old is None:
             return False
         self._index_pod(old, None)
-        changed = self._account_pod(old, None)
-        return self._zones_changed(self.numa.pod_changed(old, None)) or changed
+        return self._account_pod(old, None)
 
     def _index_pod(self, old: PodInfo | None, new: PodInfo | None) -> None:
         if old and old.workload:
@@ -308,7 +351,8 @@ class ClusterState:
             self._pods_by_workload[(new.namespace, new.workload)].add((new.namespace, new.name))
 
     def _account_pod(self, old: PodInfo | None, new: PodInfo | None) -> bool:
-        """Move a pod's slot in its workload's coverage, then its usage on its node."""
+        """Move a pod's slot in its workload's coverage, then its usage on its node and its
+        NUMA zone."""
         pod = new or old
         assert pod is not None
         key = (pod.namespace, pod.name)
@@ -318,12 +362,12 @@ class ClusterState:
             if cov is not None:
                 freed = cov.release(key)
                 cov.waiting.discard(key)
-        covered = False
+        covering = None
         if new and new.workload:
             cov = self._coverage.get((new.namespace, new.workload))
-            if cov is not None:
-                covered = cov.take(key, self._slot_of(new, cov))
-        changed = self._set_pod_usage(key, None if covered or new is None else new)
+            if cov is not None and cov.take(key, self._slot_of(new, cov)):
+                covering = cov
+        changed = self._settle(key, new, covering)
         if freed is not None and old and old.workload:
             changed |= self._refill((old.namespace, old.workload), freed)
         return changed
@@ -366,10 +410,33 @@ class ClusterState:
             if key is not None and key in self._charges:
                 self._cover(key)
 
-    def _set_pod_usage(self, key: Key, pod: PodInfo | None) -> bool:
+    def _settle(self, key: Key, pod: PodInfo | None, covering: _Coverage | None) -> bool:
+        """A pod's usage on its node and its NUMA zone, given the coverage holding a slot for
+        it (None: none does). Only a pod a charge covers is counted in the zone its annotation
+        names: bound, and ours by our records, so the annotation is the one our ungater wrote.
+        Any other pod's zone annotation is its owner's to write and counts for nothing (the
+        pod counts in its node's totals). True if the node's capacity changed."""
+        slot = covering.covered.get(key) if covering is not None else None
+        slot_requests = covering.requests.get(slot[0]) if covering and slot else None
+        changed = self._set_pod_usage(key, pod, slot_requests)
+        zone_node = pod.node_name if pod and pod.numa_zone and slot is not None else None
+        return self._zones_changed(self.numa.pin(key, pod, zone_node)) or changed
+
+    def _set_pod_usage(
+        self, key: Key, pod: PodInfo | None, slot_requests: Mapping[str, int] | None
+    ) -> bool:
         """The usage this pod adds to its node: all it requests if bound, unfinished and
-        uncovered; nothing otherwise. True if that changed."""
-        after = (pod.node_name, with_pod(pod.requests)) if pod and pod.holds_node else None
+        uncovered; if covered, what it requests beyond the requests of its slot, which its
+        charge holds (a LimitRange default, a RuntimeClass overhead or an in-place resize the
+        Workload did not ask for); nothing if unbound or finished. True if that changed."""
+        after = None
+        if pod and pod.holds_node:
+            usage = (
+                with_pod(pod.requests)
+                if slot_requests is None
+                else _beyond(pod.requests, slot_requests)
+            )
+            after = (pod.node_name, usage) if usage else None
         before = self._pod_usage.get(key)
         if before == after:
             return False
@@ -378,6 +445,8 @@ class ClusterState:
                 node_usage = self._non_tas_usage[usage[0]]
                 for resource, value in usage[1].items():
                     node_usage[resource] = node_usage.get(resource, 0) + sign * value
+                if not any(node_usage.values()):  # any node name a pod named: keep none empty
+                    del self._non_tas_usage[usage[0]]
         if after is None:
             del self._pod_usage[key]
         else:
@@ -394,7 +463,7 @@ class ClusterState:
         for key in sorted(cov.waiting) if cov else ():
             pod = self.pods.get(key)
             if pod is not None and self._slot_of(pod, cov) == slot and cov.take(key, slot):
-                changed |= self._set_pod_usage(key, None)
+                changed |= self._settle(key, pod, cov)
                 break
         return changed
 
@@ -415,7 +484,7 @@ class ClusterState:
             if pod is None:
                 continue
             covered = cov is not None and cov.take(key, self._slot_of(pod, cov))
-            self._set_pod_usage(key, None if covered else pod)
+            self._settle(key, pod, cov if covered else None)
 
     def upsert_topology(self, name: str, levels: Iterable[str]) -> None:
         self._check_thread()
@@ -471,6 +540,7 @@ class ClusterState:
         key = (group.namespace, group.name)
         if self.placement_groups.get(key) != group:
             self.generation += 1  # decisions refused under the old object are tried again
+            self._holds = None
         self.placement_groups[key] = group
         # partitions now in the object no longer need the in-memory copy
         assumed = self.assumed_partitions.get(key)
@@ -484,6 +554,7 @@ class ClusterState:
         self._check_thread()
         if self.placement_groups.pop((namespace, name), None) is not None:
             self.generation += 1
+            self._holds = None
             self.placement_groups_deleted.add((namespace, name))
 
     def quota_tree(self) -> QuotaTree:
@@ -532,6 +603,44 @@ class ClusterState:
     def priority_classes(self) -> tuple[Mapping[str, int], Mapping[str, PodPriorityClass]]:
         return self.workload_priority_classes, self.pod_priority_classes
 
+    # ---- what the API server adds to pods -------------------------------------------------------
+
+    def upsert_limit_range(self, key: Key, defaults: ContainerDefaults | None) -> bool:
+        """A LimitRange's container defaults (None: gone); True when they changed."""
+        self._check_thread()
+        namespace, name = key
+        ranges = self.limit_ranges.get(namespace, {})
+        if ranges.get(name) == defaults:
+            return False
+        if defaults is not None:
+            self.limit_ranges[namespace] = {**ranges, name: defaults}
+        elif name in ranges:
+            del ranges[name]
+            if not ranges:
+                del self.limit_ranges[namespace]
+        return True
+
+    def upsert_runtime_class(self, name: str, overhead: Mapping[str, str] | None) -> bool:
+        """A RuntimeClass's pod overhead (None: gone, or none); True when it changed."""
+        self._check_thread()
+        if self.runtime_class_overheads.get(name) == (overhead or None):
+            return False
+        if overhead:
+            self.runtime_class_overheads[name] = overhead
+        else:
+            del self.runtime_class_overheads[name]
+        return True
+
+    def pod_defaults(self, namespace: str) -> PodDefaults:
+        """What pods created in `namespace` get that their templates do not say: the
+        LimitRanges' container defaults (the first LimitRange by name that sets a resource
+        wins, as the LimitRanger applies them in list order) and the RuntimeClasses' overheads."""
+        containers = ContainerDefaults()
+        ranges = self.limit_ranges.get(namespace, {})
+        for name in sorted(ranges):
+            containers = containers.then(ranges[name])
+        return PodDefaults(containers, dict(self.runtime_class_overheads))
+
     # ---- workloads and their charges -----------------------------------------------------------
 
     def upsert_workload(self, workload: WorkloadInfo) -> bool:
@@ -550,6 +659,7 @@ class ClusterState:
             return False
         if held is not None and held.group_key != workload.group_key and held.group_key:
             self.group_members[held.group_key].discard(workload.key)
+            self._holds = None
         if workload.group_key:
             self.group_members[workload.group_key].add(workload.key)
         self.workloads[workload.key] = workload
@@ -641,6 +751,7 @@ class ClusterState:
             if new is not None and key not in self._coverage:
                 self._cover(key)
             return
+        self._holds = None
         if old:
             self._apply(old, -1)
             del self._charges[key]
@@ -699,7 +810,55 @@ class ClusterState:
         )
 
     def quota_usage(self, cluster_queue: str, flavor: str) -> Mapping[str, int]:
-        return self._quota_usage[cluster_queue][flavor]
+        """What the queue's admitted workloads take in the flavor, with the whole domains its
+        exclusive placement groups hold."""
+        own = self._quota_usage[cluster_queue][flavor]
+        held = self._group_holds().get((cluster_queue, flavor))
+        if not held:
+            return own
+        return {r: own.get(r, 0) + held.get(r, 0) for r in {*own, *held}}
+
+    def _group_holds(self) -> dict[tuple[str, str], dict[str, int]]:
+        if self._holds is None:
+            self._holds = {}
+            for key in self.group_members if self.options.placement_groups else ():
+                hold = self.exclusive_hold(key)
+                if hold is None:
+                    continue
+                total = self._holds.setdefault((hold.cluster_queue, hold.flavor), {})
+                for resource, value in hold.usage.items():
+                    total[resource] = total.get(resource, 0) + value
+        return self._holds
+
+    def exclusive_hold(
+        self, key: Key, spec: GroupSpec | None = None, joining: Charge | None = None
+    ) -> Hold | None:
+        """What an exclusive group holds beyond its members' requests (see cache/exclusive.py),
+        under its constraints (`spec`, else its own), with a member `joining` if given."""
+        charges = [
+            self._charges[m] for m in sorted(self.group_members.get(key, ())) if m in self._charges
+        ]
+        if joining is not None:
+            charges.append(joining)
+        spec = spec or self.group_spec(key)
+        return exclusive_hold(charges, spec, self.flavors, self.topologies, self.nodes)
+
+    def group_spec(self, key: Key) -> GroupSpec | None:
+        """A placement group's constraints: its object's, else those its members holding
+        capacity were admitted with."""
+        group = self.placement_groups.get(key)
+        if group is not None:
+            return group.spec
+        holding = {m for m in self.group_members.get(key, ()) if m in self._charges}
+        return self.annotated_group_spec(holding)
+
+    def annotated_group_spec(self, members: Iterable[Key]) -> GroupSpec | None:
+        """The constraints the first of these members (by name) gives in its annotations."""
+        for member in sorted(members):
+            workload = self.workloads.get(member)
+            if workload is not None and workload.placement_group and workload.placement_group.spec:
+                return workload.placement_group.spec
+        return None
 
     def charges(self) -> Mapping[Key, Charge]:
         return self._charges
@@ -804,6 +963,11 @@ def _index(index: set[Key], key: Key, member: bool) -> None:
         index.discard(key)
 
 
+def _beyond(requests: Mapping[str, int], held: Mapping[str, int]) -> dict[str, int]:
+    """What `requests` asks for beyond `held`, per resource."""
+    return {r: v - held.get(r, 0) for r, v in requests.items() if v > held.get(r, 0)}
+
+
 def _hosts(charge: Charge) -> set[str]:
     """The nodes a charge's hostname-level assignments name."""
     out: set[str] = set()
@@ -820,6 +984,7 @@ class _Coverage:
 
     owner_uids: frozenset[str]
     levels: dict[str, tuple[str, ...]]  # pod set -> the assignment's levels
+    requests: dict[str, Mapping[str, int]]  # pod set -> what the charge holds for each pod
     slots: dict[tuple, int]  # (pod set, domain values) -> free slots
     covered: dict[Key, tuple]  # pod -> the slot it holds
     waiting: set[Key]  # pods it could cover if a slot of theirs were free
@@ -827,14 +992,16 @@ class _Coverage:
     @classmethod
     def of(cls, charge: Charge, owner_uids: frozenset[str]) -> _Coverage:
         levels: dict[str, tuple[str, ...]] = {}
+        requests: dict[str, Mapping[str, int]] = {}
         slots: dict[tuple, int] = defaultdict(int)
         for ps in charge.pod_sets:
             if ps.assignment is None:  # a flavor without topology: its pods count as usage
                 continue
             levels[ps.name] = ps.assignment.levels
+            requests[ps.name] = ps.requests
             for domain in ps.assignment.domains:
                 slots[(ps.name, tuple(domain.values))] += domain.count
-        return cls(owner_uids, levels, dict(slots), {}, set())
+        return cls(owner_uids, levels, requests, dict(slots), {}, set())
 
     def take(self, pod: Key, slot: tuple | None) -> bool:
         if slot is None:

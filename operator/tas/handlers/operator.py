@@ -36,6 +36,7 @@ from tas.integrations import JOBSET, LEADERWORKERSET, Framework
 from tas.jobframework.workload import build_workload
 from tas.jobs.lifecycle import JOB
 from tas.jobset.jobset import JOB_SET
+from tas.kube import client_session
 from tas.kubeconfig import load_connection
 from tas.leaderworkerset import lws
 from tas.pods import webhook as pod_webhook
@@ -178,18 +179,16 @@ async def ready_when_trusted(
 
 
 @kopf.on.login()
-async def login(memo: kopf.Memo, **_: Any) -> kopf.ConnectionInfo:
-    """kopf (webhook configurations, discovery) logs in with the credentials our client uses."""
+async def login(memo: kopf.Memo, **_: Any) -> kopf.AiohttpSession:
+    """kopf (its discovery, which the webhooks wait for) reaches the API server as our client
+    does: the same TLS, tls-server-name, proxy and credentials. kopf logs in again on a 401."""
     connection = load_connection(memo.settings.kubeconfig)
-    scheme, _, token = (connection.authorization() or "").partition(" ")
-    return kopf.ConnectionInfo(
+    authorization = await connection.authorization()
+    headers = {"Authorization": authorization} if authorization else None
+    return kopf.AiohttpSession(
+        aiohttp_session=client_session(connection, 0, headers),
         server=connection.server,
-        ca_path=None if connection.insecure else connection.ca_file,
-        insecure=connection.insecure,
-        scheme=scheme or None,
-        token=token or None,
-        certificate_path=connection.cert_file,
-        private_key_path=connection.key_file,
+        default_namespace=connection.namespace,
     )
 
 
@@ -423,5 +422,10 @@ async def mark_queued_leaderworkerset(
 )
 async def validate_leaderworkerset(body: kopf.Body, old: Any, memo: kopf.Memo, **_: Any) -> None:
     if enabled(memo, Framework.LEADERWORKERSET):
-        previous = {"metadata": dict(old.get("metadata") or {})} if old else None
-        refuse(lws.validate(review_object(body), previous, **slicing(memo)))
+        previous = (
+            {"metadata": dict(old.get("metadata") or {}), "spec": dict(old.get("spec") or {})}
+            if old
+            else None
+        )
+        bound = memo.settings.max_leaderworkerset_replicas
+        refuse(lws.validate(review_object(body), previous, max_replicas=bound, **slicing(memo)))

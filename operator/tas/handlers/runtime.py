@@ -21,10 +21,12 @@ from tas.cache.reflector import Reflector
 from tas.cache.state import ClusterState
 from tas.config import Settings
 from tas.features import FeatureGates, Gate
+from tas.fence import FencedKube
 from tas.handlers.watches import WATCHES, Watch, on_workload
 from tas.hotswap.controller import NodeHealthController
 from tas.hotswap.replace import ReplacementRules
 from tas.integrations import Framework
+from tas.jobframework.namespaces import ManagedNamespaces
 from tas.jobframework.reconciler import JobReconciler
 from tas.jobs.controller import job_controller
 from tas.jobset.jobset import JOB_SET
@@ -32,6 +34,7 @@ from tas.kube import Kube, KubeError
 from tas.kubeconfig import load_connection
 from tas.leader import LeaderElector, LeaseSettings
 from tas.leaderworkerset.controller import LeaderWorkerSetController
+from tas.pacing import Pacer
 from tas.pods.controller import PodController
 from tas.retry import Backoff
 from tas.serial import SerialWorker
@@ -44,6 +47,7 @@ log = logging.getLogger("tas.operator")
 # Listed in the --namespace namespaces only, when given (nodes and pods are always listed
 # everywhere: capacity is cluster-wide).
 NAMESPACED = (
+    "limitranges",
     "localqueues",
     "workloads",
     "jobs",
@@ -77,7 +81,13 @@ class Runtime:
         )
         self.state.bind_to_current_thread()  # the loop's thread: any other mutator is a bug
         self.kube = kube or Kube(load_connection(settings.kubeconfig))
-        self.writer = WorkloadWriter(self.kube, refresh=self._refresh_workload)
+        self.elector = self._elector() if settings.leader_elect else None
+        # What only the leader writes: nothing is sent once the lease may have moved (see
+        # tas.fence). Watches, the lease and the webhook certificate use self.kube.
+        self.leader_kube = (
+            FencedKube(self.kube, self.elector.time_left) if self.elector else self.kube
+        )
+        self.writer = WorkloadWriter(self.leader_kube, refresh=self._refresh_workload)
         self.admission = AdmissionLoop(
             self.state,
             self.writer,
@@ -88,14 +98,24 @@ class Runtime:
             ),
         )
         slicing = slicing_gates(gates)
-        self.jobs = job_controller(self.state, self.kube, self.writer, **slicing)
-        self.jobsets = JobReconciler(JOB_SET, self.state, self.kube, self.writer, **slicing)
-        self.pod_groups = PodController(self.state, self.kube, self.writer, **slicing)
+        # Kueue's managedJobsNamespaceSelector, as the chart's webhooks apply it
+        self.managed = ManagedNamespaces(
+            settings.managed_namespaces_selector, self.state.namespaces
+        )
+        owners = {"managed": self.managed, **slicing}
+        writes = self.leader_kube
+        self.jobs = job_controller(self.state, writes, self.writer, **owners)
+        self.jobsets = JobReconciler(JOB_SET, self.state, writes, self.writer, **owners)
+        self.pod_groups = PodController(self.state, writes, self.writer, **owners)
         self.leaderworkersets = LeaderWorkerSetController(
-            self.state, self.kube, self.pod_groups.pods, **slicing
+            self.state,
+            writes,
+            self.pod_groups.pods,
+            max_replicas=settings.max_leaderworkerset_replicas,
+            **owners,
         )
         self.child_jobs: dict[tuple[str, str], str] = {}  # a JobSet's Jobs: key -> uid
-        self.ungater = Ungater(self.state, self.kube)
+        self.ungater = Ungater(self.state, writes)
         self.job_worker = SerialWorker("jobs", self.jobs.sync, concurrency=8)
         self.jobset_worker = SerialWorker("jobsets", self.jobsets.sync, concurrency=4)
         self.pod_worker = SerialWorker("pods", self.pod_groups.sync, concurrency=8)
@@ -106,7 +126,7 @@ class Runtime:
         self.hotswap_enabled = gates.enabled(Gate.TAS_FAILED_NODE_REPLACEMENT)
         self.node_health = NodeHealthController(
             self.state,
-            self.kube,
+            writes,
             self.writer,
             on_pod_termination=gates.enabled(Gate.TAS_REPLACE_NODE_ON_POD_TERMINATION),
             on_taints=gates.enabled(Gate.TAS_REPLACE_NODE_ON_NODE_TAINTS),
@@ -122,18 +142,13 @@ class Runtime:
         self.numa_problems: dict[str, str] = {}  # node -> why its zones are not counted
         self.dynamic: dict[str, list[tuple[Reflector, asyncio.Task]]] = {}
         self.reflectors = self._reflectors()
-        self.elector = (
-            LeaderElector(
-                self.kube,
-                LeaseSettings(namespace=settings.leader_election_namespace),
-                on_lost=self._lost_lease,
-            )
-            if settings.leader_elect
-            else None
-        )
         self.tasks: list[asyncio.Task] = []
         self.helpers: list[asyncio.Task] = []  # one-off tasks that end by themselves
         self.active = False
+
+    def _elector(self) -> LeaderElector:
+        lease = LeaseSettings(namespace=self.settings.leader_election_namespace)
+        return LeaderElector(self.kube, lease, on_lost=self._lost_lease)
 
     def enabled(self, framework: Framework | None, gate: Gate | None = None) -> bool:
         if gate is not None and not self.settings.gates.enabled(gate):
@@ -208,22 +223,20 @@ class Runtime:
         if lws is not None:
             self.lws_worker.submit(("lws", namespace, lws.name))
 
-    def sync_unqueued(self) -> None:
+    async def sync_unqueued(self) -> None:
         """A priority class came or changed (rare): queued objects without a Workload (one that
         named a missing class waits for it) are looked at again; pods and LeaderWorkerSets are
         all resubmitted, as at start-up (a sync with nothing to do writes nothing)."""
+        pacer = Pacer()
         for reconciler, worker in (
             (self.jobs, self.job_worker),
             (self.jobsets, self.jobset_worker),
         ):
             for key, obj in list(reconciler.objects.items()):
+                await pacer.maybe_yield()
                 if reconciler.workload_of(obj) is None:
                     worker.submit(key)
-        for pod in list(self.pod_groups.pods.values()):
-            for key in self.pod_groups.upsert(pod):
-                self.pod_worker.submit(key)
-        for key in list(self.leaderworkersets.objects):
-            self.lws_worker.submit(("lws", *key))
+        await self._resubmit_pods_and_lws(pacer)
 
     def managed_owner(self, uid: str | None) -> bool:
         """A pod's controller is admitted through another integration (a queued Job, a
@@ -299,22 +312,37 @@ class Runtime:
         self.admission.synced.set()
         for worker in self.workers():
             worker.started.set()
+        await self._resubmit_all()
+        self.admission.wake()
+
+    async def _resubmit_all(self) -> None:
+        """Whatever may have changed while another replica led, or none did: each worker
+        looks again (a sync with nothing to do writes nothing). Tens of thousands of objects
+        at most once per start: it yields as it goes (see tas.pacing)."""
+        pacer = Pacer()
         for name in list(self.state.nodes):  # a node may have failed while we were away
+            await pacer.maybe_yield()
             self.check_node(name)
-        # Owners whose Workload changed while we were away.
         for key in list(self.jobs.objects):
+            await pacer.maybe_yield()
             self.job_worker.submit(key)
         for key in list(self.jobsets.objects):
+            await pacer.maybe_yield()
             self.jobset_worker.submit(key)
+        await self._resubmit_pods_and_lws(pacer)
+        for key, workload in list(self.state.workloads.items()):
+            await pacer.maybe_yield()
+            if workload.admitted:
+                self.ungate_worker.submit(key)
+
+    async def _resubmit_pods_and_lws(self, pacer: Pacer) -> None:
         for pod in list(self.pod_groups.pods.values()):
+            await pacer.maybe_yield()
             for key in self.pod_groups.upsert(pod):
                 self.pod_worker.submit(key)
         for key in list(self.leaderworkersets.objects):
+            await pacer.maybe_yield()
             self.lws_worker.submit(("lws", *key))
-        for key, workload in list(self.state.workloads.items()):
-            if workload.admitted:
-                self.ungate_worker.submit(key)
-        self.admission.wake()
 
     async def _migrate_storage(self, backoff: Backoff | None = None) -> None:
         """Objects stored in an older version (before an upgrade, or by Kueue) are rewritten
@@ -325,7 +353,7 @@ class Runtime:
         failures = 0
         while True:
             try:
-                for line in (await migrate.migrate(self.kube)).lines():
+                for line in (await migrate.migrate(self.leader_kube)).lines():
                     log.info("storage migration: %s", line)
                 return
             except KubeError as exc:
@@ -347,13 +375,16 @@ class Runtime:
         os.kill(os.getpid(), signal.SIGTERM)
 
     def problems(self) -> list[str]:
-        """Why the process is not healthy: tasks that ended although they run forever."""
+        """Why the process is not healthy: tasks that ended although they run forever, or
+        start-up (`activate`) that failed."""
         out = []
         dynamic = [task for pairs in self.dynamic.values() for _, task in pairs]
         for t in [*self.tasks, *dynamic]:
-            if t.get_name() == "activate" or not t.done() or t.cancelled():
+            if not t.done() or t.cancelled():
                 continue
             exc = t.exception()
+            if t.get_name() == "activate" and exc is None:
+                continue  # its work is done; failing, it would leave admission never started
             out.append(f"{t.get_name()} stopped: {exc!r}")
         return out
 

@@ -19,6 +19,7 @@ from tas.features import Gate
 from tas.integrations import JOBSET, LEADERWORKERSET, NODE_RESOURCE_TOPOLOGY, Framework
 from tas.kube import KUEUE, Ref
 from tas.leaderworkerset.controller import waiting_pod
+from tas.pods.controller import work_key
 
 if TYPE_CHECKING:
     from tas.handlers.runtime import Runtime
@@ -30,11 +31,31 @@ Obj = Mapping[str, Any]
 
 async def on_namespace(rt: Runtime, kind: str, obj: Obj) -> None:
     name = obj["metadata"]["name"]
+    was_managed = name in rt.managed
     if kind == "DELETED":
         rt.state.delete_namespace(name)
     else:
         rt.state.upsert_namespace(name, dict(obj["metadata"].get("labels") or {}))
+    if rt.active and kind != "DELETED" and (name in rt.managed) != was_managed:
+        resync_namespace(rt, name)
     rt.admission.wake()
+
+
+def resync_namespace(rt: Runtime, namespace: str) -> None:
+    """The namespace became ours (new, or relabelled into managedJobsNamespaceSelector) or
+    stopped being: its queued objects are looked at again. Before activation everything is
+    looked at anyway."""
+    for reconciler, worker in ((rt.jobs, rt.job_worker), (rt.jobsets, rt.jobset_worker)):
+        for key in [k for k in reconciler.objects if k[0] == namespace]:
+            worker.submit(key)
+    for key, pod in list(rt.pod_groups.pods.items()):
+        if key[0] == namespace:
+            if (wk := work_key(pod)) is not None:
+                rt.pod_worker.submit(wk)
+            if waiting_pod(pod):
+                rt.lws_worker.submit(("pod", *key))
+    for key in [k for k in rt.leaderworkersets.objects if k[0] == namespace]:
+        rt.lws_worker.submit(("lws", *key))
 
 
 async def on_node(rt: Runtime, kind: str, obj: Obj) -> None:
@@ -144,6 +165,7 @@ async def on_workload(rt: Runtime, kind: str, obj: Obj) -> None:
         if workload.admitted:
             rt.ungate_worker.submit(workload.key)
     if workload:
+        rt.leaderworkersets.workload_changed(workload)
         rt.owner_changed(workload)
     rt.admission.wake()
 
@@ -192,15 +214,16 @@ async def on_jobset_job(rt: Runtime, kind: str, obj: Obj) -> None:
 
 async def on_managed_pod(rt: Runtime, kind: str, obj: Obj) -> None:
     """A pod of the pod integration (finished ones too: a group counts its succeeded pods)."""
+    key = proj.key_of(obj)
     if kind == "DELETED":
-        keys = rt.pod_groups.forget(*proj.key_of(obj))
+        keys = rt.pod_groups.forget(*key)
+        rt.leaderworkersets.pod_changed(key, None)
     else:
         keys = rt.pod_groups.upsert(obj)
-        pod = rt.pod_groups.pods[proj.key_of(obj)]
-        if waiting_pod(pod):
-            rt.lws_worker.submit(("pod", *proj.key_of(obj)))
-    for key in keys:
-        rt.pod_worker.submit(key)
+        if rt.leaderworkersets.pod_changed(key, rt.pod_groups.pods[key]):
+            rt.lws_worker.submit(("pod", *key))
+    for work in keys:
+        rt.pod_worker.submit(work)
 
 
 async def on_leaderworkerset(rt: Runtime, kind: str, obj: Obj) -> None:
@@ -253,7 +276,7 @@ async def on_workload_priority_class(rt: Runtime, kind: str, obj: Obj) -> None:
     rt.state.upsert_workload_priority_class(
         obj["metadata"]["name"], None if kind == "DELETED" or value is None else int(value)
     )
-    rt.sync_unqueued()  # objects that named a missing class get their Workload now
+    await rt.sync_unqueued()  # objects that named a missing class get their Workload now
 
 
 async def on_priority_class(rt: Runtime, kind: str, obj: Obj) -> None:
@@ -261,7 +284,46 @@ async def on_priority_class(rt: Runtime, kind: str, obj: Obj) -> None:
         obj["metadata"]["name"],
         None if kind == "DELETED" else proj.pod_priority_class_from_object(obj),
     )
-    rt.sync_unqueued()
+    await rt.sync_unqueued()
+
+
+async def on_limit_range(rt: Runtime, kind: str, obj: Obj) -> None:
+    """A namespace's LimitRange: what its new pods get. Pending Workloads built before are
+    built again (Kueue adjusts its pending workloads' requests)."""
+    key = proj.key_of(obj)
+    defaults = None
+    if kind != "DELETED":
+        try:
+            defaults = proj.limit_range_from_object(obj)
+        except ValueError as exc:
+            log.warning("LimitRange %s/%s not read: %s", *key, exc)
+    if rt.state.upsert_limit_range(key, defaults):
+        resubmit_pending(rt, key[0])
+
+
+async def on_runtime_class(rt: Runtime, kind: str, obj: Obj) -> None:
+    """A RuntimeClass: the overhead its pods get. Pending Workloads are built again."""
+    name = obj["metadata"]["name"]
+    overhead = None
+    if kind != "DELETED":
+        try:
+            overhead = proj.runtime_class_overhead(obj)
+        except ValueError as exc:
+            log.warning("RuntimeClass %s not read: %s", name, exc)
+    if rt.state.upsert_runtime_class(name, overhead):
+        resubmit_pending(rt, None)
+
+
+def resubmit_pending(rt: Runtime, namespace: str | None) -> None:
+    """Queued Jobs and JobSets (of `namespace`, or all) whose Workload holds no quota are
+    looked at again: a Workload that no longer asks for what their pods will is re-created."""
+    for reconciler, worker in ((rt.jobs, rt.job_worker), (rt.jobsets, rt.jobset_worker)):
+        for key, obj in list(reconciler.objects.items()):
+            if namespace is not None and key[0] != namespace:
+                continue
+            workload = reconciler.workload_of(obj)
+            if workload is not None and not workload.has_quota:
+                worker.submit(key)
 
 
 WatchHandler = Callable[["Runtime", str, Obj], Awaitable[None]]
@@ -298,6 +360,9 @@ WATCHES: dict[str, Watch] = {
         f"{KUEUE}/workloadpriorityclasses", {}, on_workload_priority_class
     ),
     "priorityclasses": Watch("/apis/scheduling.k8s.io/v1/priorityclasses", {}, on_priority_class),
+    # What the API server adds to pods at creation, folded into the Workloads we build.
+    "limitranges": Watch("/api/v1/limitranges", {}, on_limit_range),
+    "runtimeclasses": Watch("/apis/node.k8s.io/v1/runtimeclasses", {}, on_runtime_class),
     "jobs": Watch(
         "/apis/batch/v1/jobs", {"labelSelector": QUEUE_NAME_LABEL}, on_job, Framework.JOB
     ),

@@ -12,13 +12,15 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 
 from tas.api.annotations import TopologyRequestError
 from tas.api.constants import REASON_INVALID_TOPOLOGY_REQUEST, REASON_PRIORITY_CLASS_NOT_FOUND
 from tas.cache.projections import Key, WorkloadInfo
 from tas.cache.state import ClusterState
+from tas.jobframework.creation import create_workload
 from tas.jobframework.interface import GenericJob
+from tas.jobframework.namespaces import EVERY_NAMESPACE
 from tas.jobframework.priority import PriorityClassMissing
 from tas.jobframework.workload import (
     build_workload,
@@ -26,7 +28,7 @@ from tas.jobframework.workload import (
     pods_hold_capacity,
     queue_name,
 )
-from tas.kube import KUEUE, Kube, KubeError, Ref, workload_path
+from tas.kube import Kube, KubeError, Ref, workload_path
 from tas.workload import transitions
 from tas.workload.writer import WorkloadWriter
 
@@ -43,6 +45,7 @@ class JobReconciler:
         kube: Kube,
         writer: WorkloadWriter,
         *,
+        managed: Container[str] = EVERY_NAMESPACE,
         multi_layer_enabled: bool = True,
         partial_slices_enabled: bool = False,
         grouped_slicing_enabled: bool = False,
@@ -52,6 +55,7 @@ class JobReconciler:
         self.state = state
         self.kube = kube
         self.writer = writer
+        self.managed = managed  # the namespaces whose objects are ours
         self.multi_layer_enabled = multi_layer_enabled
         self.partial_slices_enabled = partial_slices_enabled
         self.grouped_slicing_enabled = grouped_slicing_enabled
@@ -85,7 +89,7 @@ class JobReconciler:
 
     async def sync(self, key: Key) -> None:
         obj = self.objects.get(key)
-        if obj is None or not queue_name(obj):
+        if obj is None or not queue_name(obj) or key[0] not in self.managed:
             return  # deleted (its Workload goes with it, by owner reference) or not ours
         workload = self.workload_of(obj)
         done = self.job.finished(obj)
@@ -123,6 +127,7 @@ class JobReconciler:
             multi_layer_enabled=self.multi_layer_enabled,
             partial_slices_enabled=self.partial_slices_enabled,
             grouped_slicing_enabled=self.grouped_slicing_enabled,
+            defaults=self.state.pod_defaults(key[0]),
         ):
             log.info("%s %s/%s changed while suspended; re-creating its workload", self.kind, *key)
             await self.kube.delete(workload_path(workload.namespace, workload.name))
@@ -137,6 +142,7 @@ class JobReconciler:
                 partial_slices_enabled=self.partial_slices_enabled,
                 grouped_slicing_enabled=self.grouped_slicing_enabled,
                 classes=self.state.priority_classes(),
+                defaults=self.state.pod_defaults(meta["namespace"]),
             )
         except TopologyRequestError as exc:
             # The validating webhook refuses these; an object that slipped past it gets an event.
@@ -150,19 +156,9 @@ class JobReconciler:
                 self.ref(obj), "Warning", REASON_PRIORITY_CLASS_NOT_FOUND, str(exc)
             )
             return
-        try:
-            await self.kube.create(f"{KUEUE}/namespaces/{meta['namespace']}/workloads", workload)
-        except KubeError as exc:
-            if exc.status != 409:  # already there: the watch will show it
-                raise
-        else:
-            log.info(
-                "created workload %s for %s %s/%s",
-                workload["metadata"]["name"],
-                self.kind,
-                meta["namespace"],
-                meta["name"],
-            )
+        await create_workload(
+            self.kube, workload, self.ref(obj), f"{self.kind} {meta['namespace']}/{meta['name']}"
+        )
 
     async def _patch(self, obj: Mapping, patch: dict, what: str) -> None:
         meta = obj["metadata"]

@@ -12,12 +12,20 @@ from collections.abc import Iterable, Mapping
 
 from tas.api import topologyrequest
 from tas.api.annotations import TopologyRequestError, parse_topology_request
-from tas.api.constants import JOB_UID_LABEL, KUEUE_API_VERSION, QUEUE_NAME_LABEL
-from tas.cache.projections import PodInfo, PodPriorityClass, WorkloadInfo, workload_from_object
+from tas.api.constants import JOB_UID_LABEL, KUEUE_API_VERSION, PLACEMENT_GROUP, QUEUE_NAME_LABEL
+from tas.api.placementgroups import PlacementGroupError, parse_annotations
+from tas.cache.projections import (
+    PodDefaults,
+    PodInfo,
+    PodPriorityClass,
+    WorkloadInfo,
+    workload_from_object,
+)
 from tas.integrations import Resource
 from tas.jobframework.names import workload_name
 from tas.jobframework.priority import Priority
 from tas.jobframework.priority import resolve as resolve_priority
+from tas.jobframework.resources import with_pod_defaults
 from tas.solver.types import Node
 
 # (WorkloadPriorityClass values, PriorityClasses) by name, as the cache holds them
@@ -51,11 +59,24 @@ def pod_set(
         partial_slices_enabled=partial_slices_enabled,
         grouped_slicing_enabled=grouped_slicing_enabled,
     )
+    check_placement_group(annotations)
     out = {"name": name, "count": count, "template": template}
     api_request = topologyrequest.to_api(request)
     if api_request:
         out["topologyRequest"] = api_request
     return out
+
+
+def check_placement_group(annotations: Mapping[str, str]) -> None:
+    """Our placement-group annotations (gate TASPlacementGroups), refused as a topology
+    annotation is (TopologyRequestError naming it), gate on or off: turning the gate on then
+    strands no admitted object."""
+    try:
+        parse_annotations(annotations)
+    except PlacementGroupError as exc:
+        raise TopologyRequestError(
+            exc.annotation or PLACEMENT_GROUP, exc.value, exc.problem
+        ) from None
 
 
 def owner_reference(resource: Resource, meta: Mapping, *, controller: bool = True) -> dict:
@@ -106,10 +127,12 @@ def build_workload(
     partial_slices_enabled: bool = False,
     grouped_slicing_enabled: bool = False,
     classes: PriorityClasses | None = None,
+    defaults: PodDefaults | None = None,
 ) -> dict:
     """The Workload of a GenericJob object, owned by it (Kueue's ConstructWorkload). With the
     cluster's priority classes its priority is resolved as Kueue does (raises
-    PriorityClassMissing); without them it is the templates' own `priority`."""
+    PriorityClassMissing); without them it is the templates' own `priority`. With the
+    namespace's `defaults`, its templates ask for what the API server will give the pods."""
     meta = obj["metadata"]
     resource: Resource = job.resource
     pod_sets = job.pod_sets(
@@ -118,6 +141,7 @@ def build_workload(
         partial_slices_enabled=partial_slices_enabled,
         grouped_slicing_enabled=grouped_slicing_enabled,
     )
+    pod_sets = with_pod_defaults(pod_sets, defaults)
     priority = workload_priority(meta, pod_sets, job.priority(obj), classes)
     return new_workload(
         workload_name(resource.kind, resource.group, meta["name"], meta.get("uid") or ""),
@@ -152,11 +176,14 @@ def needs_new_workload(
     multi_layer_enabled=True,
     partial_slices_enabled=False,
     grouped_slicing_enabled=False,
+    defaults: PodDefaults | None = None,
 ) -> bool:
     """A suspended object whose pod sets no longer match its pending Workload: resized, or a
     template edited (requests, topology annotations, nodeSelector, tolerations). Kueue then
     deletes the Workload and creates a new one; so do we. Compared through the same
     projection on both sides, so API defaulting and quantity spelling do not count as edits.
+    A LimitRange or RuntimeClass changed since (`defaults`) changes what the pods will ask for:
+    the new Workload asks for that, as Kueue adjusts its pending workloads' requests.
     """
     if workload.has_quota or workload.finished:
         return False
@@ -170,6 +197,7 @@ def needs_new_workload(
                 multi_layer_enabled=multi_layer_enabled,
                 partial_slices_enabled=partial_slices_enabled,
                 grouped_slicing_enabled=grouped_slicing_enabled,
+                defaults=defaults,
             )
         )
     except (TopologyRequestError, KeyError, TypeError, ValueError):

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 
 from tas.api.annotations import TopologyRequestError, validate_pod_set_groups
 from tas.api.constants import (
+    INT32_MAX,
     IS_GROUP_WORKLOAD_ANNOTATION,
     LWS_WORKER_INDEX_LABEL,
     POD_GROUP_NAME_LABEL,
@@ -31,10 +32,12 @@ from tas.api.constants import (
     QUEUE_NAME_LABEL,
     ROLE_HASH_ANNOTATION,
 )
-from tas.cache.projections import workload_from_object
+from tas.cache.projections import PodDefaults, workload_from_object
+from tas.config import DEFAULT_MAX_LEADERWORKERSET_REPLICAS
 from tas.integrations import LEADERWORKERSET, Framework
 from tas.jobframework import workload as framework
 from tas.jobframework.names import workload_name
+from tas.jobframework.resources import with_pod_defaults
 
 NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
@@ -55,14 +58,46 @@ def worker_template(lws: Mapping) -> Mapping:
     return templates(lws).get("workerTemplate") or {}
 
 
+def _whole(value: object, default: int) -> int | None:
+    """A count as the API gives it (None: the default); None when it is not a whole number."""
+    if value is None:
+        return default
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def size(lws: Mapping) -> int:
-    value = templates(lws).get("size")
-    return 1 if value is None else int(value)
+    """Pods per group (bound_problems says when it is not a usable number)."""
+    return _whole(templates(lws).get("size"), 1) or 1
 
 
 def replicas(lws: Mapping) -> int:
-    value = (lws.get("spec") or {}).get("replicas")
-    return 1 if value is None else int(value)
+    """Groups, one Workload each (bound_problems says when it is not a usable number)."""
+    return _whole((lws.get("spec") or {}).get("replicas"), 1) or 0
+
+
+def bound_problems(lws: Mapping, max_replicas: int, old: Mapping | None = None) -> list[str]:
+    """Why the operator will not make this object's Workloads: `replicas` beyond
+    `max_replicas` (each is a Workload to name, create and keep), or a `size` that is no pod
+    set's count. On an update only a number that grew is refused, so that an object over a
+    bound lowered since can still be scaled down, relabelled and deleted."""
+    spec = lws.get("spec") or {}
+    old_spec = (old or {}).get("spec") or {}
+    out = []
+    count = _whole(spec.get("replicas"), 1)
+    before = _whole(old_spec.get("replicas"), 1)
+    grew = old is None or before is None or (count or 0) > before
+    if count is None or count < 0 or (count > max_replicas and grew):
+        out.append(
+            f"spec.replicas: Invalid value: {spec.get('replicas')!r}: must be a whole number "
+            f"from 0 to {max_replicas} (the operator's --max-leaderworkerset-replicas)"
+        )
+    pods = _whole(templates(lws).get("size"), 1)
+    if pods is None or not 1 <= pods <= INT32_MAX:
+        out.append(
+            f"{TEMPLATES}.size: Invalid value: {templates(lws).get('size')!r}: must be a whole "
+            f"number from 1 to {INT32_MAX}"
+        )
+    return out
 
 
 def group_workload_name(lws: Mapping, group_index: int | str) -> str:
@@ -136,7 +171,10 @@ def group_workload(
     partial_slices_enabled: bool = False,
     grouped_slicing_enabled: bool = False,
     classes: framework.PriorityClasses | None = None,
+    defaults: PodDefaults | None = None,
 ) -> dict:
+    """One group's Workload; with the namespace's `defaults`, its templates ask for what the
+    API server will give the pods (LimitRange defaults, RuntimeClass overhead)."""
     meta = lws["metadata"]
     sets = pod_sets(
         lws,
@@ -144,6 +182,7 @@ def group_workload(
         partial_slices_enabled=partial_slices_enabled,
         grouped_slicing_enabled=grouped_slicing_enabled,
     )
+    sets = with_pod_defaults(sets, defaults)
     return framework.new_workload(
         group_workload_name(lws, group_index),
         meta.get("namespace") or "",
@@ -184,11 +223,14 @@ def validate(
     lws: Mapping,
     old: Mapping | None = None,
     *,
+    max_replicas: int = DEFAULT_MAX_LEADERWORKERSET_REPLICAS,
     multi_layer_enabled: bool = True,
     partial_slices_enabled: bool = False,
     grouped_slicing_enabled: bool = False,
 ) -> list[str]:
-    errors = []
+    errors = bound_problems(lws, max_replicas, old)
+    if errors:
+        return errors
     try:
         pod_sets(
             lws,

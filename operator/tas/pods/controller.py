@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 
 from tas.api.annotations import TopologyRequestError
 from tas.api.conditions import now_rfc3339
@@ -22,6 +22,7 @@ from tas.api.constants import (
     POD_FINALIZER,
     PODSET_LABEL,
     PODSET_UNCONSTRAINED_TOPOLOGY,
+    REASON_ERR_WORKLOAD_COMPOSE,
     REASON_INVALID_TOPOLOGY_REQUEST,
     REASON_PRIORITY_CLASS_NOT_FOUND,
     TOPOLOGY_SCHEDULING_GATE,
@@ -29,10 +30,12 @@ from tas.api.constants import (
 )
 from tas.cache.projections import FlavorInfo, PodSetAdmission, WorkloadInfo
 from tas.cache.state import ClusterState
+from tas.jobframework.creation import create_workload
+from tas.jobframework.namespaces import EVERY_NAMESPACE
 from tas.jobframework.podset import with_flavor_tolerations
 from tas.jobframework.priority import PriorityClassMissing
 from tas.jobframework.workload import pods_hold_capacity
-from tas.kube import JSON_PATCH, KUEUE, Kube, KubeError, Ref, pod_path, workload_path
+from tas.kube import JSON_PATCH, Kube, KubeError, Ref, pod_path, workload_path
 from tas.pods import group as g
 from tas.pods import pod as p
 from tas.solver.types import PodSetRequest
@@ -42,7 +45,6 @@ from tas.workload.writer import WorkloadWriter
 log = logging.getLogger(__name__)
 
 WorkKey = tuple[str, str, str]  # ("pod" | "group", namespace, name)
-REASON_GROUP_INCOMPLETE = "ErrWorkloadCompose"  # Kueue's event reason
 
 
 def work_key(pod: Mapping) -> WorkKey | None:
@@ -102,6 +104,7 @@ class PodController:
         kube: Kube,
         writer: WorkloadWriter,
         *,
+        managed: Container[str] = EVERY_NAMESPACE,
         multi_layer_enabled: bool = True,
         partial_slices_enabled: bool = False,
         grouped_slicing_enabled: bool = False,
@@ -109,6 +112,7 @@ class PodController:
         self.state = state
         self.kube = kube
         self.writer = writer
+        self.managed = managed  # the namespaces whose pods are ours
         self.multi_layer_enabled = multi_layer_enabled
         self.partial_slices_enabled = partial_slices_enabled
         self.grouped_slicing_enabled = grouped_slicing_enabled
@@ -156,6 +160,8 @@ class PodController:
 
     async def sync(self, key: WorkKey) -> None:
         kind, namespace, name = key
+        if namespace not in self.managed:
+            return  # Kueue's managedJobsNamespaceSelector: not ours
         if kind == "pod":
             pod = self.pods.get((namespace, name))
             if pod is not None:
@@ -202,7 +208,7 @@ class PodController:
         except PriorityClassMissing as exc:
             await self.kube.event(_ref(pod), "Warning", REASON_PRIORITY_CLASS_NOT_FOUND, str(exc))
             return
-        await self._create(workload, f"pod {'/'.join(p.key(pod))}")
+        await self._create(workload, pod, f"pod {'/'.join(p.key(pod))}")
 
     async def _sync_group(self, namespace: str, workload_name: str) -> None:
         members = [self.pods[k] for k in sorted(self.groups.get((namespace, workload_name), ()))]
@@ -210,6 +216,7 @@ class PodController:
         if not members:
             # Every member is gone (a StatefulSet scaled to zero, a group deleted): so is its
             # Workload, and the quota with it; a LeaderWorkerSet keeps its own Workloads.
+            self._incomplete_reported.pop(("group", namespace, workload_name), None)
             if (
                 workload is not None
                 and workload.is_group
@@ -263,6 +270,9 @@ class PodController:
         key: WorkKey = ("group", group.namespace, group.workload)
         if group.prebuilt:
             return  # its owner (a LeaderWorkerSet) creates it
+        # As Kueue: members that will never run (failed, or deleted before they were bound)
+        # are let go first, even from a group that cannot be admitted yet, so that they leave.
+        await self._finalize(group.inactive())
         trouble = g.problem(group)
         active = group.active()
         total = group.total or 0
@@ -274,11 +284,10 @@ class PodController:
             if self._incomplete_reported.get(key) != trouble:
                 self._incomplete_reported[key] = trouble
                 await self.kube.event(
-                    _ref(group.first), "Warning", REASON_GROUP_INCOMPLETE, trouble
+                    _ref(group.first), "Warning", REASON_ERR_WORKLOAD_COMPOSE, trouble
                 )
             return
         self._incomplete_reported.pop(key, None)
-        await self._finalize(group.inactive())
         if len(active) > total and not group.fast:
             extra = sorted(active, key=g.keep_order)[total:]
             await self._finalize(extra)
@@ -306,23 +315,16 @@ class PodController:
             await self.kube.event(
                 _ref(group.first),
                 "Warning",
-                REASON_GROUP_INCOMPLETE,
+                REASON_ERR_WORKLOAD_COMPOSE,
                 "pod group can't include more than 8 roles",
             )
             return
-        await self._create(workload, f"pod group {group.namespace}/{group.name}")
+        await self._create(workload, group.first, f"pod group {group.namespace}/{group.name}")
 
     # ---- writes --------------------------------------------------------------------------------
 
-    async def _create(self, workload: dict, what: str) -> None:
-        namespace = workload["metadata"]["namespace"]
-        try:
-            await self.kube.create(f"{KUEUE}/namespaces/{namespace}/workloads", workload)
-        except KubeError as exc:
-            if exc.status != 409:  # already there: the watch will show it
-                raise
-        else:
-            log.info("created workload %s for %s", workload["metadata"]["name"], what)
+    async def _create(self, workload: dict, owner: Mapping, what: str) -> None:
+        await create_workload(self.kube, workload, _ref(owner), what)
 
     async def _finish(self, workload: WorkloadInfo | None, done) -> bool:
         """The Workload records the end (True once it has, or when there is none)."""

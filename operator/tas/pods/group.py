@@ -23,9 +23,11 @@ from dataclasses import dataclass, field
 
 from tas.api.constants import (
     COND_WAITING_FOR_REPLACEMENT_PODS,
+    INT32_MAX,
     IS_GROUP_WORKLOAD_ANNOTATION,
     MANAGED_LABEL,
     POD_GROUP_POD_INDEX_LABEL,
+    POD_GROUP_TOTAL_COUNT_ANNOTATION,
     PREFIX,
 )
 from tas.cache.projections import WorkloadInfo
@@ -137,7 +139,10 @@ def problem(group: Group) -> str | None:
     first = group.first
     total = group.total
     if total is None:
-        return f"pod group {group.name!r}: the total count of pod {p.meta(first)['name']!r} is not a positive integer"
+        return (
+            f"pod group {group.name!r}: {POD_GROUP_TOTAL_COUNT_ANNOTATION} of pod "
+            f"{p.meta(first)['name']!r} must be a whole number from 1 to {INT32_MAX}"
+        )
     for pod in group.pods:
         if p.phase(pod) == "Failed":
             continue
@@ -169,24 +174,26 @@ def group_pod_sets(
     grouped_slicing_enabled: bool = False,
 ) -> list[dict]:
     """One pod set per role of the active pods (sorted by role), counted; with fast admission
-    the first runnable pod's role for the whole count. Raises TopologyRequestError."""
+    the first runnable pod's role for the whole count. Raises TopologyRequestError.
+
+    Each role is (count, its first pod): the total count is the group author's number, so
+    nothing here is built per pod it counts."""
     active = sorted(group.active(), key=lambda pod: (pod_time(pod), p.meta(pod)["name"]))
     if group.fast:
-        pod = active[0]
-        members = {p.role(pod): [pod] * (group.total or 1)}
+        members = {p.role(active[0]): (group.total or 1, active[0])}
     else:
-        members = roles(active)
+        members = {name: (len(pods), pods[0]) for name, pods in roles(active).items()}
     return [
         framework.pod_set(
             name,
-            len(pods),
-            pod_set_template(pods[0]),
+            count,
+            pod_set_template(first),
             pod_index_label=POD_GROUP_POD_INDEX_LABEL,
             multi_layer_enabled=multi_layer_enabled,
             partial_slices_enabled=partial_slices_enabled,
             grouped_slicing_enabled=grouped_slicing_enabled,
         )
-        for name, pods in members.items()
+        for name, (count, first) in members.items()
     ]
 
 

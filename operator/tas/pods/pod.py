@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 
 from tas.api.constants import (
     ADMISSION_SCHEDULING_GATE,
+    INT32_MAX,
     POD_FINALIZER,
     POD_GROUP_FAST_ADMISSION_ANNOTATION,
     POD_GROUP_NAME_LABEL,
@@ -33,6 +35,7 @@ from tas.api.constants import (
 )
 
 Key = tuple[str, str]
+_TOTAL_COUNT = re.compile(r"[0-9]{1,10}")  # ASCII digits, bounded before int()
 
 # The metadata a managed pod's record keeps (the spec and status phase are kept whole).
 KEPT_METADATA = (
@@ -131,12 +134,13 @@ def runnable_or_succeeded(pod: Mapping) -> bool:
 
 
 def total_count(pod: Mapping) -> int | None:
-    """pod-group-total-count, or None when it is not a positive integer."""
+    """pod-group-total-count, or None unless it is a whole number from 1 to INT32_MAX (it
+    becomes a pod set's count, an int32)."""
     text = annotations(pod).get(POD_GROUP_TOTAL_COUNT_ANNOTATION)
-    if text is None or not text.isascii() or not text.isdigit() or len(text) > 9:
+    if text is None or not _TOTAL_COUNT.fullmatch(text):
         return None
     value = int(text)
-    return value if value >= 1 else None
+    return value if 1 <= value <= INT32_MAX else None
 
 
 def fast_admission(pod: Mapping) -> bool:

@@ -7,8 +7,9 @@ gated with `kueue.x-k8s.io/admission` and `kueue.x-k8s.io/topology`, given its r
 through another integration (a queued Job's pod) is left alone.
 
 Validating, at creation and update: the managed label's value, a group's name and total count
-(both or neither, a positive count), the topology annotations on the pod, and an immutable
-group name. Every message names the field.
+(both or neither, a count from 1 to the int32 maximum, as a pod set's count), the topology and
+placement-group annotations on the pod, and an immutable group name. Every message names the
+field.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from tas.api.annotations import TopologyRequestError, parse_topology_request
+from tas.api.annotations import TopologyRequestError, parse_topology_request, quote
 from tas.api.constants import (
     ADMISSION_SCHEDULING_GATE,
+    INT32_MAX,
     MANAGED_LABEL,
     MANAGED_VALUE,
     POD_FINALIZER,
@@ -29,6 +31,7 @@ from tas.api.constants import (
     ROLE_HASH_ANNOTATION,
     TOPOLOGY_SCHEDULING_GATE,
 )
+from tas.jobframework.workload import check_placement_group
 from tas.pods import pod as p
 
 LABELS = "metadata.labels"
@@ -79,7 +82,27 @@ def validate(
     partial_slices_enabled: bool = False,
     grouped_slicing_enabled: bool = False,
 ) -> list[str]:
-    """Why Kueue would refuse this managed pod (nothing for a pod that is not managed)."""
+    """Why Kueue would refuse this managed pod (nothing for a pod that is not managed).
+
+    An update is refused only for a problem the pod did not already have (ratcheting, as the
+    API server validates custom resources): a pod made while the webhooks were away must still
+    let go of our finalizer, or it, and its namespace, could never be deleted."""
+    gates = {
+        "multi_layer_enabled": multi_layer_enabled,
+        "partial_slices_enabled": partial_slices_enabled,
+        "grouped_slicing_enabled": grouped_slicing_enabled,
+    }
+    errors = _problems(pod, **gates)
+    if old is None:
+        return errors
+    before = set(_problems(old, **gates))
+    errors = [error for error in errors if error not in before]
+    if p.group_name(old) and p.group_name(pod) != p.group_name(old):
+        errors.append(f"{LABELS}[{POD_GROUP_NAME_LABEL}]: field is immutable")
+    return errors
+
+
+def _problems(pod: Mapping, **gates: bool) -> list[str]:
     errors: list[str] = []
     value = p.labels(pod).get(MANAGED_LABEL)
     if value is not None and value != MANAGED_VALUE:
@@ -88,19 +111,11 @@ def validate(
         )
     errors += _group_metadata(pod)
     if managed(pod) or p.labels(pod).get(MANAGED_LABEL) == MANAGED_VALUE:
-        count = p.total_count(pod) or 1
         try:
-            parse_topology_request(
-                p.annotations(pod),
-                count,
-                multi_layer_enabled=multi_layer_enabled,
-                partial_slices_enabled=partial_slices_enabled,
-                grouped_slicing_enabled=grouped_slicing_enabled,
-            )
+            parse_topology_request(p.annotations(pod), p.total_count(pod) or 1, **gates)
+            check_placement_group(p.annotations(pod))
         except TopologyRequestError as exc:
             errors.append(f"{ANNOTATIONS}: {exc}")
-    if old is not None and p.group_name(old) and p.group_name(pod) != p.group_name(old):
-        errors.append(f"{LABELS}[{POD_GROUP_NAME_LABEL}]: field is immutable")
     return errors
 
 
@@ -130,7 +145,7 @@ def _group_metadata(pod: Mapping) -> list[str]:
         ]
     if p.total_count(pod) is None:
         errors.append(
-            f"{ANNOTATIONS}[{POD_GROUP_TOTAL_COUNT_ANNOTATION}]: Invalid value: {count_text!r}: "
-            "must be an integer greater than zero"
+            f"{ANNOTATIONS}[{POD_GROUP_TOTAL_COUNT_ANNOTATION}]: Invalid value: "
+            f"{quote(count_text)}: must be a whole number from 1 to {INT32_MAX}"
         )
     return errors

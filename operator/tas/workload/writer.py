@@ -3,8 +3,10 @@
 Each write is a merge patch guarded by the resourceVersion the decision was made on, so a
 decision taken on a stale object never lands. On 409 the writer reads the object again and
 hands it to the cache (as a watch event would), so the caller decides again on the newer object
-instead of re-sending the same patch until the watch catches up. Any other failure is raised as
-`KubeError` for the caller to release what it assumed and back off.
+instead of re-sending the same patch until the watch catches up. A 409 after which the object
+still has the version the write was guarded by was not about the version (an admission webhook,
+say): the same write would be refused again, so it is raised like any other failure, as
+`KubeError`, for the caller to release what it assumed and back off.
 """
 
 from __future__ import annotations
@@ -38,8 +40,8 @@ class WorkloadWriter:
         self.conflicts = 0
 
     async def write_status(self, workload: WorkloadInfo, status: Mapping) -> bool:
-        """True when written; False when the decision was stale (409, re-read) or the Workload
-        is gone (404). Raises KubeError for anything else."""
+        """True when written; False when the decision was stale (409, and the re-read shows a
+        newer version) or the Workload is gone (404). Raises KubeError for anything else."""
         body = {"metadata": {"resourceVersion": workload.resource_version}, "status": dict(status)}
         path = workload_path(workload.namespace, workload.name)
         try:
@@ -51,13 +53,16 @@ class WorkloadWriter:
                 raise
             self.conflicts += 1
             fresh = await self.kube.get(path)
+            version = (fresh or {}).get("metadata", {}).get("resourceVersion")
             log.debug(
                 "workload %s/%s: write on %s refused (409); read %s",
                 workload.namespace,
                 workload.name,
                 workload.resource_version,
-                (fresh or {}).get("metadata", {}).get("resourceVersion"),
+                version,
             )
+            if version == workload.resource_version:
+                raise  # not a version conflict: deciding again on the same object changes nothing
             if fresh is not None and self.refresh is not None:
                 await self.refresh(fresh, workload.resource_version)
             return False

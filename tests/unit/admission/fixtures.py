@@ -48,6 +48,14 @@ def cluster_queue(
     return {"metadata": {"name": name}, "spec": spec}
 
 
+def allowing_exclusive_groups(cq: dict) -> dict:
+    """The ClusterQueue with an administrator's grant for exclusive placement groups."""
+    cq["metadata"].setdefault("annotations", {})[
+        "tas-operator.io/allow-exclusive-placement-groups"
+    ] = "true"
+    return cq
+
+
 def workload(
     name: str,
     *,

@@ -26,6 +26,7 @@ from tests.unit.admission.fixtures import (
     BLOCK,
     HOST,
     RACK,
+    allowing_exclusive_groups,
     cluster_queue,
     make_state,
     two_racks,
@@ -293,7 +294,7 @@ def test_a_plain_flavor_admission_has_no_group_to_write():
 
 
 def groups_on(nodes=None, q=None, **options) -> ClusterState:
-    state = make_state(nodes or pool(), q)
+    state = make_state(nodes or pool(), allowing_exclusive_groups(q or cluster_queue()))
     state.options = SolverOptions(placement_groups=True, **options)
     return state
 

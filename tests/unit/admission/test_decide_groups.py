@@ -17,7 +17,16 @@ from tas.cache import placementgroups
 from tas.cache import projections as proj
 from tas.solver.types import SolverOptions
 from tas.workload.transitions import admitted
-from tests.unit.admission.fixtures import BLOCK, HOST, RACK, make_state, node, workload
+from tests.unit.admission.fixtures import (
+    BLOCK,
+    HOST,
+    RACK,
+    allowing_exclusive_groups,
+    cluster_queue,
+    make_state,
+    node,
+    workload,
+)
 
 
 def pool() -> list[dict]:
@@ -31,7 +40,7 @@ def pool() -> list[dict]:
 
 
 def state_with_groups(on: bool = True):
-    state = make_state(pool())
+    state = make_state(pool(), allowing_exclusive_groups(cluster_queue()))
     state.options = SolverOptions(placement_groups=on)
     return state
 

@@ -20,7 +20,7 @@ class ScriptedApi:
         self.lists += 1
         return self.pages.pop(0)
 
-    async def stream_lines(self, path, params, timeout):
+    async def stream_lines(self, path, params, timeout, idle=None):
         if not self.watches:
             await asyncio.sleep(3600)
         step = self.watches.pop(0)
@@ -184,3 +184,48 @@ def test_what_a_failed_list_handed_on_is_deleted_by_the_next_list_if_it_vanished
     seen, r = run(api, lambda seen, r: r.lists == 1, [])
     assert ("DELETED", "b") in seen  # b was handed on by the failed list, then vanished
     assert r.known == {("ns", "a")}
+
+
+def test_a_watch_is_given_up_when_silent_past_the_bookmark_interval_and_within_two_minutes():
+    """The API server sends a bookmark about once a minute: the watch asks the client to give
+    up a connection silent for longer than that, and no longer than two minutes."""
+    idle_asked = []
+
+    class Api(ScriptedApi):
+        async def stream_lines(self, path, params, timeout, idle=None):
+            idle_asked.append(idle)
+            async for line in super().stream_lines(path, params, timeout, idle):
+                yield line
+
+    run(Api([page("a")], [[event("ADDED", "b", "11")]]), lambda seen, r: ("ADDED", "b") in seen)
+    assert idle_asked and 60 < idle_asked[0] <= 120
+
+
+def test_a_big_list_and_its_deletions_let_other_tasks_run_while_handed_on():
+    """One page of many objects, then a relist that finds them all gone: neither is handed on
+    in one stretch (lease renewal and the webhooks share the loop)."""
+    names = [f"o{i}" for i in range(30000)]
+    api = ScriptedApi([page(*names), page()], [])
+    ticks = 0
+    seen_at: dict[str, list[int]] = {"ADDED": [], "DELETED": []}
+
+    async def handle(kind, obj):
+        seen_at[kind].append(ticks)
+
+    async def go():
+        nonlocal ticks
+        r = Reflector(api, "/x", handle, name="x")
+        listing = asyncio.create_task(r.relist())
+        while not listing.done():
+            ticks += 1
+            await asyncio.sleep(0)
+        relisting = asyncio.create_task(r.relist())
+        while not relisting.done():
+            ticks += 1
+            await asyncio.sleep(0)
+        return r
+
+    r = asyncio.run(go())
+    assert len(seen_at["ADDED"]) == len(seen_at["DELETED"]) == len(names) and not r.known
+    for kind, at in seen_at.items():
+        assert at[-1] - at[0] >= 2, kind  # the other task ran while they were handed on

@@ -29,7 +29,7 @@ from tas import features
 from tas.api import crdgen
 from tas.api.models import RESOURCES
 from tas.cli import build_parser
-from tas.config import MAX_REVIEW_BYTES, Settings
+from tas.config import MAX_REVIEW_BYTES, Settings, parse_label_selector
 from tas.leader import LeaseSettings
 from tas.webhooks.server import READY_PATH
 
@@ -62,6 +62,9 @@ BASE_RULES = {
         for v in ("list", "watch")
     },
     *{("scheduling.k8s.io", "priorityclasses", v, None) for v in ("list", "watch")},
+    # What the API server adds to pods, folded into the Workloads built.
+    *{("", "limitranges", v, None) for v in ("list", "watch")},
+    *{("node.k8s.io", "runtimeclasses", v, None) for v in ("list", "watch")},
     *{
         ("kueue.x-k8s.io", "workloads", v, None)
         for v in ("get", "list", "watch", "create", "delete", "patch")
@@ -712,6 +715,52 @@ def test_the_chart_owns_complete_webhook_configurations() -> None:
                 }
             ]
         }
+
+
+@pytest.mark.parametrize(
+    "selector",
+    [None, {"matchLabels": {"kueue": "on"}}, {"matchLabels": {}}],
+    ids=["default", "labelled-namespaces", "every-namespace"],
+)
+def test_the_webhooks_and_the_controllers_manage_the_same_namespaces(selector) -> None:
+    """One definition: the value (or, empty, Kueue's default for the release's namespace) is
+    every webhook's namespaceSelector and the operator's --managed-jobs-namespace-selector,
+    which its controllers apply; the operator reads the flag as the chart wrote it."""
+    docs = render({"managedJobsNamespaceSelector": selector} if selector is not None else None)
+    passed = json.loads(flag(docs, "managed-jobs-namespace-selector"))
+    assert {json.dumps(h["namespaceSelector"]) for h in webhooks(docs).values()} == {
+        json.dumps(passed)
+    }
+    if selector is not None:
+        assert passed == selector
+    parsed = build_parser().parse_args(["operator", *args_of(docs)])
+    namespace = flag(docs, "leader-election-namespace")
+    settings = Settings(
+        leader_election_namespace=namespace,
+        managed_jobs_namespace_selector=parse_label_selector(
+            parsed.managed_jobs_namespace_selector
+        ),
+    )
+    assert settings.managed_namespaces_selector == passed
+    if selector is None:  # the chart's default is the operator's own default
+        default = Settings(leader_election_namespace=namespace).managed_namespaces_selector
+        assert passed == default
+
+
+def test_a_bad_namespace_selector_fails_the_render() -> None:
+    bad = {"matchExpressions": [{"key": "k", "operator": "Has"}]}
+    result = helm("template", RELEASE, str(CHART), values={"managedJobsNamespaceSelector": bad})
+    assert result.returncode != 0 and "managedJobsNamespaceSelector" in result.stderr
+
+
+def test_the_leaderworkerset_bound_is_the_operators_unless_the_chart_sets_one() -> None:
+    assert not [a for a in args_of(render()) if a.startswith("--max-leaderworkerset-replicas")]
+    docs = render({"maxLeaderWorkerSetReplicas": 50})
+    assert flag(docs, "max-leaderworkerset-replicas") == "50"
+    parsed = build_parser().parse_args(["operator", *args_of(docs)])
+    assert parsed.max_leaderworkerset_replicas == 50
+    result = helm("template", RELEASE, str(CHART), values={"maxLeaderWorkerSetReplicas": 0})
+    assert result.returncode != 0 and "maxLeaderWorkerSetReplicas" in result.stderr
 
 
 @pytest.mark.parametrize(

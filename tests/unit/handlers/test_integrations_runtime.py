@@ -35,6 +35,8 @@ def test_only_the_enabled_integrations_kinds_are_listed():
             "workloadpriorityclasses",
             "cohorts",
             "priorityclasses",
+            "limitranges",
+            "runtimeclasses",
         }
         assert listed(runtime("")) == base
         assert listed(runtime("batch/job")) == base | {"jobs"}

@@ -42,6 +42,27 @@ def test_a_dead_worker_is_a_liveness_problem_and_a_cancelled_one_is_not() -> Non
     assert while_running == after_cancel == ["ungater stopped: RuntimeError('worker bug')"]
 
 
+def test_a_failed_start_up_is_a_liveness_problem_and_a_finished_one_is_not() -> None:
+    """`activate` ends by itself once admission has started; failing, it would leave
+    admission never started in a process that looks alive."""
+
+    async def problems_after(activate) -> list[str]:
+        rt = runtime()
+        rt.tasks = [asyncio.create_task(activate(), name="activate")]
+        await asyncio.gather(*rt.tasks, return_exceptions=True)
+        await rt.kube.close()
+        return rt.problems()
+
+    async def fails():
+        raise KeyError("a bug in start-up")
+
+    async def finishes():
+        return None
+
+    assert asyncio.run(problems_after(fails)) == ["activate stopped: KeyError('a bug in start-up')"]
+    assert asyncio.run(problems_after(finishes)) == []
+
+
 def test_the_runtime_watches_every_kind_and_binds_the_cache_to_its_thread() -> None:
     async def go():
         rt = runtime()
@@ -61,6 +82,8 @@ def test_the_runtime_watches_every_kind_and_binds_the_cache_to_its_thread() -> N
         "workloadpriorityclasses",
         "cohorts",
         "priorityclasses",
+        "limitranges",
+        "runtimeclasses",
         "jobs",
     }
     assert rt.state._owner is not None

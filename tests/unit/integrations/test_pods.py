@@ -102,12 +102,12 @@ NAME = "kueue.x-k8s.io/pod-group-name"
         (
             {QUEUE: "q", NAME: "g"},
             {COUNT: "x"},
-            [f"metadata.annotations[{COUNT}]: Invalid value: 'x'"],
+            [f'metadata.annotations[{COUNT}]: Invalid value: "x"'],
         ),
         (
             {QUEUE: "q", NAME: "g"},
             {COUNT: "0"},
-            [f"metadata.annotations[{COUNT}]: Invalid value: '0'"],
+            [f'metadata.annotations[{COUNT}]: Invalid value: "0"'],
         ),
         ({QUEUE: "q", NAME: "Bad_Name"}, {COUNT: "1"}, [f"metadata.labels[{NAME}]: Invalid value"]),
         (

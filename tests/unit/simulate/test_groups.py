@@ -29,7 +29,9 @@ def pool(workloads: list[dict[str, Any]], blocks: int, racks: int, hosts: int, c
 def with_gate(document: dict[str, Any], mode: str, on: bool = True) -> dict[str, Any]:
     document = document | {"featureGates": {GATE: on}}
     if mode == "clusterQueues":  # quota far above the nodes: the decision, not quota, decides
-        document["clusterQueues"] = [{"name": "q", "nominalQuota": {"cpu": "1000"}}]
+        document["clusterQueues"] = [
+            {"name": "q", "nominalQuota": {"cpu": "1000"}, "allowExclusivePlacementGroups": True}
+        ]
     return document
 
 
@@ -499,7 +501,11 @@ def test_both_ways_of_admitting_place_a_generated_trace_alike(fragmentation_awar
     document["featureGates"] |= {"TASProfileFragmentationAware": fragmentation_aware}
     queued = document | {
         "clusterQueues": [
-            {"name": "q", "nominalQuota": {r: "1Pi" for r in ("cpu", "memory", "nvidia.com/gpu")}}
+            {
+                "name": "q",
+                "nominalQuota": {r: "1Pi" for r in ("cpu", "memory", "nvidia.com/gpu")},
+                "allowExclusivePlacementGroups": True,
+            }
         ]
     }
     seen = [pods_over_time(d) for d in (document, queued)]

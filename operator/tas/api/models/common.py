@@ -21,7 +21,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from tas.api.constants import GROUP
+from tas.api.constants import GROUP, LABEL_KEY_MAX
 
 # --- Markers read by crdgen -------------------------------------------------------------------
 # Pydantic's own `default` is dropped from the CRD (a server-side default rewrites stored
@@ -85,7 +85,6 @@ LABEL_KEY = (
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
     r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
 )
-LABEL_KEY_MAX = 316
 QUANTITY_PATTERN = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
     r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"

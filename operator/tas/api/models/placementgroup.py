@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from tas.api.constants import TAS_GROUP
+from tas.api.constants import PLACEMENT_GROUP_MAX_PARTITIONS, TAS_GROUP
 from tas.api.models.common import (
     AGE_COLUMN,
     CRDInfo,
@@ -31,7 +31,7 @@ class PlacementGroupSpec(KubeModel):
     free again when the group is empty)."""
     anti_affinity_topology: LabelKey | None = None
     """No two pods of the group share a domain of this level."""
-    partitions: Int32 | None = Field(default=None, ge=1, le=64)
+    partitions: Int32 | None = Field(default=None, ge=1, le=PLACEMENT_GROUP_MAX_PARTITIONS)
     """Split the group's pods into this many partitions of sizes within 1 of each other."""
     partition_topology: LabelKey | None = None
     """A domain of this level holds pods of one partition only."""

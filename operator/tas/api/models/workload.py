@@ -14,6 +14,7 @@ from tas.api.constants import (
     COND_FINISHED,
     COND_QUOTA_RESERVED,
     DEFAULT_PODSET_NAME,
+    POD_SET_GROUP_NAME_MAX,
 )
 from tas.api.models.common import (
     Condition,
@@ -114,7 +115,7 @@ class PodSetTopologyRequest(KubeModel):
     """Pod label holding the index of the replicated job a pod belongs to (JobSet)."""
     sub_group_count: Int32 | None = Field(None, ge=0)
     """Number of replicated jobs in the PodSet (JobSet)."""
-    pod_set_group_name: str | None = Field(None, max_length=256)
+    pod_set_group_name: str | None = Field(None, max_length=POD_SET_GROUP_NAME_MAX)
     """PodSets with the same group name get one flavor and one domain together."""
     pod_set_slice_required_topology: LabelKey | None = None
     """Each slice of podSetSliceSize pods must fit in one domain of this level."""

@@ -1,0 +1,44 @@
+"""Creating an owner's Workload, as every integration does it.
+
+The webhooks refuse what the Workload CRD would (api/constants.py holds the limits both use), but
+an owner can still ask for a Workload the API server refuses: one created while the webhooks
+were away, or one whose numbers add up past a limit (a JobSet's replicas x parallelism over
+int32). Its owner would then wait suspended with nothing said: it gets a Warning event instead,
+with the API server's reason.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from tas.api.constants import REASON_ERR_WORKLOAD_COMPOSE
+from tas.kube import KUEUE, Kube, KubeError, Ref
+
+log = logging.getLogger(__name__)
+
+REFUSED = (400, 422)  # the request itself is wrong: sending it again changes nothing
+
+
+async def create_workload(kube: Kube, workload: Mapping, owner: Ref, what: str) -> bool:
+    """Create `workload` for `owner` (`what` names the owner in the log). True when it was
+    created or already exists; False when the API server refused it (the owner got an event).
+    Other errors are raised, for the caller's retry."""
+    meta = workload["metadata"]
+    try:
+        await kube.create(f"{KUEUE}/namespaces/{meta['namespace']}/workloads", workload)
+    except KubeError as exc:
+        if exc.status == 409:  # already there: the watch will show it
+            return True
+        if exc.status not in REFUSED:
+            raise
+        await kube.event(
+            owner,
+            "Warning",
+            REASON_ERR_WORKLOAD_COMPOSE,
+            f"Workload {meta['name']} was refused by the API server: {exc.message}",
+        )
+        log.warning("workload %s for %s refused: %s", meta["name"], what, exc)
+        return False
+    log.info("created workload %s for %s", meta["name"], what)
+    return True
