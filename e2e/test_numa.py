@@ -2,12 +2,12 @@
 zones of 4 CPUs each with the single-numa-node policy, under nodes whose totals are 32 CPUs.
 
 By node totals a Job of 8 Guaranteed pods of 3 CPUs fits on one node; by zones each node holds
-two, one per zone. The operator installs the NodeResourceTopology CRD itself (it is absent from
-a fresh cluster), reads the objects, refuses what the zones cannot hold with the zone reason,
-and admits it once the objects report room.
+two, one per zone. The chart installs the NodeResourceTopology CRD with the gate (the operator
+may not create CRDs), the operator reads the objects, refuses what the zones cannot hold with
+the zone reason, and admits it once the objects report room.
 
 Own Topology, ResourceFlavor (node-group `numa`), ClusterQueue and nodes; the chart is upgraded
-with the gate for its RBAC and put back afterwards.
+with the gate for its RBAC and the CRD, and put back afterwards (the CRD stays, as helm keeps it).
 """
 
 from __future__ import annotations
@@ -91,11 +91,11 @@ def numa_cluster(cluster: Cluster, operator_swap) -> Iterator[list[str]]:
             cluster.apply(manifest)
         wait_for(lambda: all(ready(cluster, n) for n in names), timeout=90, what="numa nodes Ready")
         operator_swap(gates=GATE)
-        # The operator installs the CRD when it is absent.
+        # The chart installed the CRD with the gate.
         wait_for(
             lambda: cluster.kubectl("get", "crd", NRT, check=False).returncode == 0,
             timeout=60,
-            what="the NodeResourceTopology CRD installed by the operator",
+            what="the NodeResourceTopology CRD installed by the chart",
         )
         cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", NRT)
         for name in names:

@@ -91,7 +91,12 @@ fi
 
 if [[ $MODE == lock ]]; then
   cp "$BROOT"/src/image/*.lock "$here/"
-  say "rewrote image/*.lock; review them with git diff and commit them"
+  # The Dockerfile's build stage: the digest of the tag's manifest list (its raw bytes') now.
+  tag="debian:$DEBIAN_SUITE-slim"
+  digest=$(skopeo inspect --raw "docker://docker.io/library/$tag" | sha256sum | cut -d' ' -f1)
+  sed -i "s|^DEBIAN_BUILD_IMAGE=.*|DEBIAN_BUILD_IMAGE=$tag@sha256:$digest|" "$here/image.env"
+  sed -i "s|^FROM debian:[^ ]* AS build\$|FROM $tag@sha256:$digest AS build|" "$root/Dockerfile"
+  say "rewrote image/*.lock and the build image's digest; review them with git diff and commit them"
   exit 0
 fi
 

@@ -7,6 +7,7 @@ import argparse
 import sys
 
 from tas import __version__
+from tas.config import MAX_REVIEW_BYTES
 
 SYNC_BEFORE_KOPF_SECONDS = 10.0
 
@@ -109,6 +110,7 @@ def _operator(args: argparse.Namespace) -> int:
         webhook_cert_dir=args.webhook_cert_dir,
         webhook_cert_secret=webhook_cert_secret,
         webhook_service=webhook_service,
+        webhook_max_review_bytes=args.webhook_max_review_bytes,
         metrics_port=args.metrics_port,
         log_level=args.log_level,
         leader_elect=args.leader_elect,
@@ -275,6 +277,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=env_default("WEBHOOK_SERVICE"),
         help="NAMESPACE/NAME[:PORT] of the Service in front of the webhooks (in a pod)",
     )
+    op.add_argument(
+        "--webhook-max-review-bytes",
+        type=positive_int,
+        default=env_default("WEBHOOK_MAX_REVIEW_BYTES", str(MAX_REVIEW_BYTES)),
+        help="the largest admission review read; a larger one is refused "
+        f"(default {MAX_REVIEW_BYTES})",
+    )
     op.add_argument("--metrics-port", type=int, default=int(env_default("METRICS_PORT", "0")))
     op.add_argument(
         "--leader-elect",
@@ -305,6 +314,13 @@ def build_parser() -> argparse.ArgumentParser:
     op.add_argument("--log-level", default=env_default("LOG_LEVEL", "INFO"))
     op.set_defaults(func=_operator)
     return parser
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number")
+    return value
 
 
 def env_default(name: str, default: str | None = None) -> str | None:

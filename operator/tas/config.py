@@ -10,6 +10,13 @@ from tas import features
 from tas.integrations import Integrations
 from tas.integrations import defaults as default_integrations
 
+# The largest AdmissionReview body the webhooks read; a larger one is refused (413) unread.
+# A review carries the object, for an UPDATE its old version too, each with its managedFields
+# and kubectl's last-applied annotation. The largest realistic one measured (an UPDATE of a
+# JobSet of four replicated Jobs with sidecars, applied with kubectl) is under 64 KiB; a cap
+# of four times that leaves room for big pod templates while a flood of reviews costs a
+# quarter of what 1 MiB ones would. --webhook-max-review-bytes raises it for larger objects.
+MAX_REVIEW_BYTES = 256 << 10
 # A LeaderWorkerSet makes one Workload per replica: the most one object may ask for. Kueue sets
 # no bound; without one a single object costs work and memory in proportion to a number its
 # author writes (up to 2**31 - 1). --max-leaderworkerset-replicas; the chart's
@@ -92,6 +99,7 @@ class Settings:
     # go into the certificate.
     webhook_service: tuple[str, str, int] | None = None
     webhook_config_name: str = "tas-operator.kueue.x-k8s.io"
+    webhook_max_review_bytes: int = MAX_REVIEW_BYTES
     metrics_port: int = 0  # 0 disables the metrics endpoint
     # Only the replica holding this namespace's Lease admits; the others stand by.
     leader_elect: bool = True

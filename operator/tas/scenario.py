@@ -602,6 +602,9 @@ def parse_scenario(document: Any) -> Scenario:
 MAX_BYTES = 256 * 2**20  # far above a 20,480-node scenario (about 10 MB)
 MAX_ELEMENTS = 5_000_000  # values in the document once aliases are expanded
 MAX_DEPTH = 64  # a scenario nests about 8 deep
+# Kubernetes' integers and quantities are 64-bit; Python's are not, and cannot even be printed
+# past 4,300 digits (a 4,000-digit YAML hex integer is one line of text).
+MAX_INTEGER = 2**63 - 1
 MAX_MESSAGE = 1_000  # characters of an error line: a message never echoes a whole input
 
 
@@ -619,6 +622,22 @@ _Loader.yaml_implicit_resolvers = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+
+
+def read_text(path: str) -> str:
+    """The file's text, refused past MAX_BYTES as it is read (one read of MAX_BYTES would
+    allocate them all, whatever the file's size)."""
+    chunks, size = [], 0
+    try:
+        with open(path, encoding="utf-8") as file:
+            while chunk := file.read(1 << 20):
+                size += len(chunk)
+                if size > MAX_BYTES:
+                    raise ScenarioError("(document)", f"larger than {MAX_BYTES // 2**20} MiB")
+                chunks.append(chunk)
+    except (OSError, UnicodeDecodeError) as error:
+        raise ScenarioError(path, f"cannot read: {error}") from None
+    return "".join(chunks)
 
 
 def load_document(text: str) -> Any:
@@ -735,11 +754,13 @@ def _plain_scalar(loader: _Loader, text: str) -> Any:
 
 
 def _check_size(document: Any) -> None:
-    """Walk the document once within a budget: aliases may make a small file enormous."""
+    """Walk the document once within a budget: aliases may make a small file enormous. An
+    integer beyond 64 bits, as a value or a key, is refused here, naming where it is, so that
+    nothing after this ever holds one."""
     budget = MAX_ELEMENTS
-    stack = [(document, 0)]
+    stack: list[tuple[Any, int, tuple]] = [(document, 0, ())]
     while stack:
-        value, depth = stack.pop()
+        value, depth, where = stack.pop()
         if depth > MAX_DEPTH:
             raise ScenarioError("(document)", f"nested deeper than {MAX_DEPTH} levels")
         budget -= 1
@@ -747,10 +768,40 @@ def _check_size(document: Any) -> None:
             raise ScenarioError(
                 "(document)", f"more than {MAX_ELEMENTS} values (after expanding aliases)"
             )
+        if _huge(value):
+            raise ScenarioError(_path(where), f"integer out of range: {_magnitude(value)}")
         if isinstance(value, dict):
-            stack.extend((v, depth + 1) for v in value.values())
+            for key, item in value.items():
+                if _huge(key):
+                    raise ScenarioError(_path(where), f"key out of range: {_magnitude(key)}")
+                stack.append((item, depth + 1, (where, key)))
         elif isinstance(value, list):
-            stack.extend((v, depth + 1) for v in value)
+            stack.extend((item, depth + 1, (where, index)) for index, item in enumerate(value))
+
+
+def _huge(value: Any) -> bool:
+    return type(value) is int and not -MAX_INTEGER - 1 <= value <= MAX_INTEGER
+
+
+def _magnitude(value: int) -> str:
+    return f"an integer of {value.bit_length()} bits (at most 64)"
+
+
+def _path(where: tuple) -> str:
+    """`(((), "nodes"), 0)` -> `nodes[0]`: the chain of keys the walk kept, as a field path."""
+    keys = []
+    while where:
+        where, key = where
+        keys.append(key)
+    path = ""
+    for key in reversed(keys):
+        if isinstance(key, int):
+            path += f"[{key}]"
+        elif isinstance(key, str) and key.replace("_", "").isalnum():
+            path = _join(path, key)
+        else:
+            path = _key(path, str(key))
+    return path or "(document)"
 
 
 @dataclass
@@ -906,15 +957,7 @@ def main(path: str, stdout: IO[str], stderr: IO[str], stats: bool = False) -> in
     With `stats`, a successful run also prints `stats_line` on stderr."""
     started, started_cpu = time.perf_counter(), time.process_time()
     try:
-        with open(path, encoding="utf-8") as file:
-            text = file.read(MAX_BYTES + 1)
-    except (OSError, UnicodeDecodeError) as error:
-        stderr.write(f"{path}: cannot read: {error}\n")
-        return 1
-    try:
-        if len(text) > MAX_BYTES:
-            raise ScenarioError("(document)", f"larger than {MAX_BYTES // 2**20} MiB")
-        scenario = parse_scenario(load_document(text))
+        scenario = parse_scenario(load_document(read_text(path)))
         timings = Timings(
             parse=time.perf_counter() - started, parse_cpu=time.process_time() - started_cpu
         )

@@ -110,6 +110,46 @@ clusterqueues.kueue.x-k8s.io, cohorts.kueue.x-k8s.io, localqueues.kueue.x-k8s.io
 {{- end -}}
 
 {{/*
+Who may reach the webhook port, as a YAML list of NetworkPolicy peers: webhook.networkPolicy.from,
+else one /32 (or /128) per address of the API server, from the `kubernetes` Service's
+EndpointSlice (read from the cluster; empty under `helm template`).
+*/}}
+{{- define "tas-operator.webhookSources" -}}
+{{- $peers := .Values.webhook.networkPolicy.from -}}
+{{- if not $peers -}}
+{{- $slice := lookup "discovery.k8s.io/v1" "EndpointSlice" "default" "kubernetes" -}}
+{{- range $endpoint := (get $slice "endpoints" | default list) -}}
+{{- range $ip := (get $endpoint "addresses" | default list) -}}
+{{- $peers = append $peers (dict "ipBlock" (dict "cidr" (printf "%s/%s" $ip (ternary "128" "32" (contains ":" $ip))))) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml ($peers | default list) -}}
+{{- end -}}
+
+{{/* The NodeResourceTopology CRD, which the chart installs with the TASNUMAZones gate. */}}
+{{- define "tas-operator.numaCrdName" -}}
+noderesourcetopologies.topology.node.k8s.io
+{{- end -}}
+
+{{/*
+Whether the chart installs the NodeResourceTopology CRD: "true" or "". numaZones.installCRD
+"auto" installs it unless the cluster has one that another release or the node agent's own
+install put there (this release keeps rendering its own); true always; false never.
+*/}}
+{{- define "tas-operator.installNumaCrd" -}}
+{{- if include "tas-operator.gate" (list . "TASNUMAZones") -}}
+{{- $mode := toString .Values.numaZones.installCRD -}}
+{{- if eq $mode "true" -}}true
+{{- else if eq $mode "auto" -}}
+{{- $existing := lookup "apiextensions.k8s.io/v1" "CustomResourceDefinition" "" (include "tas-operator.numaCrdName" .) -}}
+{{- $owner := dig "metadata" "annotations" "meta.helm.sh/release-name" "" $existing -}}
+{{- if or (not $existing) (eq $owner .Release.Name) }}true{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
 Kueue's managedJobsNamespaceSelector, defined once: the webhooks' namespaceSelector and the
 operator's --managed-jobs-namespace-selector. Empty: Kueue's default, every namespace but
 kube-system and the release's own (where the operator runs).

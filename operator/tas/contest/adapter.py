@@ -16,6 +16,7 @@ from typing import IO
 import numpy as np
 
 from tas import features
+from tas.contest.generator import MAX_BATCH, MAX_SERVERS
 from tas.solver.groups import (
     GroupPlacementFailure,
     GroupRules,
@@ -42,8 +43,20 @@ RULES_BY_TYPE = {
 }
 
 
+# CPU and memory amounts: far above the statement's (at most 500), and small enough that no sum
+# over the pool leaves 64 bits.
+MAX_AMOUNT = 2**31 - 1
+MAX_DIGITS = 19  # the longest integer the protocol carries (64 bits)
+
+
 class ProtocolError(ValueError):
     """The input does not follow the statement."""
+
+
+def _in_range(what: str, value: int, low: int, high: int) -> int:
+    if not low <= value <= high:
+        raise ProtocolError(f"{what} must be {low} to {high}, got {value}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -68,10 +81,26 @@ class Vm:
     partition: int
 
 
+def vm_type(index: int, numa_count: int, cpu: int, memory: int) -> VmType:
+    """VM type `index` (1-based) as its line gives it, checked."""
+    _in_range(f"VM type {index}: NUMA count", numa_count, 1, 2)
+    _in_range(f"VM type {index}: CPU", cpu, 1, MAX_AMOUNT)
+    _in_range(f"VM type {index}: memory", memory, 1, MAX_AMOUNT)
+    return VmType(numa_count, cpu, memory)
+
+
 class Pool:
     def __init__(self, n: int, p: int, r: int, s: int, numa: int, cpu: int, memory: int) -> None:
         if numa != 2:
             raise ProtocolError(f"K must be 2, got {numa}")
+        for name, value in zip("NPRS", (n, p, r, s), strict=True):
+            _in_range(name, value, 1, MAX_SERVERS)
+        if n * p * r * s > MAX_SERVERS:  # checked before a server is made
+            raise ProtocolError(
+                f"N*P*R*S must be at most {MAX_SERVERS} servers, got {n * p * r * s}"
+            )
+        _in_range("C", cpu, 1, MAX_AMOUNT)
+        _in_range("M", memory, 1, MAX_AMOUNT)
         self.shape = (n, p, r, s)
         self.index: list[tuple[int, int, int, int]] = [
             (a, b, c, d) for a in range(n) for b in range(p) for c in range(r) for d in range(s)
@@ -215,10 +244,12 @@ def _tokens(stream: IO[str]) -> Iterator[int]:
     interactive)."""
     for line in stream:
         for token in line.split():
+            if len(token.lstrip("+-")) > MAX_DIGITS:
+                raise ProtocolError(f"integer out of range: {token[:20]}... ({len(token)} digits)")
             try:
                 yield int(token)
             except ValueError:
-                raise ProtocolError(f"not an integer: {token!r}") from None
+                raise ProtocolError(f"not an integer: {token[:40]!r}") from None
 
 
 def run(stdin: IO[str], stdout: IO[str], fragmentation_aware: bool = False) -> int:
@@ -234,7 +265,7 @@ def run(stdin: IO[str], stdout: IO[str], fragmentation_aware: bool = False) -> i
     n, p, r, s, k = take(5)
     cpu, memory = take(2)
     (type_count,) = take(1)
-    types = [VmType(*take(3)) for _ in range(type_count)]
+    types = [vm_type(index, *take(3)) for index in range(1, type_count + 1)]
     contest = Contest(Pool(n, p, r, s, k, cpu, memory), types, fragmentation_aware)
     placed = 0
     while True:
@@ -247,7 +278,7 @@ def run(stdin: IO[str], stdout: IO[str], fragmentation_aware: bool = False) -> i
             contest.create_group(index, group_type, partitions)
         elif kind == 2:
             count, type_index, group_index = take(3)
-            ids = take(count)
+            ids = take(_in_range("VM creation: count", count, 1, MAX_BATCH))
             lines = contest.create_vms(type_index, group_index, ids)
             if lines is None:
                 stdout.write("-1\n")
@@ -258,7 +289,7 @@ def run(stdin: IO[str], stdout: IO[str], fragmentation_aware: bool = False) -> i
             placed += count
         elif kind == 3:
             (count,) = take(1)
-            contest.delete_vms(take(count))
+            contest.delete_vms(take(_in_range("VM deletion: count", count, 1, len(contest.vms))))
         elif kind == 4:
             return placed
         else:

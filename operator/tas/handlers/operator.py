@@ -15,10 +15,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import tempfile
+import time
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import kopf
+from kopf._cogs.structs import references  # for OffLoopReviews (no public name)
+from kopf._core.engines.admission import AmbiguousResourceError, UnknownResourceError
 from kopf._core.reactor.inventory import ResourceMemories  # for ForgetfulMemories (no public name)
 
 from tas import metrics
@@ -38,7 +42,7 @@ from tas.leaderworkerset import lws
 from tas.pods import webhook as pod_webhook
 from tas.statefulset import webhook as sts_webhook
 from tas.webhookcert import WebhookCertificates
-from tas.webhooks.server import WebhookServer
+from tas.webhooks.server import ReviewFn, WebhookServer, call_on
 
 log = logging.getLogger("tas.operator")
 
@@ -67,8 +71,57 @@ class ForgetfulMemories(ResourceMemories):
         )
 
 
+class OffLoopReviews:
+    """kopf's review function, called on the webhook server's own thread and event loop.
+
+    Read in kopf 1.45's serve_admission_request: it keeps nothing between reviews (our
+    ForgetfulMemories store nothing), and touches nothing bound to kopf's loop (the cause's
+    logger posts no events, and async handlers run inline). The one thing it reads that kopf's
+    loop changes is kopf's discovered resources, which kopf empties and refills in place when a
+    CRD changes: that is atomic on kopf's loop only. So each review is given a copy of them,
+    taken on kopf's loop, and taken again (at most once a second) when a review names a
+    resource the copy lacks, such as one whose CRD was installed since. Our handlers read the
+    cache through `call_on` (only the loop that owns it may touch it)."""
+
+    RECOPY_SECONDS = 1.0
+
+    def __init__(self, fn: Any, loop: asyncio.AbstractEventLoop) -> None:
+        self.fn, self.loop = fn, loop
+        self.discovered: references.Insights = fn.keywords["insights"]  # kopf's own, live
+        self.insights = self._copy()
+        self.copied_at = time.monotonic()
+
+    def _copy(self) -> references.Insights:
+        return references.Insights(webhook_resources=set(self.discovered.webhook_resources))
+
+    async def __call__(self, request: Any, **kwargs: Any) -> Any:
+        try:
+            return await self.fn(request, insights=self.insights, **kwargs)
+        except (UnknownResourceError, AmbiguousResourceError):
+            if time.monotonic() - self.copied_at < self.RECOPY_SECONDS:
+                raise
+            self.insights = await call_on(self.loop, self._copy)
+            self.copied_at = time.monotonic()
+            return await self.fn(request, insights=self.insights, **kwargs)
+
+
+def serving_off_loop(server: WebhookServer) -> Callable[[ReviewFn], AsyncIterator[dict]]:
+    """The server as kopf calls it (`settings.admission.server`), given kopf's review function
+    made safe to call off kopf's loop."""
+
+    def serve(fn: ReviewFn) -> AsyncIterator[dict]:
+        return server(OffLoopReviews(fn, asyncio.get_running_loop()))
+
+    return serve
+
+
 def rt(memo: Any) -> Runtime:
     return memo.runtime
+
+
+async def on_cache_loop(memo: Any, fn: Callable[..., Any], *args: Any) -> Any:
+    """fn(*args) on the operator's loop, which owns the cache: the webhooks run on their own."""
+    return await call_on(memo.loop, fn, *args)
 
 
 # ---- start-up and shutdown ---------------------------------------------------------------------
@@ -78,6 +131,7 @@ def rt(memo: Any) -> Runtime:
 async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     config: Settings = memo.settings
     settings.posting.enabled = False  # we write our own events, on Workloads
+    memo.loop = asyncio.get_running_loop()
     if "runtime" not in memo:  # `tas operator` starts it before kopf, to list sooner
         memo.runtime = Runtime(config)
         memo.runtime.start()
@@ -99,13 +153,29 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
         certfile=certfile,
         keyfile=keyfile,
         cafile=cafile,
+        max_review_bytes=config.webhook_max_review_bytes,
     )
     certificates.on_renewed.append(server.reload)
     rt(memo).background(certificates.run(), "webhook-certificate")
+    rt(memo).helpers.append(
+        asyncio.create_task(ready_when_trusted(rt(memo), certificates, server), name="readiness")
+    )
     # Serve the Secret's certificate from the start if the API server answers soon.
     await asyncio.wait([asyncio.ensure_future(certificates.ready.wait())], timeout=10)
-    settings.admission.server = server
+    settings.admission.server = serving_off_loop(server)
     metrics.serve(config.metrics_port)
+
+
+async def ready_when_trusted(
+    runtime: Runtime, certificates: WebhookCertificates, server: WebhookServer
+) -> None:
+    """Readiness (GET /readyz on the webhook port) passes once the certificate served is the
+    Secret's, which the webhook configurations trust (the provisional one is trusted by no
+    one), and the caches are synced: before that the Service sends this replica no review."""
+    await certificates.ready.wait()
+    await runtime.synced()
+    server.set_ready()
+    log.info("ready: serving the trusted certificate, caches synced")
 
 
 @kopf.on.login()
@@ -262,7 +332,7 @@ async def gate_queued_pod(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, *
     controller = next(
         (o.get("uid") for o in body.meta.get("ownerReferences") or [] if o.get("controller")), None
     )
-    if rt(memo).managed_owner(controller):
+    if await on_cache_loop(memo, rt(memo).managed_owner, controller):
         return
     patch.update(
         pod_webhook.mutate(pod, tas=memo.settings.gates.enabled(Gate.TOPOLOGY_AWARE_SCHEDULING))
@@ -313,13 +383,12 @@ async def mark_queued_statefulset(
     side_effects=False,
 )
 async def validate_statefulset(body: kopf.Body, old: Any, memo: kopf.Memo, **_: Any) -> None:
+    """Decided from the reviewed object alone, never from the cache: see
+    sts_webhook.validate_update."""
     if not enabled(memo, Framework.STATEFULSET) or not old:
         return
-    new = review_object(body)
     previous = {k: dict(old.get(k) or {}) for k in ("metadata", "spec", "status")}
-    group = sts_webhook.group_name(new["metadata"]["name"])
-    exists = (new["metadata"]["namespace"], group) in rt(memo).state.workloads
-    refuse(sts_webhook.validate_update(previous, new, previous_workload=exists))
+    refuse(sts_webhook.validate_update(previous, review_object(body)))
 
 
 # ---- LeaderWorkerSets --------------------------------------------------------------------------

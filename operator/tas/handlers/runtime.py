@@ -13,9 +13,6 @@ import functools
 import logging
 import os
 import signal
-from importlib import resources
-
-import yaml
 
 from tas import metrics, migrate
 from tas.admission.loop import AdmissionLoop
@@ -28,7 +25,7 @@ from tas.fence import FencedKube
 from tas.handlers.watches import WATCHES, Watch, on_workload
 from tas.hotswap.controller import NodeHealthController
 from tas.hotswap.replace import ReplacementRules
-from tas.integrations import NODE_RESOURCE_TOPOLOGY, Framework
+from tas.integrations import Framework
 from tas.jobframework.namespaces import ManagedNamespaces
 from tas.jobframework.reconciler import JobReconciler
 from tas.jobs.controller import job_controller
@@ -45,12 +42,6 @@ from tas.ungater.worker import Ungater
 from tas.workload.writer import WorkloadWriter
 
 log = logging.getLogger("tas.operator")
-
-
-def upstream_crd(name: str) -> dict:
-    """A CRD we ship unchanged from its upstream module (operator/tas/api/upstream/)."""
-    text = resources.files("tas.api").joinpath(f"upstream/{name.split('.')[0]}.yaml").read_text()
-    return yaml.safe_load(text)
 
 
 # Listed in the --namespace namespaces only, when given (nodes and pods are always listed
@@ -316,9 +307,6 @@ class Runtime:
             replica_role=metrics.ROLE_LEADER if self.elector else metrics.ROLE_STANDALONE,
             local_queue_metrics=self.settings.gates.enabled(Gate.LOCAL_QUEUE_METRICS),
         )
-        if self.settings.gates.enabled(Gate.TAS_NUMA_ZONES):
-            # on its own task: admission never waits for it
-            self.helpers.append(asyncio.create_task(self._install_numa_crd(), name="numa-crd"))
         self.helpers.append(asyncio.create_task(self._migrate_storage(), name="migrate-storage"))
         self.active = True
         self.admission.synced.set()
@@ -355,31 +343,6 @@ class Runtime:
         for key in list(self.leaderworkersets.objects):
             await pacer.maybe_yield()
             self.lws_worker.submit(("lws", *key))
-
-    async def _install_numa_crd(self, backoff: Backoff | None = None) -> None:
-        """TASNUMAZones: install the NodeResourceTopology CRD when it is absent, so that node
-        agents started later can publish. Retried with a capped backoff while the API server
-        does not answer; a refusal (RBAC, another replica first) ends it. Without the CRD,
-        nodes are counted by their totals."""
-        name = NODE_RESOURCE_TOPOLOGY.crd_name
-        backoff = backoff or Backoff(cap=60.0)
-        failures = 0
-        while True:
-            try:
-                if await self.kube.get(f"{CRDS}/{name}") is None:
-                    await self.kube.create(CRDS, upstream_crd(name))
-                    log.info("installed CRD %s (TASNUMAZones)", name)
-                return
-            except KubeError as exc:
-                if exc.conflict:  # another replica installed it first
-                    return
-                if 400 <= exc.status < 500 and exc.status != 429:
-                    log.warning("CRD %s not installed: %s; nodes keep their totals", name, exc)
-                    return
-                failures += 1
-                delay = backoff.delay(failures, exc.retry_after)
-                log.warning("CRD %s not installed yet (%s); again in %.1fs", name, exc, delay)
-                await asyncio.sleep(delay)
 
     async def _migrate_storage(self, backoff: Backoff | None = None) -> None:
         """Objects stored in an older version (before an upgrade, or by Kueue) are rewritten

@@ -20,7 +20,6 @@ from tas import features
 from tas.api.placementgroups import _NAME as GROUP_NAME
 from tas.api.placementgroups import MAX_PARTITIONS, GroupRef, GroupSpec
 from tas.scenario import (  # and its typed readers: a trace's errors read like a scenario's
-    MAX_BYTES,
     Scenario,
     ScenarioError,
     Workload,
@@ -31,6 +30,7 @@ from tas.scenario import (  # and its typed readers: a trace's errors read like 
     _quantities,
     load_document,
     parse_scenario,
+    read_text,
 )
 
 POOL_KEYS = ("blocks", "racksPerBlock", "hostsPerRack")
@@ -74,14 +74,7 @@ class Trace:
 def read(path: str, gate_overrides: Mapping[str, bool] | None = None) -> Trace:
     """The trace in the file at `path` (YAML or JSON); ScenarioError when it cannot be read or
     is malformed."""
-    try:
-        with open(path, encoding="utf-8") as file:
-            text = file.read(MAX_BYTES + 1)
-    except (OSError, UnicodeDecodeError) as error:
-        raise ScenarioError(path, f"cannot read: {error}") from None
-    if len(text) > MAX_BYTES:
-        raise ScenarioError("(document)", f"larger than {MAX_BYTES // 2**20} MiB")
-    return parse_trace(load_document(text), gate_overrides)
+    return parse_trace(load_document(read_text(path)), gate_overrides)
 
 
 def parse_trace(document: Any, gate_overrides: Mapping[str, bool] | None = None) -> Trace:

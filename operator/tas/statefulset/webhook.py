@@ -6,8 +6,16 @@ group of `replicas` pods: the managed and queue-name labels, the group's name (i
 pod (fast admission) whose pods are ranked by their StatefulSet index.
 
 Validating, at update: as in Kueue v0.15, `replicas` changes only to or from zero (a resize is
-a new group), not back up while the previous group's Workload is still there, and the queue
-name cannot change while pods run.
+a new group), not back up while the previous group's pods are still there, and the queue name
+cannot change while pods run.
+
+Every answer is decided from the reviewed object alone. Kueue also refuses a scale-up while the
+previous group's Workload still exists, which it looks up by name in the object's namespace.
+Anyone who can reach the webhook port can send a review naming any namespace, so that lookup
+would tell them whether a Workload of a name they guess exists in a namespace they cannot
+read. Here a group's Workload has no finalizer and is deleted when its last pod goes, the
+event that also brings the StatefulSet's `status.replicas` (checked) to zero: the lookup would
+cover only the instant between the two.
 """
 
 from __future__ import annotations
@@ -69,9 +77,8 @@ def mutate(sts: Mapping) -> dict:
     }
 
 
-def validate_update(old: Mapping, new: Mapping, *, previous_workload: bool) -> list[str]:
-    """Why Kueue would refuse this update. `previous_workload`: the group's Workload from an
-    earlier size still exists."""
+def validate_update(old: Mapping, new: Mapping) -> list[str]:
+    """Why Kueue would refuse this update, from the two versions of the object alone."""
     errors = []
     old_queue, new_queue = queue_name(old), queue_name(new)
     running = int(((old.get("status") or {}).get("readyReplicas")) or 0) > 0
@@ -82,11 +89,6 @@ def validate_update(old: Mapping, new: Mapping, *, previous_workload: bool) -> l
     before, after = replicas(old), replicas(new)
     if before != 0 and after != 0 and before != after:
         errors.append("spec.replicas: field is immutable (scale to 0 and back instead)")
-    if before == 0 and after > 0:
-        if int(((new.get("status") or {}).get("replicas")) or 0) > 0:
-            errors.append("spec.replicas: Forbidden: scaling down is still in progress")
-        elif previous_workload:
-            errors.append(
-                "spec.replicas: Forbidden: workload from previous scale-down is still being deleted"
-            )
+    if before == 0 and after > 0 and int(((new.get("status") or {}).get("replicas")) or 0) > 0:
+        errors.append("spec.replicas: Forbidden: scaling down is still in progress")
     return errors

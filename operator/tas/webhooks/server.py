@@ -1,25 +1,40 @@
-"""One TLS server for the admission webhooks (kopf's handlers) and the CRD conversion webhook.
+"""One TLS server for the admission webhooks (kopf's handlers) and the CRD conversion webhook,
+on a thread of its own.
 
-kopf takes any object with its server protocol as `settings.admission.server`: called with
-kopf's review function, it serves until cancelled and yields the client config. We serve:
+Anyone who can reach the port can send reviews, and a large one costs tens of milliseconds of
+pure Python (decoding it, kopf copying and diffing the object). So the server runs its own
+event loop on its own thread: the operator's loop, which admits and renews the lease, never
+reads, decodes or answers a review. kopf gives us its review function (`settings.admission.
+server` protocol); it runs on the server's loop (see `tas.handlers.operator.OffLoopReviews`
+for why that is safe), and a handler that reads the operator's cache does it on the operator's
+loop (`call_on`). The server's thread takes its share of the interpreter lock, but the
+operator's loop gets it back within the switch interval instead of waiting behind every
+queued review.
 
-- `POST /convert`: a ConversionReview, answered by `tas.api.conversion` in a worker thread
-  (the conversion is pure: parsing and converting a list of 10,000 Workloads must not hold the
-  event loop that admits and renews the lease). A list converts in one request, so its body
-  may be large.
-- `POST /<handler id>`: an AdmissionReview for kopf's handler of that id, with a small body
-  limit (a review is one object).
+- `POST /<handler id>`: an AdmissionReview for kopf's handler of that id. Its body is capped
+  (`max_review_bytes`): a larger one is refused with 413 before it is read, and the connection
+  closed, so the bytes are never read at all. At most REVIEWS_AT_ONCE are read and answered at
+  once, which bounds the memory a flood can take.
+- `POST /convert`: a ConversionReview, answered by `tas.api.conversion` in a worker thread (a
+  list of 10,000 Workloads converts in one request, so its cap is large and its work must not
+  hold even this loop).
+- `GET /readyz`: the readiness probe. 200 once `set_ready` was called: the operator calls it
+  once the certificate served is the one the webhook configurations trust and its caches are
+  synced; 503 before.
 
-A renewed certificate is loaded into the same TLS context (`reload`): connections made after
-it use the new certificate, open ones keep theirs, and the port never closes.
+A renewed certificate is loaded into the same TLS context (`reload`), on the server's thread
+(the TLS context is used there): connections made after it use the new certificate, open ones
+keep theirs, and the port never closes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import concurrent.futures
 import logging
 import ssl
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -28,14 +43,19 @@ import orjson
 from aiohttp import web
 
 from tas.api import conversion
+from tas.config import MAX_REVIEW_BYTES
 
 log = logging.getLogger(__name__)
 
 CONVERSION_PATH = "convert"
-MAX_REVIEW_BYTES = 1 << 20  # an AdmissionReview carries one object (the API server caps it)
+READY_PATH = "readyz"
 MAX_CONVERSION_BYTES = 512 << 20  # a ConversionReview carries a whole list
+REVIEWS_AT_ONCE = 8
+STOP_SECONDS = 5.0
 
 ReviewFn = Callable[..., Awaitable[Any]]
+
+__all__ = ["MAX_REVIEW_BYTES", "WebhookServer", "call_on"]
 
 
 class WebhookServer:
@@ -56,34 +76,104 @@ class WebhookServer:
         self.max_review_bytes = max_review_bytes
         self.max_conversion_bytes = max_conversion_bytes
         self.context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        self.reload()
+        self.ready = False  # read and written on the server's thread once it runs
+        self._loop: asyncio.AbstractEventLoop | None = None  # the server's, while it runs
+        self._lock = threading.Lock()  # guards _loop: who may touch the context and `ready`
+        self._load_certificate()
+
+    # ---- called from the operator's loop ----------------------------------------------------------
 
     def reload(self) -> None:
         """Serve the certificate now in the files (new connections get it)."""
+        self._on_server_thread(self._load_certificate)
+
+    def set_ready(self) -> None:
+        """Readiness passes from now on. Called after `reload` of the trusted certificate, it
+        takes effect after it: both run on the server's thread in the order called."""
+        self._on_server_thread(lambda: setattr(self, "ready", True))
+
+    def _on_server_thread(self, fn: Callable[[], None]) -> None:
+        with self._lock:
+            if self._loop is None:  # not serving: nothing else uses the context
+                fn()
+            else:
+                self._loop.call_soon_threadsafe(fn)
+
+    def _load_certificate(self) -> None:
         self.context.load_cert_chain(str(self.certfile), str(self.keyfile))
 
     async def __call__(self, fn: ReviewFn) -> AsyncIterator[dict[str, str]]:
-        app = web.Application(client_max_size=self.max_conversion_bytes)
-        app.add_routes(
-            [
-                web.post(f"/{CONVERSION_PATH}", self._convert),
-                web.post("/{id:.*}", lambda request: self._admit(fn, request)),
-            ]
+        """kopf's server protocol, on the operator's loop: start the server's thread, yield the
+        client config once it listens, stop the thread when cancelled."""
+        started: concurrent.futures.Future[None] = concurrent.futures.Future()
+        stop = threading.Event()
+        thread = threading.Thread(
+            target=asyncio.run, args=(self._serve(fn, started, stop),), name="webhooks", daemon=True
         )
-        runner = web.AppRunner(app, handle_signals=False, access_log=None)
-        await runner.setup()
+        thread.start()
         try:
-            # SO_REUSEPORT: replicas on one host (the project's tests) share the port.
-            site = web.TCPSite(
-                runner, self.addr, self.port, ssl_context=self.context, reuse_port=True
-            )
-            await site.start()
+            await asyncio.wrap_future(started)
             log.info("serving webhooks on https://%s:%d", self.addr, self.port)
             ca = base64.b64encode(self.cafile.read_bytes()).decode()
             yield {"url": f"https://{self.host}:{self.port}", "caBundle": ca}
             await asyncio.Event().wait()  # until cancelled
         finally:
-            await runner.cleanup()
+            stop.set()
+            with self._lock:
+                if self._loop is not None:
+                    self._loop.call_soon_threadsafe(lambda: None)  # wake it to see `stop`
+            await asyncio.get_running_loop().run_in_executor(None, thread.join, STOP_SECONDS)
+
+    # ---- the server's thread --------------------------------------------------------------------
+
+    async def _serve(
+        self, fn: ReviewFn, started: concurrent.futures.Future, stop: threading.Event
+    ) -> None:
+        slots = asyncio.Semaphore(REVIEWS_AT_ONCE)
+
+        async def admit(request: web.Request) -> web.Response:
+            return await self._admit(fn, slots, request)
+
+        app = web.Application(client_max_size=self.max_conversion_bytes)
+        app.add_routes(
+            [
+                web.get(f"/{READY_PATH}", self._readiness),
+                web.post(f"/{CONVERSION_PATH}", self._convert),
+                web.post("/{id:.*}", admit),
+            ]
+        )
+        # lingering_time=0: the unread body of a refused review is not read, the connection
+        # is closed instead.
+        runner = web.AppRunner(app, handle_signals=False, access_log=None, lingering_time=0)
+        await runner.setup()
+        try:
+            with self._lock:
+                self._loop = asyncio.get_running_loop()
+            # SO_REUSEPORT: replicas on one host (the project's tests) share the port.
+            site = web.TCPSite(
+                runner, self.addr, self.port, ssl_context=self.context, reuse_port=True
+            )
+            await site.start()
+        except BaseException as exc:
+            started.set_exception(exc)
+            await self._close(runner)
+            return
+        started.set_result(None)
+        try:
+            while not stop.is_set():
+                await asyncio.sleep(0.2)
+        finally:
+            await self._close(runner)
+
+    async def _close(self, runner: web.AppRunner) -> None:
+        with self._lock:
+            self._loop = None
+        await runner.cleanup()
+
+    async def _readiness(self, request: web.Request) -> web.Response:
+        if not self.ready:
+            raise web.HTTPServiceUnavailable(reason="not ready")
+        return web.Response(text="ok")
 
     async def _convert(self, request: web.Request) -> web.Response:
         raw = await request.read()
@@ -94,25 +184,56 @@ class WebhookServer:
             raise web.HTTPBadRequest(reason=_one_line(exc)) from None
         return web.Response(body=answer, content_type="application/json")
 
-    async def _admit(self, fn: ReviewFn, request: web.Request) -> web.Response:
+    async def _admit(
+        self, fn: ReviewFn, slots: asyncio.Semaphore, request: web.Request
+    ) -> web.Response:
         if (request.content_length or 0) > self.max_review_bytes:
-            raise web.HTTPRequestEntityTooLarge(
-                max_size=self.max_review_bytes, actual_size=request.content_length
-            )
-        raw = await request.content.read(self.max_review_bytes + 1)
-        if len(raw) > self.max_review_bytes:
-            raise web.HTTPRequestEntityTooLarge(
-                max_size=self.max_review_bytes, actual_size=len(raw)
-            )
-        try:
-            data = orjson.loads(raw)
-            peer = request.transport.get_extra_info("peercert") if request.transport else None
-            answer = await fn(
-                data, webhook=request.match_info["id"], sslpeer=peer, headers=dict(request.headers)
-            )
-        except Exception as exc:  # a malformed review: kopf's own errors included
-            raise web.HTTPBadRequest(reason=_one_line(exc)) from None
+            raise self._too_large(request.content_length)
+        async with slots:
+            raw = await self._read_review(request)
+            try:
+                data = orjson.loads(raw)
+                transport = request.transport
+                peer = transport.get_extra_info("peercert") if transport else None
+                answer = await fn(
+                    data,
+                    webhook=request.match_info["id"],
+                    sslpeer=peer,
+                    headers=dict(request.headers),
+                )
+            except Exception as exc:  # a malformed review: kopf's own errors included
+                raise web.HTTPBadRequest(reason=_one_line(exc)) from None
         return web.json_response(answer, dumps=lambda v: orjson.dumps(v).decode())
+
+    async def _read_review(self, request: web.Request) -> bytes:
+        """The whole body, refused as soon as it passes the cap (one read returns only what
+        has arrived so far)."""
+        chunks, size = [], 0
+        async for chunk in request.content.iter_any():
+            size += len(chunk)
+            if size > self.max_review_bytes:
+                raise self._too_large(size)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _too_large(self, size: int | None) -> web.HTTPRequestEntityTooLarge:
+        return web.HTTPRequestEntityTooLarge(max_size=self.max_review_bytes, actual_size=size)
+
+
+async def call_on(loop: asyncio.AbstractEventLoop, fn: Callable[..., Any], *args: Any) -> Any:
+    """fn(*args) run on `loop` (the operator's, which owns the cache), awaited from any loop."""
+    if asyncio.get_running_loop() is loop:
+        return fn(*args)
+    future: concurrent.futures.Future = concurrent.futures.Future()
+
+    def run() -> None:
+        try:
+            future.set_result(fn(*args))
+        except BaseException as exc:  # handed to the caller
+            future.set_exception(exc)
+
+    loop.call_soon_threadsafe(run)
+    return await asyncio.wrap_future(future)
 
 
 def convert_review(raw: bytes) -> bytes:

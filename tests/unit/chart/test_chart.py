@@ -29,8 +29,9 @@ from tas import features
 from tas.api import crdgen
 from tas.api.models import RESOURCES
 from tas.cli import build_parser
-from tas.config import Settings, parse_label_selector
+from tas.config import MAX_REVIEW_BYTES, Settings, parse_label_selector
 from tas.leader import LeaseSettings
+from tas.webhooks.server import READY_PATH
 
 ROOT = Path(__file__).resolve().parents[3]
 CHART = ROOT / "helm" / "tas-operator"
@@ -136,19 +137,13 @@ def expected_rules(integrations=ALL_INTEGRATIONS) -> set:
 
 
 EXPECTED_RULES = expected_rules()
-# With the TASNUMAZones gate on: the nodes' NodeResourceTopology objects, and their CRD
-# installed when absent.
+# With the TASNUMAZones gate on: the nodes' NodeResourceTopology objects (their CRD comes from
+# the chart; the operator only reads it).
 NUMA_GATE = {"featureGates": [{"name": "TASNUMAZones", "enabled": True}]}
 NUMA_RULES = {
     *{("topology.node.k8s.io", "noderesourcetopologies", v, None) for v in ("list", "watch")},
-    (
-        "apiextensions.k8s.io",
-        "customresourcedefinitions",
-        "get",
-        "noderesourcetopologies.topology.node.k8s.io",
-    ),
-    ("apiextensions.k8s.io", "customresourcedefinitions", "create", None),
 }
+NUMA_CRD = "noderesourcetopologies.topology.node.k8s.io"
 
 
 # ---- running helm --------------------------------------------------------------------------------
@@ -304,6 +299,7 @@ def test_renders_the_expected_objects() -> None:
             ("RoleBinding", f"{FULLNAME}-leader-election"),
             ("Secret", f"{FULLNAME}-webhook-cert"),
             ("Deployment", FULLNAME),
+            ("PodDisruptionBudget", FULLNAME),
             ("MutatingWebhookConfiguration", Settings().webhook_config_name),
             ("Service", f"{FULLNAME}-webhook"),
             ("ServiceAccount", FULLNAME),
@@ -311,7 +307,14 @@ def test_renders_the_expected_objects() -> None:
         ]
     )
     for doc in render():
-        if doc["kind"] in ("Deployment", "Service", "ServiceAccount", "Role", "Secret"):
+        if doc["kind"] in (
+            "Deployment",
+            "Service",
+            "ServiceAccount",
+            "Role",
+            "Secret",
+            "PodDisruptionBudget",
+        ):
             assert doc["metadata"]["namespace"] == NAMESPACE
 
 
@@ -549,7 +552,7 @@ def test_webhook_service_ports_and_args_agree(webhook_port: int | None) -> None:
         == f"{NAMESPACE}/{service['metadata']['name']}:{expected_port}"
     )
     probe = container(docs)["readinessProbe"]
-    assert probe["tcpSocket"]["port"] == "webhook"
+    assert probe["httpGet"] == {"path": f"/{READY_PATH}", "port": "webhook", "scheme": "HTTPS"}
 
 
 def test_every_replica_serves_the_one_certificate_kept_in_the_charts_secret() -> None:
@@ -960,3 +963,140 @@ def test_make_crds_writes_the_chart_copy() -> None:
     makefile = (ROOT / "Makefile").read_text()
     recipe = makefile.split("\ncrds:", 1)[1].split("\n\n", 1)[0]
     assert "tas.api.crdgen" in recipe and "helm/tas-operator/templates/crds" in recipe
+
+
+# ---- hostile tenants: the webhook port, availability, the NUMA CRD ------------------------------
+
+
+def pod_labels(docs: list[dict[str, Any]]) -> dict[str, str]:
+    return the(docs, "Deployment")["spec"]["template"]["metadata"]["labels"]
+
+
+def test_the_network_policy_admits_only_the_given_sources_to_the_webhook_port() -> None:
+    sources = [{"ipBlock": {"cidr": "172.16.0.2/32"}}, {"namespaceSelector": {}}]
+    docs = render({"webhook": {"port": 9555, "networkPolicy": {"from": sources}}})
+    policy = the(docs, "NetworkPolicy")
+    assert policy["metadata"]["namespace"] == NAMESPACE
+    spec = policy["spec"]
+    selector = spec["podSelector"]["matchLabels"]
+    assert selector.items() <= pod_labels(docs).items()
+    assert spec["policyTypes"] == ["Ingress"]
+    by_port = {}
+    for rule in spec["ingress"]:
+        assert rule.get("ports"), f"a rule without ports opens every port: {rule}"
+        for entry in rule["ports"]:
+            by_port[entry["port"]] = rule.get("from")
+    assert by_port[port(docs, "webhook")] == sources
+    # The others stay as open as without a policy (Prometheus, the kubelet).
+    assert by_port[port(docs, "metrics")] is None
+    assert by_port[port(docs, "healthz")] is None
+    assert set(by_port) == {port(docs, name) for name in ("webhook", "metrics", "healthz")}
+
+
+def test_no_network_policy_when_disabled_or_when_no_source_is_known(tmp_path: Path) -> None:
+    sources = [{"ipBlock": {"cidr": "10.0.0.1/32"}}]
+    disabled = {"webhook": {"networkPolicy": {"enabled": False, "from": sources}}}
+    assert not [d for d in render(disabled) if d["kind"] == "NetworkPolicy"]
+    # `helm template` reads no cluster, so the API server's addresses are unknown: a policy
+    # that let nobody in would refuse every queued object. None, and the notes say so.
+    assert not [d for d in render() if d["kind"] == "NetworkPolicy"]
+    assert "no NetworkPolicy guards the webhook port" in render_notes(tmp_path)
+    guarded = render_notes(tmp_path / "guarded", {"webhook": {"networkPolicy": {"from": sources}}})
+    assert "NetworkPolicy" not in guarded
+
+
+def test_a_disruption_budget_keeps_a_webhook_server_through_a_drain() -> None:
+    docs = render()
+    budget = the(docs, "PodDisruptionBudget")["spec"]
+    assert budget["maxUnavailable"] == 1
+    assert budget["selector"]["matchLabels"].items() <= pod_labels(docs).items()
+    assert (
+        the(render({"podDisruptionBudget": {"maxUnavailable": "50%"}}), "PodDisruptionBudget")[
+            "spec"
+        ]["maxUnavailable"]
+        == "50%"
+    )
+    off = render({"podDisruptionBudget": {"enabled": False}})
+    assert not [d for d in off if d["kind"] == "PodDisruptionBudget"]
+
+
+@pytest.mark.parametrize(
+    ("mode", "key"),
+    [
+        (None, "preferredDuringSchedulingIgnoredDuringExecution"),
+        ("required", "requiredDuringSchedulingIgnoredDuringExecution"),
+    ],
+    ids=["default-preferred", "required"],
+)
+def test_replicas_spread_over_nodes(mode: str | None, key: str) -> None:
+    docs = render({"antiAffinity": mode} if mode else None)
+    anti = the(docs, "Deployment")["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
+    assert list(anti) == [key]
+    [term] = anti[key]
+    term = term.get("podAffinityTerm", term)
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    assert term["labelSelector"]["matchLabels"].items() <= pod_labels(docs).items()
+
+
+def test_anti_affinity_off_or_replaced_by_a_given_affinity() -> None:
+    none = the(render({"antiAffinity": "none"}), "Deployment")["spec"]["template"]["spec"]
+    assert "affinity" not in none
+    given = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {}}}
+    pod = the(render({"affinity": given}), "Deployment")["spec"]["template"]["spec"]
+    assert pod["affinity"] == given
+
+
+def test_the_review_cap_flag_defaults_to_the_operators_own() -> None:
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert values["webhook"]["maxReviewBytes"] == MAX_REVIEW_BYTES
+    assert flag(render(), "webhook-max-review-bytes") == str(MAX_REVIEW_BYTES)
+    docs = render({"webhook": {"maxReviewBytes": 1 << 20}})
+    parsed = build_parser().parse_args([*container(docs)["command"][1:], *args_of(docs)])
+    assert parsed.webhook_max_review_bytes == 1 << 20
+
+
+@pytest.mark.parametrize(
+    "values",
+    [None, NUMA_GATE, {"featureGates": [{"name": "TASPlacementGroups", "enabled": True}]}],
+    ids=["defaults", "numa", "placement-groups"],
+)
+def test_the_operator_can_create_no_crd(values: dict[str, Any] | None) -> None:
+    """create cannot be limited to a name: with it the operator could install any CRD."""
+    created = [
+        rule
+        for rule in rules(render(values))
+        if rule[:3] == ("apiextensions.k8s.io", "customresourcedefinitions", "create")
+    ]
+    assert created == []
+
+
+def numa_crds(values: dict[str, Any] | None) -> list[dict[str, Any]]:
+    docs = render(values)
+    return [
+        d
+        for d in docs
+        if d["kind"] == "CustomResourceDefinition" and d["metadata"]["name"] == NUMA_CRD
+    ]
+
+
+def test_the_chart_installs_the_numa_crd_with_the_gate() -> None:
+    [crd] = numa_crds(NUMA_GATE)  # `helm template` sees no cluster: as if it were absent
+    upstream = yaml.safe_load((CHART / "files" / "noderesourcetopologies.yaml").read_text())
+    assert crd["spec"] == upstream["spec"]  # unchanged from upstream
+    assert crd["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+    versions = {v["name"]: v for v in crd["spec"]["versions"]}
+    assert versions["v1alpha2"]["served"] and versions["v1alpha2"]["storage"]
+    assert crd["spec"]["scope"] == "Cluster"
+    from tas.integrations import NODE_RESOURCE_TOPOLOGY
+
+    assert NODE_RESOURCE_TOPOLOGY.crd_name == NUMA_CRD
+    assert NODE_RESOURCE_TOPOLOGY.api_version == f"{crd['spec']['group']}/v1alpha2"
+
+
+@pytest.mark.parametrize(
+    "values",
+    [None, {**NUMA_GATE, "numaZones": {"installCRD": False}}],
+    ids=["gate-off", "install-off"],
+)
+def test_no_numa_crd_without_the_gate_or_when_another_install_owns_it(values) -> None:
+    assert numa_crds(values) == []

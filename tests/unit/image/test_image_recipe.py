@@ -45,7 +45,7 @@ def debian_lock() -> dict[str, str]:
 
 def test_both_build_the_root_filesystem_with_the_same_script_from_the_same_inputs() -> None:
     build, final = stages()
-    assert build.base == f"debian:{ENV['DEBIAN_SUITE']}-slim"  # a build root, nothing more
+    assert build.base == ENV["DEBIAN_BUILD_IMAGE"]  # a build root, nothing more
     copied = set()
     for args in build.all("COPY"):
         *sources, destination = shlex.split(args)
@@ -122,3 +122,14 @@ def test_the_docker_build_context_is_only_the_inputs() -> None:
     ]
     assert lines[0] == "*"
     assert {line[1:] for line in lines if line.startswith("!")} == set(ENV["IMAGE_INPUTS"].split())
+
+
+def test_the_build_stage_is_taken_by_digest_and_image_lock_moves_it() -> None:
+    """A tag can be moved to other bytes; a digest cannot."""
+    build, _ = stages()
+    suite = ENV["DEBIAN_SUITE"]
+    assert re.fullmatch(rf"debian:{suite}-slim@sha256:[0-9a-f]{{64}}", build.base), build.base
+    # `make image-lock` resolves the tag again and rewrites both places.
+    lock = BUILD_SH.split("if [[ $MODE == lock ]]; then", 1)[1].split("\nfi\n", 1)[0]
+    assert "skopeo inspect --raw" in lock and "sha256sum" in lock
+    assert "DEBIAN_BUILD_IMAGE=" in lock and "Dockerfile" in lock

@@ -186,26 +186,15 @@ def test_a_queued_statefulsets_pods_are_one_serving_group_of_its_replicas():
 
 
 @pytest.mark.parametrize(
-    ("old", "new", "previous", "errors"),
+    ("old", "new", "errors"),
     [
-        (statefulset(3), statefulset(3), False, []),
-        (statefulset(3), statefulset(0), False, []),
-        (statefulset(0), statefulset(2), False, []),
-        (statefulset(3), statefulset(4), False, ["spec.replicas: field is immutable"]),
-        (
-            statefulset(0),
-            statefulset(2, status_replicas=1),
-            False,
-            ["scaling down is still in progress"],
-        ),
-        (
-            statefulset(0),
-            statefulset(2),
-            True,
-            ["workload from previous scale-down is still being deleted"],
-        ),
-        (statefulset(3, ready=2), statefulset(3, queue="other"), False, ["field is immutable"]),
-        (statefulset(3), statefulset(3, queue="other"), False, []),  # nothing runs yet
+        (statefulset(3), statefulset(3), []),
+        (statefulset(3), statefulset(0), []),
+        (statefulset(0), statefulset(2), []),
+        (statefulset(3), statefulset(4), ["spec.replicas: field is immutable"]),
+        (statefulset(0), statefulset(2, status_replicas=1), ["scaling down is still in progress"]),
+        (statefulset(3, ready=2), statefulset(3, queue="other"), ["field is immutable"]),
+        (statefulset(3), statefulset(3, queue="other"), []),  # nothing runs yet
     ],
     ids=[
         "same",
@@ -213,13 +202,12 @@ def test_a_queued_statefulsets_pods_are_one_serving_group_of_its_replicas():
         "from-zero",
         "resize",
         "still-scaling-down",
-        "old-workload",
         "queue-while-running",
         "queue-while-idle",
     ],
 )
-def test_a_queued_statefulset_scales_only_to_and_from_zero(old, new, previous, errors):
-    found = sts.validate_update(old, new, previous_workload=previous)
+def test_a_queued_statefulset_scales_only_to_and_from_zero(old, new, errors):
+    found = sts.validate_update(old, new)
     assert len(found) == len(errors), found
     for error, part in zip(found, errors, strict=True):
         assert part in error
