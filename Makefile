@@ -55,7 +55,7 @@ e2e: venv bins  ## end-to-end tests on the local cluster (scheduler, controller 
 	  [[ -n "$${KEEP_CLUSTER:-}$${KUBECONFIG:-}" ]] || $(TEST_CLUSTER) bash e2e/cluster.sh down; exit $$rc
 
 test: lint bins unit  ## everything CI runs: lint, unit, integration and e2e
-	rc=0; $(TEST_CLUSTER) $(BIN)/pytest tests/integration e2e -q -m "integration or e2e" || rc=$$?; \
+	rc=0; $(TEST_CLUSTER) $(BIN)/pytest tests/integration e2e -q -m "integration or e2e" --durations=25 || rc=$$?; \
 	  [[ -n "$${KEEP_CLUSTER:-}$${KUBECONFIG:-}" ]] || $(TEST_CLUSTER) bash e2e/cluster.sh down; exit $$rc
 
 cluster-up: bins  ## start the local cluster (idempotent); prints KUBECONFIG=... last
