@@ -26,9 +26,9 @@ from tas.api.placementgroups import SPEC_FIELDS, GroupSpec, PlacementGroupError,
 from tas.cache import placementgroups
 from tas.cache.projections import ClusterQueueInfo, FlavorQuota, ResourceGroup, WorkloadInfo
 from tas.cache.quota import QuotaTree
-from tas.cache.state import Charge, ClusterState, PodSetCharge, with_pod
+from tas.cache.state import Charge, ClusterState, PodSetCharge
 from tas.solver import groups
-from tas.solver.types import PODS, PodSetRequest
+from tas.solver.types import PODS, PodSetRequest, with_one_pod
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ def _exclusive_quota(
 def _total(pod_sets: tuple[PodSetRequest, ...]) -> dict[str, int]:
     total: dict[str, int] = {}
     for ps in pod_sets:
-        for resource, value in with_pod(ps.requests).items():
+        for resource, value in with_one_pod(ps.requests).items():
             total[resource] = total.get(resource, 0) + ps.count * value
     return total
 
@@ -215,7 +215,7 @@ def _admission(cq: str, workload: WorkloadInfo, flavor: str, covered, placements
     out = []
     for ps in workload.pod_sets:
         # As Kueue: `pods` is listed only when the ClusterQueue covers it.
-        per_pod = with_pod(ps.requests) if PODS in covered else ps.requests
+        per_pod = with_one_pod(ps.requests) if PODS in covered else ps.requests
         usage = {r: format_milli(r, ps.count * v) for r, v in sorted(per_pod.items())}
         flavors = {r: flavor for r in sorted(per_pod) if r in covered}
         if not flavors:
@@ -381,7 +381,7 @@ def _charge(
                 name=ps.name,
                 flavor=flavor,
                 count=ps.count,
-                per_pod=with_pod(ps.requests),
+                per_pod=with_one_pod(ps.requests),
                 assignment=(placements or {}).get(ps.name),
             )
             for ps in workload.pod_sets

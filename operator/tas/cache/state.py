@@ -65,6 +65,7 @@ from tas.cache.quota import QuotaTree
 from tas.solver import TopologySnapshot
 from tas.solver.types import (
     HOSTNAME_LEVEL,
+    ONE_POD,
     PODS,
     FlavorSpec,
     Node,
@@ -72,9 +73,8 @@ from tas.solver.types import (
     NumaShape,
     SolverOptions,
     TopologyAssignment,
+    with_one_pod,
 )
-
-ONE_POD = 1000  # milli-units of the "pods" resource
 
 log = logging.getLogger(__name__)
 
@@ -103,12 +103,6 @@ class Charge:
     pod_sets: tuple[PodSetCharge, ...]
 
 
-def with_pod(requests: Mapping[str, int]) -> dict[str, int]:
-    out = dict(requests)
-    out[PODS] = out.get(PODS, 0) + ONE_POD
-    return out
-
-
 def charge_of(workload: WorkloadInfo) -> Charge | None:
     """What a workload holding quota takes, read from its status.admission."""
     if not workload.has_quota:
@@ -119,7 +113,7 @@ def charge_of(workload: WorkloadInfo) -> Charge | None:
             name=a.name,
             flavor=a.flavor or "",
             count=a.count,
-            per_pod=with_pod(requests.get(a.name, {})),
+            per_pod=with_one_pod(requests.get(a.name, {})),
             assignment=a.assignment,
         )
         for a in workload.admissions
@@ -432,7 +426,7 @@ class ClusterState:
         after = None
         if pod and pod.holds_node:
             usage = (
-                with_pod(pod.requests)
+                with_one_pod(pod.requests)
                 if slot_requests is None
                 else _beyond(pod.requests, slot_requests)
             )

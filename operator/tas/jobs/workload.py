@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from tas.api.constants import JOB_COMPLETION_INDEX_LABEL
+from tas.api.constants import DEFAULT_PODSET_NAME, JOB_COMPLETION_INDEX_LABEL
 from tas.jobframework import workload as framework
 from tas.jobframework.workload import JOB_UID_LABEL, queue_name
 
 __all__ = ["JOB_UID_LABEL", "POD_SET_NAME", "build_workload", "pod_count", "pod_sets", "queue_name"]
 
-POD_SET_NAME = "main"
+POD_SET_NAME = DEFAULT_PODSET_NAME
 
 
 def pod_count(job: Mapping) -> int:

@@ -46,6 +46,7 @@ from tas.solver.filters import (
 from tas.solver.tree import Domain, DomainTree
 from tas.solver.types import (
     HOSTNAME_LEVEL,
+    ONE_POD,
     PODS,
     DomainAssignment,
     FlavorSpec,
@@ -61,6 +62,7 @@ from tas.solver.types import (
     Toleration,
     TopologyAssignment,
     WorkloadPlacement,
+    with_one_pod,
 )
 
 # The vectorized path's int64 arrays hold free capacities and requests up to this size; a
@@ -68,7 +70,6 @@ from tas.solver.types import (
 # milli-units) switch the snapshot to exact Python integers and the plain path.
 EXACT_LIMIT = 2**62
 DEFAULT_PODS_ALLOCATABLE = 110_000  # Kubernetes' default max pods per node, in milli-pods
-ONE_POD = 1000
 
 LeafKey = tuple[str, ...]  # the values of a leaf in assignments: (hostname,) or the full path
 
@@ -175,7 +176,7 @@ class TopologySnapshot:
     def add_usage(self, assignment: TopologyAssignment, per_pod: Resources, sign: int = 1) -> None:
         """With a virtual hostname level the usage stays on the usage domains the assignment
         names: no leaf (node) is charged (solver/feasibility.py)."""
-        per_pod = {**per_pod, PODS: per_pod.get(PODS, 0) + ONE_POD}
+        per_pod = with_one_pod(per_pod)
         leaf_by_key = self._leaf_by_key if self._tree is not None else {}
         if self.virtual_hostname:
             leaf_by_key = {}
@@ -295,7 +296,7 @@ class TopologySnapshot:
         when the fragmentation-aware profile is on."""
         tree = self._ensure_tree()
         layout = self.group_layout()
-        requests = _with_one_pod(podset.requests)
+        requests = with_one_pod(podset.requests)
         if self._free.dtype == object:
             capacity = np.array(self._counts_per_leaf(requests), dtype=np.int64)
         else:
@@ -573,8 +574,8 @@ class TopologySnapshot:
         """`within`: only leaves under the domain with these leading level values count."""
         params = self._params(workers, leader)
         counting = _NumaCounting.of(self._numa, workers, leader, assumed_shapes or {})
-        requests = _with_one_pod(workers.requests)
-        leader_requests = _with_one_pod(leader.requests) if leader is not None else None
+        requests = with_one_pod(workers.requests)
+        leader_requests = with_one_pod(leader.requests) if leader is not None else None
         allowed = self._allowed_leaves(tree, workers, params, within)
         if excluded is not None and excluded.any():
             params.stats.exclusive_group = int(
@@ -1414,12 +1415,6 @@ class TopologySnapshot:
 
 def _pod_total(assignment: TopologyAssignment) -> int:
     return sum(domain.count for domain in assignment.domains)
-
-
-def _with_one_pod(requests: Mapping[str, int]) -> dict[str, int]:
-    result = dict(requests)
-    result[PODS] = result.get(PODS, 0) + ONE_POD
-    return result
 
 
 def _count_in(requests: Mapping[str, int], remaining: Mapping[str, int]) -> int:
