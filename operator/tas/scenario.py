@@ -369,9 +369,7 @@ def _podset(
         topology = parse_topology_request(
             annotations,
             count,
-            multi_layer_enabled=gates.enabled(Gate.TAS_MULTI_LAYER_TOPOLOGY),
-            partial_slices_enabled=gates.enabled(Gate.TAS_PARTIAL_SLICES),
-            grouped_slicing_enabled=gates.enabled(Gate.TAS_GROUPED_POD_SET_SLICING),
+            **gates.slicing(),
         )
         validate_levels(topology, levels, annotations)
     except TopologyRequestError as error:

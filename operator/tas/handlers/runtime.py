@@ -64,11 +64,7 @@ WRITERS = ("admission", "jobs", "jobsets", "pods", "leaderworkersets", "ungater"
 
 def slicing_gates(gates: FeatureGates) -> dict[str, bool]:
     """The gates that change which slice annotations validate, as keyword arguments."""
-    return {
-        "multi_layer_enabled": gates.enabled(Gate.TAS_MULTI_LAYER_TOPOLOGY),
-        "partial_slices_enabled": gates.enabled(Gate.TAS_PARTIAL_SLICES),
-        "grouped_slicing_enabled": gates.enabled(Gate.TAS_GROUPED_POD_SET_SLICING),
-    }
+    return gates.slicing()
 
 
 class Runtime:
