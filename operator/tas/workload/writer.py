@@ -39,7 +39,7 @@ class WorkloadWriter:
         self.refresh = refresh  # takes a freshly read Workload into the cache
         self.conflicts = 0
 
-    async def write_status(self, workload: WorkloadInfo, status: Mapping) -> bool:
+    async def write_status(self, workload: WorkloadInfo, status: Mapping[str, Any]) -> bool:
         """True when written; False when the decision was stale (409, and the re-read shows a
         newer version) or the Workload is gone (404). Raises KubeError for anything else."""
         body = {"metadata": {"resourceVersion": workload.resource_version}, "status": dict(status)}
@@ -85,11 +85,11 @@ class WorkloadWriter:
         ref = Ref(KUEUE_API_VERSION, "Workload", workload.namespace, workload.name, workload.uid)
         await self.kube.event(ref, type_, reason, message)
 
-    async def write_cluster_queue_status(self, name: str, status: Mapping) -> None:
+    async def write_cluster_queue_status(self, name: str, status: Mapping[str, Any]) -> None:
         await self.kube.patch(f"{KUEUE}/clusterqueues/{name}/status", {"status": dict(status)})
 
     async def write_placement_group(
-        self, namespace: str, name: str, spec: Mapping, status: Mapping
+        self, namespace: str, name: str, spec: Mapping[str, Any], status: Mapping[str, Any]
     ) -> None:
         """Write a PlacementGroup's status, creating the group (from its first member's
         annotations) when it does not exist yet."""
@@ -113,7 +113,7 @@ class WorkloadWriter:
                 raise
         await self.kube.patch(f"{collection}/{name}/status", {"status": dict(status)})
 
-    async def write_local_queue_status(self, namespace: str, name: str, status: Mapping) -> None:
+    async def write_local_queue_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
         await self.kube.patch(
             f"{KUEUE}/namespaces/{namespace}/localqueues/{name}/status", {"status": dict(status)}
         )
