@@ -57,7 +57,9 @@ def admitted(workload: WorkloadInfo, admission: Mapping[str, Any], message: str)
     return {"admission": dict[str, Any](admission), "conditions": conditions}
 
 
-def pending(workload: WorkloadInfo, message: str, reason: str = REASON_PENDING) -> dict[str, Any] | None:
+def pending(
+    workload: WorkloadInfo, message: str, reason: str = REASON_PENDING
+) -> dict[str, Any] | None:
     """QuotaReserved=False with why; None when the workload already says exactly that."""
     current = workload.condition(COND_QUOTA_RESERVED)
     if current and current.get("status") == "False" and current.get("message") == message:
@@ -73,7 +75,9 @@ def pending(workload: WorkloadInfo, message: str, reason: str = REASON_PENDING) 
     return {"conditions": conditions}
 
 
-def evicted(workload: WorkloadInfo, message: str, reason: str = REASON_NODE_FAILURES) -> dict[str, Any]:
+def evicted(
+    workload: WorkloadInfo, message: str, reason: str = REASON_NODE_FAILURES
+) -> dict[str, Any]:
     """Eviction, first step: the Job is to stop. The quota stays reserved until its pods are
     gone (see `released`), so a new admission never lands on capacity that terminating pods
     still hold.
@@ -176,7 +180,9 @@ def finished(workload: WorkloadInfo, succeeded: bool, message: str) -> dict[str,
     return {"conditions": conditions}
 
 
-def condition(workload: WorkloadInfo, type_: str, status: bool, reason: str, message: str) -> dict[str, Any]:
+def condition(
+    workload: WorkloadInfo, type_: str, status: bool, reason: str, message: str
+) -> dict[str, Any]:
     """One more condition an integration keeps (a pod group's WaitingForReplacementPods)."""
     conditions = cond.set_condition(
         workload.conditions, type_, status, reason, message, generation=workload.generation

@@ -113,7 +113,9 @@ class WorkloadWriter:
                 raise
         await self.kube.patch(f"{collection}/{name}/status", {"status": dict(status)})
 
-    async def write_local_queue_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
+    async def write_local_queue_status(
+        self, namespace: str, name: str, status: Mapping[str, Any]
+    ) -> None:
         await self.kube.patch(
             f"{KUEUE}/namespaces/{namespace}/localqueues/{name}/status", {"status": dict(status)}
         )
