@@ -63,6 +63,7 @@ from tas.cache.projections import (
 )
 from tas.cache.quota import QuotaTree
 from tas.solver import TopologySnapshot
+from tas.solver.placement import leader_first
 from tas.solver.types import (
     HOSTNAME_LEVEL,
     ONE_POD,
@@ -255,7 +256,8 @@ class ClusterState:
             if workload is None or charge is None:
                 continue
             shapes = {ps.name: ps.numa for ps in workload.pod_sets}
-            for ps in charge.pod_sets:
+            order = {ps.name: i for i, ps in enumerate(leader_first(workload.pod_sets))}
+            for ps in sorted(charge.pod_sets, key=lambda p: order.get(p.name, len(order))):
                 shape = shapes.get(ps.name)
                 if shape is None or ps.assignment is None:
                     continue

@@ -5,7 +5,7 @@ phase 2 chooses the domains (algorithm.py, vectorized.py, balanced.py, partial_s
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import NamedTuple
 
@@ -564,3 +564,45 @@ def _count_in(requests: Mapping[str, int], remaining: Mapping[str, int]) -> int:
     if count is None or count < 0:
         return 0
     return count
+
+
+def pod_set_groups(podsets: Sequence[PodSetRequest]) -> list[list[PodSetRequest]]:
+    """Pod sets in spec order; two sharing a group name form one group at the first's place."""
+    groups: dict[str, list[PodSetRequest]] = {}
+    for index, podset in enumerate(podsets):
+        key = podset.topology.group_name
+        groups.setdefault(f"group:{key}" if key is not None else f"index:{index}", []).append(
+            podset
+        )
+    return list(groups.values())
+
+
+def leader_and_workers(
+    group: list[PodSetRequest],
+) -> tuple[PodSetRequest | None, PodSetRequest]:
+    """The leader is the pod set with the smaller count; on a tie, the second one."""
+    if len(group) == 1:
+        return None, group[0]
+    if len(group) > 2:
+        # Kueue's webhook rejects this; refuse rather than guess (our wording).
+        raise InvalidRequest(
+            f"pod set group {group[0].topology.group_name} has {len(group)} pod sets; "
+            "a group is exactly one leader and one workers pod set"
+        )
+    first, second = group[0], group[1]
+    if second.count > first.count:
+        return first, second
+    return second, first
+
+
+def leader_first(podsets: Sequence[PodSetRequest]) -> list[PodSetRequest]:
+    """The order a workload's pods are counted in, and take NUMA zones in: groups in spec
+    order, in each the leader before its workers."""
+    out: list[PodSetRequest] = []
+    for group in pod_set_groups(podsets):
+        if len(group) == 2:
+            leader, workers = leader_and_workers(group)
+            out += [leader, workers] if leader is not None else [workers]
+        else:  # a group of more than two never places (leader_and_workers refuses it)
+            out += group
+    return out

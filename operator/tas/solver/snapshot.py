@@ -27,8 +27,14 @@ from tas.solver import groups, numa, vectorized
 from tas.solver.algorithm import (
     PlacementFailure,
 )
-from tas.solver.numa_counting import NumaCounting
-from tas.solver.placement import InvalidRequest, Placed, Placement
+from tas.solver.placement import (
+    InvalidRequest,
+    Placed,
+    Placement,
+    leader_and_workers,
+    leader_first,
+    pod_set_groups,
+)
 from tas.solver.tree import DomainTree
 from tas.solver.types import (
     HOSTNAME_LEVEL,
@@ -56,10 +62,10 @@ class TopologySnapshot(Placement):
         # leaf index -> the NUMA shapes of earlier pods there, in placement order
         assumed_shapes: dict[int, list[NumaShape]] = {}
         placed: dict[str, Placed] = {}
-        groups = _groups(podsets)
+        groups = pod_set_groups(podsets)
         for position, group in enumerate(groups, start=1):
             try:
-                leader, workers = _leader_and_workers(group)
+                leader, workers = leader_and_workers(group)
                 result = self._place_group(
                     tree, workers, leader, assumed, (), assumed_shapes, excluded
                 )
@@ -153,18 +159,27 @@ class TopologySnapshot(Placement):
     def numa_zones(
         self, podsets: Sequence[PodSetRequest], placement: WorkloadPlacement
     ) -> WorkloadPlacement:
-        """The placement with the zones its pods on NUMA nodes take, as the kubelet pins them
-        (first fit; the leader first, then pod set order, as they were counted). Asked of the
-        snapshot `find_assignments` ran on, before it changes. Placement itself never needs
-        it: the operator's cache packs admitted pods into zones on its own."""
+        """The placement with the zones its pods on NUMA nodes take, as the kubelet pins them:
+        numa.pack, the packing the operator's cache uses, in the order placement counted them
+        (leader_first). Asked of the snapshot `find_assignments` ran on, before it changes."""
         if not placement.admitted or not self._numa.by_leaf:
             return placement
         result = {p.name: p.assignment for p in placement.podsets}
-        assumed_shapes: dict[int, list[NumaShape]] = {}
+        # per NUMA leaf: its batches in packing order, with the pod set and host of each
+        batches: dict[int, list[tuple[str, str, numa.Batch]]] = {}
+        for podset in leader_first(podsets):
+            if podset.numa is None:
+                continue
+            for domain in result[podset.name].domains:
+                leaf = self._leaf_by_key.get(self._key_of_assigned(domain.values))
+                if leaf is not None and leaf in self._numa.by_leaf:
+                    batch = numa.Batch(podset.numa, domain.count)
+                    batches.setdefault(leaf, []).append((podset.name, domain.values[-1], batch))
         zones: dict[str, dict[str, tuple[tuple[str, ...], ...]]] = {}
-        for group in _groups(podsets):
-            leader, workers = _leader_and_workers(group)
-            zones.update(self._zone_plans(leader, workers, result, assumed_shapes))
+        for leaf, items in batches.items():
+            _, plans = numa.pack(self._numa.by_leaf[leaf], [batch for _, _, batch in items])
+            for (name, host, _), chosen in zip(items, plans, strict=True):
+                zones.setdefault(name, {})[host] = tuple(chosen)
         return replace(
             placement,
             podsets=tuple(replace(p, numa_zones=zones.get(p.name, {})) for p in placement.podsets),
@@ -180,47 +195,6 @@ class TopologySnapshot(Placement):
             leaf = self._leaf_by_key.get(self._key_of_assigned(domain.values))
             if leaf is not None and leaf in self._numa.by_leaf:
                 assumed_shapes.setdefault(leaf, []).extend([shape] * domain.count)
-
-    def _zone_plans(
-        self,
-        leader: PodSetRequest | None,
-        workers: PodSetRequest,
-        result: dict[str, TopologyAssignment],
-        assumed_shapes: dict[int, list[NumaShape]],
-    ) -> dict[str, dict[str, tuple[tuple[str, ...], ...]]]:
-        """Which zones one group's pods on NUMA nodes take (the leader first, as it was
-        counted), recorded in `assumed_shapes` for the pod sets after them."""
-        out: dict[str, dict[str, tuple[tuple[str, ...], ...]]] = {}
-        _, free = self._numa.arrays()
-        for podset in (leader, workers):
-            if podset is None or podset.numa is None:
-                continue
-            # One aligned request per pod on every node that reports all its resources: the
-            # zones' room comes from the arrays (the common case, and the fast one).
-            unit = NumaCounting._unit(podset.numa, free)
-            single = len(podset.numa.containers) == 1
-            for domain in result[podset.name].domains:
-                leaf = self._leaf_by_key.get(self._key_of_assigned(domain.values))
-                node_numa = self._numa.by_leaf.get(leaf) if leaf is not None else None
-                if node_numa is None:
-                    continue
-                before = assumed_shapes.setdefault(leaf, [])
-                room = None
-                if (
-                    not before
-                    and unit
-                    and (single or node_numa.scope == numa.POD_SCOPE)
-                    and unit.keys() <= node_numa.reported
-                ):
-                    room = self._numa.room(leaf, unit)
-                if room is not None:
-                    chosen = numa.fill_zones(node_numa, room, domain.count)
-                else:
-                    chosen = numa.plan(node_numa, podset.numa, domain.count, before)
-                if chosen is not None:  # placement counted them, so they fit
-                    out.setdefault(podset.name, {})[domain.values[-1]] = tuple(chosen)
-                before.extend([podset.numa] * domain.count)
-        return out
 
     def find_replacement(
         self, podset: PodSetRequest, assignment: TopologyAssignment, failed_node: str
@@ -350,32 +324,3 @@ class TopologySnapshot(Placement):
             else:
                 merged.append(domain)
         return TopologyAssignment(levels=tuple(levels), domains=tuple(merged))
-
-
-def _groups(podsets: Sequence[PodSetRequest]) -> list[list[PodSetRequest]]:
-    """Pod sets in spec order; two sharing a group name form one group at the first's place."""
-    groups: dict[str, list[PodSetRequest]] = {}
-    for index, podset in enumerate(podsets):
-        key = podset.topology.group_name
-        groups.setdefault(f"group:{key}" if key is not None else f"index:{index}", []).append(
-            podset
-        )
-    return list(groups.values())
-
-
-def _leader_and_workers(
-    group: list[PodSetRequest],
-) -> tuple[PodSetRequest | None, PodSetRequest]:
-    """The leader is the pod set with the smaller count; on a tie, the second one."""
-    if len(group) == 1:
-        return None, group[0]
-    if len(group) > 2:
-        # Kueue's webhook rejects this; refuse rather than guess (our wording).
-        raise InvalidRequest(
-            f"pod set group {group[0].topology.group_name} has {len(group)} pod sets; "
-            "a group is exactly one leader and one workers pod set"
-        )
-    first, second = group[0], group[1]
-    if second.count > first.count:
-        return first, second
-    return second, first
