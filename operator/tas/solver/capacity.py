@@ -30,7 +30,9 @@ from tas.solver.types import (
     DomainAssignment,
     FlavorSpec,
     Node,
+    NodeSelectorTerm,
     PodSetRequest,
+    PreferredSchedulingTerm,
     Resources,
     SolverOptions,
     Toleration,
@@ -44,6 +46,10 @@ from tas.solver.types import (
 EXACT_LIMIT = 2**62
 DEFAULT_PODS_ALLOCATABLE = 110_000  # Kubernetes' default max pods per node, in milli-pods
 
+# what decides a pod set's eligible leaves: tolerations, node selector, required affinity
+EligibilityKey = tuple[
+    tuple[Toleration, ...], tuple[tuple[str, str], ...], tuple[NodeSelectorTerm, ...]
+]
 LeafKey = tuple[str, ...]  # the values of a leaf in assignments: (hostname,) or the full path
 
 
@@ -93,8 +99,10 @@ class LeafCapacity:
         # index; int64, or Python ints (dtype object) once a quantity passes EXACT_LIMIT.
         self._rows: dict[str, int] = {}
         self._free: np.ndarray = np.zeros((0, 0), dtype=np.int64)
-        self._eligibility_cache: dict[tuple, _Eligibility] = {}
-        self._affinity_cache: dict[tuple, list[int]] = {}
+        self._eligibility_cache: dict[EligibilityKey, _Eligibility] = {}
+        self._affinity_cache: dict[
+            tuple[EligibilityKey, tuple[PreferredSchedulingTerm, ...]], list[int]
+        ] = {}
         # with a virtual hostname level: usage domain path -> its position at its level, and
         # the admitted usage of each (resources x usage domains; None: to be rebuilt)
         self._usage_domains: dict[LeafKey, int] = {}
@@ -121,7 +129,7 @@ class LeafCapacity:
             and old.labels == node.labels
             and old.taints == node.taints
         )
-        if not same_shape:
+        if not same_shape or new_key is None:
             self._tree = None
             return
         leaf = self._leaf_by_key[new_key]
@@ -326,7 +334,7 @@ class LeafCapacity:
         self._eligibility_cache[cache_key] = result
         return result
 
-    def _eligibility_key(self, podset: PodSetRequest) -> tuple:
+    def _eligibility_key(self, podset: PodSetRequest) -> EligibilityKey:
         return (
             tuple(podset.tolerations) + tuple(self.flavor.tolerations),
             tuple(sorted(podset.node_selector.items())),
@@ -358,13 +366,14 @@ class LeafCapacity:
     ) -> _Eligibility:
         """Only tainted leaves are looked at one by one, and the leaves left for required
         affinity; a node selector compares label columns."""
-        result = _Eligibility(allowed=None, taints={})
+        taints: dict[str, int] = {}
+        result = _Eligibility(allowed=None, taints=taints)
         excluded = np.zeros(len(self._leaf_nodes), dtype=bool)
         for index in self._tainted_leaves:
             taint = first_untolerated_taint(self._leaf_nodes[index][0].taints, tolerations)
             if taint is not None:
                 text = taint_string(taint)
-                result.taints[text] = result.taints.get(text, 0) + 1
+                taints[text] = taints.get(text, 0) + 1
                 excluded[index] = True
         if podset.node_selector:
             selected = np.ones(len(excluded), dtype=bool)
@@ -403,13 +412,14 @@ class LeafCapacity:
     ) -> _Eligibility:
         """The plain path's: every leaf checked in Python."""
         allowed = [True] * len(self._leaf_nodes)
-        result = _Eligibility(allowed=None, taints={})
+        taints: dict[str, int] = {}
+        result = _Eligibility(allowed=None, taints=taints)
         for index, nodes in enumerate(self._leaf_nodes):
             node = nodes[0]
             taint = first_untolerated_taint(node.taints, tolerations) if node.taints else None
             if taint is not None:
                 text = taint_string(taint)
-                result.taints[text] = result.taints.get(text, 0) + 1
+                taints[text] = taints.get(text, 0) + 1
             elif not matches_node_selector(node.labels, podset.node_selector):
                 result.node_selector += 1
             elif not matches_required_affinity(node.labels, podset.required_affinity):

@@ -6,6 +6,7 @@ otherwise.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -55,18 +56,6 @@ class NumaColumns:
             self.uniform = False
         self._fill_column(free, column, node_numa)
 
-    def room(self, leaf: int, unit: Mapping[str, int]) -> list[int] | None:
-        """Pods of one aligned `unit` each zone of a leaf holds, from the arrays."""
-        column = self._arrays[1].get(leaf) if self._arrays is not None else None
-        if column is None:
-            return None
-        free = self._arrays[3]
-        zones = len(self.by_leaf[leaf].zones)
-        return [
-            max(0, min(int(free[name][slot, column]) // value for name, value in unit.items()))
-            for slot in range(zones)
-        ]
-
     def arrays(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """The NUMA leaves' indices and, per resource, zone slot x leaf free capacity."""
         if self._arrays is None:
@@ -108,7 +97,8 @@ class LeafZones:
     def __getitem__(self, positions: np.ndarray) -> np.ndarray:
         if self._all is None:
             self._all = self.counting.zones(self.pods)
-        return self._all[positions]
+        zones: np.ndarray = self._all[positions]
+        return zones
 
 
 @dataclass
@@ -120,7 +110,7 @@ class NumaCounting:
     shape: NumaShape | None
     leader_shape: NumaShape | None
     assumed: dict[int, list[NumaShape]]
-    _cached_room: tuple | None = None  # see _room
+    _cached_room: tuple[np.ndarray, ...] | None = None  # see _room
     _cached_python: set[int] | None = None  # see _python_leaves
 
     @classmethod
@@ -170,7 +160,7 @@ class NumaCounting:
             out[leaf] = self.one_zones(leaf, int(pods[leaf]))
         return out
 
-    def _room(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    def _room(self) -> tuple[np.ndarray, ...] | None:
         """For the workers' one aligned request: the NUMA leaves, the pods each zone slot of
         each holds (zone slot x leaf), and whether the leaf's zones report any of the
         request's resources (computed once per placement)."""
@@ -180,17 +170,13 @@ class NumaCounting:
             if not unit or not len(leaves):
                 self._cached_room = ()
             else:
-                per_zone = None
-                for name, value in unit.items():
-                    fits = free[name] // value
-                    per_zone = fits if per_zone is None else np.minimum(per_zone, fits)
                 if self.columns.uniform:  # every NUMA leaf reports every resource
                     aligned = np.ones(len(leaves), dtype=bool)
                 else:
                     aligned = ~np.logical_and.reduce(
                         [(free[name] >= _UNLIMITED).all(axis=0) for name in unit]
                     )
-                self._cached_room = (leaves, np.maximum(per_zone, 0), aligned)
+                self._cached_room = (leaves, _per_zone(free, unit), aligned)
         return self._cached_room or None
 
     def one_with_leader(self, leaf: int, by_totals: int) -> tuple[bool, int]:
@@ -239,11 +225,8 @@ class NumaCounting:
         free: dict[str, np.ndarray], unit: dict[str, int], taken: dict[str, np.ndarray]
     ) -> np.ndarray:
         """Pods of `unit` every NUMA leaf's zones hold, each zone on its own, after `taken`."""
-        per_zone = None
-        for name, value in unit.items():
-            fits = (free[name] - taken[name] if name in taken else free[name]) // value
-            per_zone = fits if per_zone is None else np.minimum(per_zone, fits)
-        return np.maximum(per_zone, 0).sum(axis=0)
+        counts: np.ndarray = _per_zone(free, unit, taken).sum(axis=0)
+        return counts
 
     def limit(self, by_totals: np.ndarray) -> np.ndarray:
         """`one` for every leaf: in arrays where each NUMA leaf aligns one request per pod,
@@ -267,14 +250,13 @@ class NumaCounting:
         if len(leaves):
             leader = self._unit(self.leader_shape, free)
             workers = self._unit(self.shape, free)
-            fits_leader = np.ones(len(leaves), dtype=bool)
+            fits_leader: np.ndarray = np.ones(len(leaves), dtype=bool)
             taken: dict[str, np.ndarray] = {}
             if leader:
-                each = None
-                for name, value in leader.items():
-                    ok = free[name] >= value
-                    each = ok if each is None else each & ok
-                fits_leader = each.any(axis=0)
+                each: np.ndarray = functools.reduce(
+                    np.logical_and, [free[name] >= value for name, value in leader.items()]
+                )
+                fits_leader = np.asarray(each.any(axis=0))
                 first = each.argmax(axis=0)
                 columns = np.arange(len(leaves))
                 for name, value in leader.items():
@@ -291,3 +273,16 @@ class NumaCounting:
                 ok, count = self.one_with_leader(leaf, int(after_leader[leaf]))
                 hosts[leaf], after[leaf] = ok, count
         return hosts, after
+
+
+def _per_zone(
+    free: dict[str, np.ndarray], unit: Mapping[str, int], taken: dict[str, np.ndarray] | None = None
+) -> np.ndarray:
+    """Pods of `unit` (not empty) each zone slot of every NUMA leaf holds (zone slot x leaf),
+    after `taken`; never below 0."""
+    fits = [
+        (free[name] - taken[name] if taken and name in taken else free[name]) // value
+        for name, value in unit.items()
+    ]
+    room: np.ndarray = np.maximum(functools.reduce(np.minimum, fits), 0)
+    return room

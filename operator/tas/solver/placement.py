@@ -202,7 +202,7 @@ class Placement(LeafCapacity):
         )
         if chosen is None:
             return allowed
-        inside = layout.codes[params.requested_level] == chosen
+        inside: np.ndarray = layout.codes[params.requested_level] == chosen
         return inside if allowed is None else allowed & inside
 
     def _vectorizable(
@@ -489,8 +489,8 @@ class Placement(LeafCapacity):
     def _fill_leaf_counts(
         self,
         tree: DomainTree,
-        requests: dict[str, int],
-        leader_requests: dict[str, int] | None,
+        requests: Resources,
+        leader_requests: Resources | None,
         assumed: dict[int, dict[str, int]],
         params: PlacementParams,
         allowed: list[bool] | None,

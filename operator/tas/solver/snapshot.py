@@ -246,12 +246,13 @@ class TopologySnapshot(Placement):
         if self.options.partial_slices and layers:
             # As Kueue with TASPartialSlices: the tail last again, and no split slice.
             slice_level = self.levels.index(layers[0].level)
-            merged = self._tail_last(merged, slice_level, layers[0].size)
-            if merged is None:
+            tail_last = self._tail_last(merged, slice_level, layers[0].size)
+            if tail_last is None:
                 return ReplacementPlacement(
                     failure=f"cannot replace the node {failed_node} without splitting a "
                     "PodSet slice"
                 )
+            merged = tail_last
         return ReplacementPlacement(assignment=merged, added=added)
 
     def _replacement_domain(
