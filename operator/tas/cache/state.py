@@ -147,18 +147,15 @@ class ClusterState:
         self.workload_by_owner: dict[str, Key] = {}  # controlling owner uid -> workload
         # Owners of owners, from our own watches: a JobSet's Job uid -> the JobSet's uid.
         self.parents: dict[str, str] = {}
-        # Indexes kept on every change, so that an admission cycle or a node check costs what
-        # changed, not every workload: waiting ones, ones with a node to replace, and the
-        # workloads holding capacity on each node.
+        # Indexes kept on every change (an admission cycle or a node check costs what changed):
+        # waiting workloads, ones with a node to replace, and those holding capacity per node.
         self.pending: set[Key] = set()
         self.to_replace: set[Key] = set()
         # spec.active changed: workloads to evict (deactivated) and to requeue (reactivated)
         self.to_deactivate: set[Key] = set()
         self.to_reactivate: set[Key] = set()
         self._by_node: dict[str, set[Key]] = defaultdict(set)
-        self._non_tas_usage: dict[str, dict[str, int]] = defaultdict(
-            dict
-        )  # node -> resource -> milli
+        self._non_tas_usage: dict[str, dict[str, int]] = defaultdict(dict)  # pods outside TAS
         self._pods_by_workload: dict[Key, set[Key]] = defaultdict(set)
         self._pod_usage: dict[Key, tuple[str, dict[str, int]]] = {}  # pod -> (node, usage)
         self._coverage: dict[Key, _Coverage] = {}  # workload -> the pods its charge covers
@@ -175,8 +172,8 @@ class ClusterState:
         # Read when a Workload is created (its priority), never by admission itself.
         self.workload_priority_classes: dict[str, int] = {}
         self.pod_priority_classes: dict[str, PodPriorityClass] = {}
-        # Read when a Workload is built, for what the API server adds to its pods: each
-        # namespace's LimitRanges by name, and each RuntimeClass's overhead.
+        # Read when a Workload is built (what the API server adds to its pods): LimitRanges
+        # per namespace by name, and each RuntimeClass's overhead.
         self.limit_ranges: dict[str, dict[str, ContainerDefaults]] = {}
         self.runtime_class_overheads: dict[str, Mapping[str, str]] = {}
         # Placement groups (ours): the objects, each group's members, and the partitions of

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tas.solver import feasibility, groups
+from tas.solver import feasibility, groups, vectorized
 from tas.solver.filters import (
     affinity_score,
     first_untolerated_taint,
@@ -278,6 +278,20 @@ class LeafCapacity:
                 if name in self._rows:
                     free[self._rows[name], leaf_index] -= value
         return free
+
+    def _pods_per_leaf(self, podset: PodSetRequest) -> np.ndarray:
+        """How many of the pod set's pods every leaf holds (0 where it may not run)."""
+        requests = with_one_pod(podset.requests)
+        if self._free.dtype == object:
+            capacity = np.array(self._counts_per_leaf(requests), dtype=np.int64)
+        else:
+            capacity = vectorized.pods_that_fit(
+                vectorized.resource_fits(self._free, self._rows, requests)[1]
+            )
+        allowed = self._eligibility(podset).allowed
+        if allowed is not None:
+            capacity = np.where(allowed, capacity, 0)
+        return capacity
 
     def _counts_per_leaf(self, requests: Mapping[str, int]) -> list[int]:
         """How many pods of this shape fit on every leaf, one resource at a time."""

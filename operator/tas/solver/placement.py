@@ -519,18 +519,30 @@ class Placement(LeafCapacity):
 
         params.stats.count_resource_exclusions = count_resource_exclusions
 
-        slice_size = params.slice_size
-        at_slice_level = params.slice_level == tree.level_count - 1
         if leader_requests is None:
+            at_slice_level = params.slice_level == tree.level_count - 1
             for leaf, count in zip(tree.leaves, counts, strict=True):
                 leaf.pod_count = leaf.pod_count_with_leader = count
                 leaf.leader_count = 0
-                slices = count // slice_size if at_slice_level else 0
+                slices = count // params.slice_size if at_slice_level else 0
                 leaf.slice_count = leaf.slice_count_with_leader = slices
                 leaf.zones_needed = (
                     counting.one_zones(leaf.leaf_index, count) if counting is not None else 0
                 )
             return
+        self._fill_with_leader(tree, counts, requests, leader_requests, assumed, allowed, counting)
+
+    def _fill_with_leader(
+        self,
+        tree: DomainTree,
+        counts: list[int],
+        requests: Resources,
+        leader_requests: Resources,
+        assumed: dict[int, dict[str, int]],
+        allowed: list[bool] | None,
+        counting: NumaCounting | None,
+    ) -> None:
+        """Phase 1 at the leaves beside a leader: where it fits, how many workers besides."""
         for leaf, count in zip(tree.leaves, counts, strict=True):
             leaf.clear_counts()
             leaf.pod_count = leaf.pod_count_with_leader = count

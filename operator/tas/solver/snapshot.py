@@ -23,7 +23,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from tas.solver import groups, numa, vectorized
+from tas.solver import groups, numa
 from tas.solver.algorithm import (
     PlacementFailure,
 )
@@ -45,7 +45,6 @@ from tas.solver.types import (
     ReplacementPlacement,
     TopologyAssignment,
     WorkloadPlacement,
-    with_one_pod,
 )
 
 
@@ -102,16 +101,7 @@ class TopologySnapshot(Placement):
         when the fragmentation-aware profile is on."""
         tree = self._ensure_tree()
         layout = self.group_layout()
-        requests = with_one_pod(podset.requests)
-        if self._free.dtype == object:
-            capacity = np.array(self._counts_per_leaf(requests), dtype=np.int64)
-        else:
-            capacity = vectorized.pods_that_fit(
-                vectorized.resource_fits(self._free, self._rows, requests)[1]
-            )
-        allowed = self._eligibility(podset).allowed
-        if allowed is not None:
-            capacity = np.where(allowed, capacity, 0)
+        capacity = self._pods_per_leaf(podset)
         required = None
         if podset.topology.required:
             try:
