@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from tas.admission import preemption
 from tas.admission.preemption import Preemption
@@ -28,14 +29,20 @@ from tas.cache.projections import ClusterQueueInfo, FlavorQuota, ResourceGroup, 
 from tas.cache.quota import QuotaTree
 from tas.cache.state import Charge, ClusterState, PodSetCharge
 from tas.solver import groups
-from tas.solver.types import PODS, PodSetRequest, TopologyAssignment, with_one_pod
+from tas.solver.types import (
+    PODS,
+    PodSetRequest,
+    TopologyAssignment,
+    WorkloadPlacement,
+    with_one_pod,
+)
 
 
 @dataclass(frozen=True)
 class Decision:
     admitted: bool
     message: str  # why not, or a note on success
-    admission: dict | None = None  # status.admission, Kueue's v1beta1 shape
+    admission: dict[str, Any] | None = None  # status.admission, Kueue's v1beta1 shape
     charge: Charge | None = None
     invalid: bool = False  # the request itself is wrong: no capacity change will help
     # Not admitted, but these victims' eviction makes room; `charge` is then what the
@@ -61,7 +68,9 @@ def _shaped_by_groups(state: ClusterState, workload: WorkloadInfo, flavor: str) 
     return bool(placementgroups.owned_by_others(state, None, flavor, state.snapshot(flavor)))
 
 
-def _place(state: ClusterState, workload: WorkloadInfo, cq: ClusterQueueInfo, flavor: str):
+def _place(
+    state: ClusterState, workload: WorkloadInfo, cq: ClusterQueueInfo, flavor: str
+) -> tuple[WorkloadPlacement, GroupDecision | None]:
     """The flavor's placement of the workload: (WorkloadPlacement, GroupDecision | None).
     With placement groups on, every workload keeps out of domains exclusive groups hold, and
     a member is placed by its group's constraints; raises PlacementGroupError."""
@@ -175,10 +184,18 @@ def _group_for(cq: ClusterQueueInfo, need: Mapping[str, int]) -> ResourceGroup |
     return next((g for g in cq.resource_groups if requested <= g.covered), None)
 
 
-def _quota_fit(tree: QuotaTree, cq: ClusterQueueInfo, fq: FlavorQuota, covered, need) -> _QuotaFit:
+def _quota_fit(
+    tree: QuotaTree,
+    cq: ClusterQueueInfo,
+    fq: FlavorQuota,
+    covered: frozenset[str],
+    need: Mapping[str, int],
+) -> _QuotaFit:
     """The flavor's quota for this request, cohort included (Kueue's fitsResourceQuota):
     fits now, fits once others are preempted, or never fits (beyond all it could borrow)."""
-    first, short, borrows, preemptible = None, set(), False, True
+    first: str | None = None
+    short: set[str] = set()
+    borrows, preemptible = False, True
     node = ("cq", cq.name)
     for resource in sorted(covered):
         want = need.get(resource, 0)
@@ -210,7 +227,13 @@ def _preempts(cq: ClusterQueueInfo) -> bool:
     )
 
 
-def _admission(cq: str, workload: WorkloadInfo, flavor: str, covered, placements) -> dict:
+def _admission(
+    cq: str,
+    workload: WorkloadInfo,
+    flavor: str,
+    covered: frozenset[str],
+    placements: Mapping[str, TopologyAssignment] | None,
+) -> dict[str, Any]:
     by_name = placements or {}
     out = []
     for ps in workload.pod_sets:
@@ -418,7 +441,10 @@ def _unassigned(workload: WorkloadInfo, reasons: list[str]) -> str:
 
 
 def _charge(
-    cq: ClusterQueueInfo, workload: WorkloadInfo, flavor: str, placements: Mapping | None
+    cq: ClusterQueueInfo,
+    workload: WorkloadInfo,
+    flavor: str,
+    placements: Mapping[str, TopologyAssignment] | None,
 ) -> Charge:
     return Charge(
         cluster_queue=cq.name,
