@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from tas import metrics
 from tas.api.constants import (
@@ -31,6 +31,16 @@ log = logging.getLogger(__name__)
 
 # (the Workload read again, the resourceVersion the refused write was guarded by)
 Refresh = Callable[[Mapping[str, Any], str], Awaitable[None]]
+
+
+class StatusWriter(Protocol):
+    """What evict and preempt write through: WorkloadWriter, or a test's fake."""
+
+    async def write_status(self, workload: WorkloadInfo, status: Mapping[str, Any]) -> bool: ...
+
+    async def record_event(
+        self, workload: WorkloadInfo, type_: str, reason: str, message: str
+    ) -> None: ...
 
 
 class WorkloadWriter:
@@ -122,7 +132,7 @@ class WorkloadWriter:
 
 
 async def evict(
-    writer: WorkloadWriter, workload: WorkloadInfo, message: str, reason: str = REASON_NODE_FAILURES
+    writer: StatusWriter, workload: WorkloadInfo, message: str, reason: str = REASON_NODE_FAILURES
 ) -> bool:
     """Evict (Kueue's reason and event, EvictedDueTo<reason>): the Job stops, and the quota is
     released once its pods are gone (the Job integration writes `transitions.released`)."""
@@ -135,7 +145,7 @@ async def evict(
     return True
 
 
-async def preempt(writer: WorkloadWriter, victim: WorkloadInfo, reason: str, message: str) -> bool:
+async def preempt(writer: StatusWriter, victim: WorkloadInfo, reason: str, message: str) -> bool:
     """Evict a victim of preemption (Kueue's conditions and events); False when the write was
     stale or the workload is gone. Its quota is released once its pods are gone."""
     if not await writer.write_status(victim, transitions.preempted(victim, reason, message)):
