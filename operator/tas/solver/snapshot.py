@@ -14,6 +14,10 @@ Domain objects (algorithm.py).
 With TASNodeFeasibilityForAllLevels and a lowest level other than the hostname, the tree has one
 more level than the topology: every node is a leaf (solver/feasibility.py). The partial slice's
 capacities are then taken from the usage domains' bounded counts, as the whole slices' are.
+
+By concern: the tree and its usage are capacity.py (LeafCapacity), the placement steps
+placement.py (Placement), the NUMA zone counting numa_counting.py beside numa.py; this module
+holds the public calls: find_assignments, find_group_assignment, numa_zones, find_replacement.
 """
 
 from __future__ import annotations
@@ -24,9 +28,7 @@ from dataclasses import replace
 import numpy as np
 
 from tas.solver import groups, numa
-from tas.solver.algorithm import (
-    PlacementFailure,
-)
+from tas.solver.algorithm import PlacementFailure
 from tas.solver.placement import (
     InvalidRequest,
     Placed,
