@@ -33,6 +33,7 @@ Capacity bookkeeping:
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 from collections import defaultdict
@@ -164,6 +165,8 @@ class ClusterState:
         self._assumed: dict[Key, Charge] = {}
         self._assumed_on: dict[Key, str] = {}  # the resourceVersion each assumption was made on
         self._charges: dict[Key, Charge] = {}
+        self._charged_at: dict[Key, int] = {}  # admission order, NUMA zones' packing order
+        self._charge_count = itertools.count()
         self._quota_usage: dict[str, dict[str, dict[str, int]]] = defaultdict(
             lambda: defaultdict(dict)
         )
@@ -172,12 +175,10 @@ class ClusterState:
         # Read when a Workload is created (its priority), never by admission itself.
         self.workload_priority_classes: dict[str, int] = {}
         self.pod_priority_classes: dict[str, PodPriorityClass] = {}
-        # Read when a Workload is built (what the API server adds to its pods): LimitRanges
-        # per namespace by name, and each RuntimeClass's overhead.
+        # Read when a Workload is built: LimitRanges per namespace by name, RuntimeClass overheads
         self.limit_ranges: dict[str, dict[str, ContainerDefaults]] = {}
         self.runtime_class_overheads: dict[str, Mapping[str, str]] = {}
-        # Placement groups (ours): the objects, each group's members, and the partitions of
-        # domains decided for members whose admission (and group status) is still being written.
+        # Placement groups (ours): the objects, members, partitions of admissions being written.
         self.placement_groups: dict[Key, PlacementGroupInfo] = {}
         self.group_members: dict[Key, set[Key]] = defaultdict(set)
         self.placement_groups_deleted: set[Key] = set()  # for the loop to write them again
@@ -247,7 +248,9 @@ class ClusterState:
             if pod is not None and pod.workload:
                 zoned[((pod.namespace, pod.workload), pod.pod_set or "")] += 1
         out = []
-        for key in sorted(self._by_node.get(node, ())):
+        # in admission order, as `tas simulate` takes their zones
+        on_node = self._by_node.get(node, ())
+        for key in sorted(on_node, key=lambda k: (self._charged_at.get(k, -1), k)):
             workload = self.workloads.get(key)
             charge = self._charges.get(key)
             if workload is None or charge is None:
@@ -753,7 +756,10 @@ class ClusterState:
                 if not self._by_node[node]:
                     del self._by_node[node]
             self.generation += 1  # released capacity may let waiting workloads in
-        if new:
+        if new is None:
+            self._charged_at.pop(key, None)
+        else:
+            self._charged_at.setdefault(key, next(self._charge_count))
             self._apply(new, 1)
             self._charges[key] = new
             for node in _hosts(new):
