@@ -6,7 +6,7 @@ placed there that the report may not show yet:
   unless the node's latest report arrived while they were Running there: the exporter counts
   running pods. The cache says which pods are ours (a charge covers them): a zone annotation on
   any other pod counts for nothing, whoever wrote it;
-- pods of admitted workloads on the node that are not bound there yet, in workload order and
+- pods of admitted workloads on the node that are not bound there yet, in admission order and
   in each in the order placement counted them (solver leader_first): those the ungater already
   pinned in the zones it gave them, the others packed into the zones first fit (solver
   numa.pack, as `tas solve` and `tas simulate` pack them); the ungater pins each of those to
