@@ -186,7 +186,9 @@ class WebhookCertificates:
         first good check replaces it."""
         if not all(p.exists() for p in self.files):
             now = datetime.datetime.now(datetime.UTC)
-            certs.write_served(self.directory, certs.plan({}, self.hosts, now, self.lifetimes))
+            fresh = certs.plan({}, self.hosts, now, self.lifetimes)
+            assert fresh is not None  # from nothing, plan always makes a CA and a certificate
+            certs.write_served(self.directory, fresh)
 
 
 def _expiry(data: dict[str, bytes]) -> str:

@@ -26,7 +26,7 @@ from kopf._core.engines.admission import AmbiguousResourceError, UnknownResource
 from kopf._core.reactor.inventory import ResourceMemories  # for ForgetfulMemories (no public name)
 
 from tas import metrics
-from tas.api.annotations import TopologyRequestError
+from tas.api.annotations import SlicingGates, TopologyRequestError
 from tas.api.constants import QUEUE_NAME_LABEL
 from tas.config import Settings
 from tas.features import Gate
@@ -215,7 +215,7 @@ def enabled(memo: Any, framework: Framework) -> bool:
     return memo.settings.integrations.enabled(framework)
 
 
-def slicing(memo: Any) -> dict[str, bool]:
+def slicing(memo: Any) -> SlicingGates:
     return slicing_gates(memo.settings.gates)
 
 

@@ -75,7 +75,8 @@ class WorkloadStatus(workload.WorkloadStatus):
     """Set when quota is reserved; cleared on eviction."""
 
 
-PriorityClassSource = Literal[WORKLOAD_PRIORITY_CLASS_SOURCE, POD_PRIORITY_CLASS_SOURCE, ""]
+# mypy takes only literal values in Literal[...], not constants; pydantic reads these at run time.
+PriorityClassSource = Literal[WORKLOAD_PRIORITY_CLASS_SOURCE, POD_PRIORITY_CLASS_SOURCE, ""]  # type: ignore[valid-type]
 
 
 class WorkloadSpec(workload.WorkloadSpecBase):
