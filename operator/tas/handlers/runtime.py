@@ -344,9 +344,9 @@ class Runtime:
             await pacer.maybe_yield()
             for key in self.pod_groups.upsert(pod):
                 self.pod_worker.submit(key)
-        for key in list(self.leaderworkersets.objects):
+        for lws_key in list(self.leaderworkersets.objects):
             await pacer.maybe_yield()
-            self.lws_worker.submit(("lws", *key))
+            self.lws_worker.submit(("lws", *lws_key))
 
     async def _migrate_storage(self, backoff: Backoff | None = None) -> None:
         """Objects stored in an older version (before an upgrade, or by Kueue) are rewritten
