@@ -30,10 +30,11 @@ $(BIN)/.installed: pyproject.toml
 
 venv: $(BIN)/.installed  ## create .venv and install the package with its dev tools
 
-lint: venv  ## ruff, formatting, import layering
+lint: venv  ## ruff, formatting, import layering, types (mypy, configured in pyproject.toml)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 fmt: venv  ## format and fix what ruff can
 	$(BIN)/ruff format .
@@ -98,4 +99,4 @@ mutation: venv  ## mutation testing of the decision code (mutmut): score per mod
 	$(BIN)/python bench/mutation.py $(ARGS)
 
 clean: cluster-down
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis dist build/mutation
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis dist build/mutation

@@ -17,11 +17,16 @@ import ipaddress
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeGuard, get_args
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.types import (
+    CertificateIssuerPrivateKeyTypes,
+    PrivateKeyTypes,
+)
 from cryptography.x509.oid import NameOID
 
 # Secret keys, as cert-controller (and kubernetes.io/tls Secrets) name them.
@@ -103,6 +108,8 @@ def make_serving(
     """(certificate PEM, key PEM) for `hosts` (DNS names or IPs), signed by the CA."""
     ca = x509.load_pem_x509_certificate(ca_pem)
     ca_key = serialization.load_pem_private_key(ca_key_pem, password=None)
+    if not _can_sign(ca_key):
+        raise ValueError(f"the CA key ({type(ca_key).__name__}) cannot sign certificates")
     key = ec.generate_private_key(ec.SECP256R1())
     cert = (
         x509.CertificateBuilder()
@@ -125,6 +132,10 @@ def make_serving(
 
 
 # ---- what the Secret should hold -------------------------------------------------------------
+
+
+def _can_sign(key: PrivateKeyTypes) -> TypeGuard[CertificateIssuerPrivateKeyTypes]:
+    return isinstance(key, get_args(CertificateIssuerPrivateKeyTypes))
 
 
 def _load_certs(pem: bytes | None) -> list[x509.Certificate]:

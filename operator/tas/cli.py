@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import overload
 
 from tas import __version__
 from tas.config import MAX_REVIEW_BYTES
@@ -323,6 +324,10 @@ def positive_int(text: str) -> int:
     return value
 
 
+@overload
+def env_default(name: str, default: str) -> str: ...
+@overload
+def env_default(name: str, default: None = None) -> str | None: ...
 def env_default(name: str, default: str | None = None) -> str | None:
     import os
 

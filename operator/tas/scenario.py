@@ -278,7 +278,7 @@ def _numa(value: Any, path: str) -> NodeNuma:
         raise ScenarioError(
             f"{path}.scope", f"must be {CONTAINER_SCOPE!r} or {POD_SCOPE!r}, got {scope!r}"
         )
-    zones = []
+    zones: list[NumaZone] = []
     for index, item in enumerate(_field(entry, "zones", list, path)):
         zone_path = f"{path}.zones[{index}]"
         item = _expect(item, dict, zone_path)
@@ -697,32 +697,31 @@ def _load_plain_yaml(text: str) -> Any:
     document = None
     documents = 0
     for event in yaml.parse(text, Loader=_Loader):
-        kind = type(event)
-        if kind is yaml.ScalarEvent:
+        if type(event) is yaml.ScalarEvent:
             if event.tag is not None:
                 raise _NotPlain
-            value = event.value
+            value: Any = event.value
             if event.implicit[0]:  # plain, not quoted: resolved as the loader would
                 value = values.get(event.value, _UNSEEN)
                 if value is _UNSEEN:
                     value = values[event.value] = _plain_scalar(loader, event.value)
-        elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+        elif type(event) is yaml.MappingStartEvent or type(event) is yaml.SequenceStartEvent:
             if event.tag is not None:
                 raise _NotPlain
-            value = {} if kind is yaml.MappingStartEvent else []
-        elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+            value = {} if type(event) is yaml.MappingStartEvent else []
+        elif type(event) is yaml.MappingEndEvent or type(event) is yaml.SequenceEndEvent:
             open_.pop()
             continue
-        elif kind is yaml.AliasEvent:
+        elif type(event) is yaml.AliasEvent:
             if event.anchor not in anchors:
                 raise _NotPlain
             value = anchors[event.anchor]
         else:
-            documents += kind is yaml.DocumentStartEvent
+            documents += type(event) is yaml.DocumentStartEvent
             if documents > 1:
                 raise _NotPlain
             continue
-        if kind is not yaml.AliasEvent and event.anchor is not None:
+        if type(event) is not yaml.AliasEvent and event.anchor is not None:
             if event.anchor in anchors:
                 raise _NotPlain
             anchors[event.anchor] = value
@@ -737,7 +736,7 @@ def _load_plain_yaml(text: str) -> Any:
         else:
             open_[-1][0][open_[-1][1]] = value
             open_[-1][1] = _NO_KEY
-        if kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+        if type(event) is yaml.MappingStartEvent or type(event) is yaml.SequenceStartEvent:
             open_.append([value, _NO_KEY])
     return document
 

@@ -15,17 +15,20 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Hashable
+from typing import Generic, TypeVar
 
 from tas.retry import Backoff, PerKeyBackoff
 
 log = logging.getLogger(__name__)
 
+K = TypeVar("K", bound=Hashable)  # what one handler call is for: a name, a (namespace, name)
 
-class SerialWorker:
+
+class SerialWorker(Generic[K]):
     def __init__(
         self,
         name: str,
-        handle: Callable[[Hashable], Awaitable[None]],
+        handle: Callable[[K], Awaitable[None]],
         *,
         concurrency: int = 1,
         backoff: Backoff | None = None,
@@ -33,16 +36,16 @@ class SerialWorker:
         self.name = name
         self._handle = handle
         self.concurrency = concurrency
-        self._pending: dict[Hashable, None] = {}  # insertion-ordered set
-        self._running: set[Hashable] = set()
-        self._waiting: set[Hashable] = set()  # backing off after a failure
+        self._pending: dict[K, None] = {}  # insertion-ordered set
+        self._running: set[K] = set()
+        self._waiting: set[K] = set()  # backing off after a failure
         self._wake = asyncio.Event()
         self.started = asyncio.Event()  # handling begins once the caches are synced (and leading)
         self.retries = PerKeyBackoff(backoff or Backoff(base=0.5, cap=30.0))
         self.handled = 0
         self.failed = 0
 
-    def submit(self, key: Hashable) -> None:
+    def submit(self, key: K) -> None:
         if key in self._waiting:
             return  # its retry is already scheduled and will read the newest state
         self._pending[key] = None
@@ -52,7 +55,7 @@ class SerialWorker:
         await self.started.wait()
         await asyncio.gather(*(self._consume() for _ in range(self.concurrency)))
 
-    async def _next(self) -> Hashable:
+    async def _next(self) -> K:
         while True:
             for key in self._pending:
                 if key not in self._running:
@@ -84,7 +87,7 @@ class SerialWorker:
                 if key in self._pending:
                     self._wake.set()
 
-    def _retry(self, key: Hashable) -> None:
+    def _retry(self, key: K) -> None:
         self._waiting.discard(key)
         self.submit(key)
 

@@ -72,14 +72,15 @@ class WebhookCertificates:
 
     @property
     def files(self) -> tuple[Path, Path, Path]:
-        return tuple(self.directory / name for name in certs.SERVED)  # type: ignore[return-value]
+        crt, key, ca = certs.SERVED
+        return self.directory / crt, self.directory / key, self.directory / ca
 
     # ---- one check -------------------------------------------------------------------------------
 
     async def check(self, now: datetime.datetime | None = None) -> None:
         """Make sure the Secret, the files and the caBundles hold a valid certificate."""
         now = now or datetime.datetime.now(datetime.UTC)
-        data = await self._secret_data(now) if self.secret else self._local_data(now)
+        data = await self._secret_data(self.secret, now) if self.secret else self._local_data(now)
         if certs.write_served(self.directory, data):
             log.info("serving the webhook certificate valid until %s", _expiry(data))
             for reload in self.on_renewed:
@@ -91,8 +92,10 @@ class WebhookCertificates:
     def _local_data(self, now: datetime.datetime) -> dict[str, bytes]:
         return certs.plan(self.data, self.hosts, now, self.lifetimes) or self.data
 
-    async def _secret_data(self, now: datetime.datetime) -> dict[str, bytes]:
-        namespace, name = self.secret  # type: ignore[misc]
+    async def _secret_data(
+        self, secret_ref: tuple[str, str], now: datetime.datetime
+    ) -> dict[str, bytes]:
+        namespace, name = secret_ref
         path = f"/api/v1/namespaces/{namespace}/secrets/{name}"
         for _ in range(CONFLICTS):
             secret = await self.kube.get(path)
@@ -186,7 +189,9 @@ class WebhookCertificates:
         first good check replaces it."""
         if not all(p.exists() for p in self.files):
             now = datetime.datetime.now(datetime.UTC)
-            certs.write_served(self.directory, certs.plan({}, self.hosts, now, self.lifetimes))
+            fresh = certs.plan({}, self.hosts, now, self.lifetimes)
+            assert fresh is not None  # from nothing, plan always makes a CA and a certificate
+            certs.write_served(self.directory, fresh)
 
 
 def _expiry(data: dict[str, bytes]) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from typing import TypedDict
 
 from tas.api.constants import (
     INT32_MAX,
@@ -32,6 +33,17 @@ from tas.features import Gate
 from tas.solver.types import PodSetRequest, SliceLayer, TopologyRequest
 
 MAX_SLICE_LAYERS = 3
+
+
+class SlicingGates(TypedDict):
+    """The gates that change which slice annotations validate, as `parse_topology_request`'s
+    keyword arguments."""
+
+    multi_layer_enabled: bool
+    partial_slices_enabled: bool
+    grouped_slicing_enabled: bool
+
+
 MAX_CONSTRAINTS_TEXT = 4096  # three layers fit in a few hundred characters
 _UINT64_MAX = 2**64 - 1
 

@@ -44,7 +44,10 @@ _PRIORITY_REFS = {
     WORKLOAD_PRIORITY_CLASS_SOURCE: WORKLOAD_PRIORITY_CLASS,
     POD_PRIORITY_CLASS_SOURCE: POD_PRIORITY_CLASS,
 }
-_PRIORITY_SOURCES = {ref: source for source, ref in _PRIORITY_REFS.items()}
+# Looked up with what a stored object holds, which may be anything.
+_PRIORITY_SOURCES: dict[tuple[object, object], str] = {
+    ref: source for source, ref in _PRIORITY_REFS.items()
+}
 _OLD_FUNGIBILITY = {"whenCanBorrow": "Borrow", "whenCanPreempt": "Preempt"}
 
 

@@ -18,7 +18,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import kopf
 from kopf._cogs.structs import references  # for OffLoopReviews (no public name)
@@ -26,7 +26,7 @@ from kopf._core.engines.admission import AmbiguousResourceError, UnknownResource
 from kopf._core.reactor.inventory import ResourceMemories  # for ForgetfulMemories (no public name)
 
 from tas import metrics
-from tas.api.annotations import TopologyRequestError
+from tas.api.annotations import SlicingGates, TopologyRequestError
 from tas.api.constants import QUEUE_NAME_LABEL
 from tas.config import Settings
 from tas.features import Gate
@@ -105,12 +105,14 @@ class OffLoopReviews:
             return await self.fn(request, insights=self.insights, **kwargs)
 
 
-def serving_off_loop(server: WebhookServer) -> Callable[[ReviewFn], AsyncIterator[dict]]:
+def serving_off_loop(server: WebhookServer) -> kopf.WebhookServerProtocol:
     """The server as kopf calls it (`settings.admission.server`), given kopf's review function
     made safe to call off kopf's loop."""
 
-    def serve(fn: ReviewFn) -> AsyncIterator[dict]:
-        return server(OffLoopReviews(fn, asyncio.get_running_loop()))
+    def serve(fn: ReviewFn) -> AsyncIterator[kopf.WebhookClientConfig]:
+        # Our server, which imports no kopf, yields kopf's client config as a plain dict.
+        configs = server(OffLoopReviews(fn, asyncio.get_running_loop()))
+        return cast(AsyncIterator[kopf.WebhookClientConfig], configs)
 
     return serve
 
@@ -215,7 +217,7 @@ def enabled(memo: Any, framework: Framework) -> bool:
     return memo.settings.integrations.enabled(framework)
 
 
-def slicing(memo: Any) -> dict[str, bool]:
+def slicing(memo: Any) -> SlicingGates:
     return slicing_gates(memo.settings.gates)
 
 
@@ -347,7 +349,7 @@ async def gate_queued_pod(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, *
     operations=["CREATE", "UPDATE"],
     side_effects=False,
 )
-async def validate_pod(body: kopf.Body, old: Any, memo: kopf.Memo, **_: Any) -> None:
+async def validate_pod(body: kopf.Body, memo: kopf.Memo, old: Any = None, **_: Any) -> None:
     if enabled(memo, Framework.POD):
         previous = {"metadata": dict(old.get("metadata") or {})} if old else None
         refuse(pod_webhook.validate(review_object(body), previous, **slicing(memo)))
@@ -382,7 +384,7 @@ async def mark_queued_statefulset(
     labels={QUEUE_NAME_LABEL: kopf.PRESENT},
     side_effects=False,
 )
-async def validate_statefulset(body: kopf.Body, old: Any, memo: kopf.Memo, **_: Any) -> None:
+async def validate_statefulset(body: kopf.Body, memo: kopf.Memo, old: Any = None, **_: Any) -> None:
     """Decided from the reviewed object alone, never from the cache: see
     sts_webhook.validate_update."""
     if not enabled(memo, Framework.STATEFULSET) or not old:
@@ -420,7 +422,9 @@ async def mark_queued_leaderworkerset(
     labels={QUEUE_NAME_LABEL: kopf.PRESENT},
     side_effects=False,
 )
-async def validate_leaderworkerset(body: kopf.Body, old: Any, memo: kopf.Memo, **_: Any) -> None:
+async def validate_leaderworkerset(
+    body: kopf.Body, memo: kopf.Memo, old: Any = None, **_: Any
+) -> None:
     if enabled(memo, Framework.LEADERWORKERSET):
         previous = (
             {"metadata": dict(old.get("metadata") or {}), "spec": dict(old.get("spec") or {})}

@@ -16,6 +16,7 @@ import signal
 
 from tas import metrics, migrate
 from tas.admission.loop import AdmissionLoop
+from tas.api.annotations import SlicingGates
 from tas.cache import projections as proj
 from tas.cache.reflector import Reflector
 from tas.cache.state import ClusterState
@@ -62,7 +63,7 @@ CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 WRITERS = ("admission", "jobs", "jobsets", "pods", "leaderworkersets", "ungater", "hotswap")
 
 
-def slicing_gates(gates: FeatureGates) -> dict[str, bool]:
+def slicing_gates(gates: FeatureGates) -> SlicingGates:
     """The gates that change which slice annotations validate, as keyword arguments."""
     return {
         "multi_layer_enabled": gates.enabled(Gate.TAS_MULTI_LAYER_TOPOLOGY),
@@ -102,17 +103,20 @@ class Runtime:
         self.managed = ManagedNamespaces(
             settings.managed_namespaces_selector, self.state.namespaces
         )
-        owners = {"managed": self.managed, **slicing}
+        managed = self.managed
         writes = self.leader_kube
-        self.jobs = job_controller(self.state, writes, self.writer, **owners)
-        self.jobsets = JobReconciler(JOB_SET, self.state, writes, self.writer, **owners)
-        self.pod_groups = PodController(self.state, writes, self.writer, **owners)
+        self.jobs = job_controller(self.state, writes, self.writer, managed=managed, **slicing)
+        self.jobsets = JobReconciler(
+            JOB_SET, self.state, writes, self.writer, managed=managed, **slicing
+        )
+        self.pod_groups = PodController(self.state, writes, self.writer, managed=managed, **slicing)
         self.leaderworkersets = LeaderWorkerSetController(
             self.state,
             writes,
             self.pod_groups.pods,
             max_replicas=settings.max_leaderworkerset_replicas,
-            **owners,
+            managed=managed,
+            **slicing,
         )
         self.child_jobs: dict[tuple[str, str], str] = {}  # a JobSet's Jobs: key -> uid
         self.ungater = Ungater(self.state, writes)
@@ -340,9 +344,9 @@ class Runtime:
             await pacer.maybe_yield()
             for key in self.pod_groups.upsert(pod):
                 self.pod_worker.submit(key)
-        for key in list(self.leaderworkersets.objects):
+        for lws_key in list(self.leaderworkersets.objects):
             await pacer.maybe_yield()
-            self.lws_worker.submit(("lws", *key))
+            self.lws_worker.submit(("lws", *lws_key))
 
     async def _migrate_storage(self, backoff: Backoff | None = None) -> None:
         """Objects stored in an older version (before an upgrade, or by Kueue) are rewritten

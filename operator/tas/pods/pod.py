@@ -11,8 +11,8 @@ its pod sets are the group's roles: pods whose specs are alike for admission sha
 `kueue.x-k8s.io/role-hash`).
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: it would bind the name `annotations`, which this
+# module defines as a function.
 import hashlib
 import json
 import re

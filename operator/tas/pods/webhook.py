@@ -16,8 +16,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Unpack
 
-from tas.api.annotations import TopologyRequestError, parse_topology_request, quote
+from tas.api.annotations import (
+    SlicingGates,
+    TopologyRequestError,
+    parse_topology_request,
+    quote,
+)
 from tas.api.constants import (
     ADMISSION_SCHEDULING_GATE,
     INT32_MAX,
@@ -87,7 +93,7 @@ def validate(
     An update is refused only for a problem the pod did not already have (ratcheting, as the
     API server validates custom resources): a pod made while the webhooks were away must still
     let go of our finalizer, or it, and its namespace, could never be deleted."""
-    gates = {
+    gates: SlicingGates = {
         "multi_layer_enabled": multi_layer_enabled,
         "partial_slices_enabled": partial_slices_enabled,
         "grouped_slicing_enabled": grouped_slicing_enabled,
@@ -102,7 +108,7 @@ def validate(
     return errors
 
 
-def _problems(pod: Mapping, **gates: bool) -> list[str]:
+def _problems(pod: Mapping, **gates: Unpack[SlicingGates]) -> list[str]:
     errors: list[str] = []
     value = p.labels(pod).get(MANAGED_LABEL)
     if value is not None and value != MANAGED_VALUE:

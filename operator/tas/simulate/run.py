@@ -208,6 +208,7 @@ class _QueueAdmission:
             decision = decide(self.state, info, cq, now=scenario.at(now))
         if not decision.admitted:
             return Attempt(False, decision.message, evicted=tuple(evicted))
+        assert decision.charge is not None  # an admitted decision holds its charge
         admitted = scenario.admitted_info(info, decision, now)
         self.state.upsert_workload(admitted)
         partitions = {} if decision.group is None else self._hold_group(admitted, decision.group)
@@ -242,7 +243,7 @@ class _QueueAdmission:
         partitions = placementgroups.partitions_of(self.state, group.key)
         out: dict[Path, int] = {}
         for admission in member.admissions:
-            for domain in admission.assignment.domains:
+            for domain in admission.assignment.domains if admission.assignment else ():
                 path = snapshot.leaf_path(domain.values)
                 out[path] = partitions[path[: depth + 1]]
         return out
@@ -665,6 +666,7 @@ def main(
         result = simulate(trace)
         runs = [("trace's gates", result)]
     else:
+        assert compare_gates is not None  # `other` is the trace read with its overrides
         result = compare(trace, other) | {"gates": compare_gates}
         runs = [("trace's gates", result["base"]), (compare_gates, result["compared"])]
     if plot is not None:

@@ -145,7 +145,7 @@ def _traced(
     if entry.get("running") is not None:
         raise ScenarioError(f"{path}.running", "has no meaning in a trace: give an arrival")
     arrival = _seconds(entry, "arrival", path)
-    duration = _seconds(entry, "duration", path, required=False)
+    duration = _optional_seconds(entry, "duration", path)
     if duration is not None and duration <= 0:
         raise ScenarioError(f"{path}.duration", f"must be more than 0 seconds, got {duration}")
     return TracedWorkload(
@@ -157,11 +157,16 @@ def _traced(
     )
 
 
-def _seconds(entry: Mapping[str, Any], key: str, path: str, required: bool = True) -> float | None:
+def _seconds(entry: Mapping[str, Any], key: str, path: str) -> float:
+    value = _optional_seconds(entry, key, path)
+    if value is None:
+        raise ScenarioError(f"{path}.{key}", "is required")
+    return value
+
+
+def _optional_seconds(entry: Mapping[str, Any], key: str, path: str) -> float | None:
     value = entry.get(key)
     if value is None:
-        if required:
-            raise ScenarioError(f"{path}.{key}", "is required")
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ScenarioError(f"{path}.{key}", f"must be a number of seconds, got {value!r}")

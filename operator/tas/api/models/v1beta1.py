@@ -71,11 +71,12 @@ class Admission(workload.Admission):
 
 
 class WorkloadStatus(workload.WorkloadStatus):
-    admission: Admission | None = None  # type: ignore[assignment]
+    admission: Admission | None = None
     """Set when quota is reserved; cleared on eviction."""
 
 
-PriorityClassSource = Literal[WORKLOAD_PRIORITY_CLASS_SOURCE, POD_PRIORITY_CLASS_SOURCE, ""]
+# mypy takes only literal values in Literal[...], not constants; pydantic reads these at run time.
+PriorityClassSource = Literal[WORKLOAD_PRIORITY_CLASS_SOURCE, POD_PRIORITY_CLASS_SOURCE, ""]  # type: ignore[valid-type]
 
 
 class WorkloadSpec(workload.WorkloadSpecBase):
@@ -98,7 +99,7 @@ class Workload(workload.Workload):
     crd: ClassVar[CRDInfo] = workload.Workload.crd
     api_version: str = "kueue.x-k8s.io/v1beta1"
     spec: WorkloadSpec  # type: ignore[assignment]
-    status: WorkloadStatus = Field(default_factory=WorkloadStatus)  # type: ignore[assignment]
+    status: WorkloadStatus = Field(default_factory=WorkloadStatus)
 
 
 # --- ClusterQueue ---------------------------------------------------------------------------
@@ -129,7 +130,7 @@ class ClusterQueueSpec(clusterqueue.ClusterQueueSpecBase):
 
     cohort: ObjectName | None = None
     """The cohort whose members lend each other their unused quota."""
-    flavor_fungibility: FlavorFungibility | None = None  # type: ignore[assignment]
+    flavor_fungibility: FlavorFungibility | None = None
     """Whether to try the next flavor before borrowing or preempting."""
 
 
