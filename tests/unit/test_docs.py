@@ -124,3 +124,15 @@ def test_uninstall_is_said_to_keep_the_crds() -> None:
     for path in (README, CHART_NOTES, DOCS / "tasks" / "install.md"):
         text = " ".join(path.read_text().replace("`", "").replace("*", "").split())
         assert re.search(r"helm uninstall [^.]*keeps (the CRDs|them)", text), path.name
+
+
+def test_every_metric_is_in_the_metrics_reference() -> None:
+    from prometheus_client import Counter, Gauge, Histogram
+
+    from tas import metrics
+
+    page = (DOCS / "reference" / "metrics.md").read_text()
+    families = [m for m in vars(metrics).values() if isinstance(m, Counter | Gauge | Histogram)]
+    assert families
+    for family in families:
+        assert f"`{family._name}" in page, family._name
