@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -136,3 +137,11 @@ def test_every_metric_is_in_the_metrics_reference() -> None:
     assert families
     for family in families:
         assert f"`{family._name}" in page, family._name
+
+
+def test_the_install_commands_name_the_current_version() -> None:
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    for path in (README, DOCS / "tasks" / "install.md"):
+        archives = re.findall(r"tas-operator-(\d+\.\d+\.\d+)\.oci\.tar", path.read_text())
+        assert archives, path.name
+        assert set(archives) == {version}, path.name
