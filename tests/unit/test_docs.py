@@ -6,6 +6,7 @@ dev dependency, so a missing mkdocs fails here rather than skips).
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import subprocess
@@ -145,3 +146,19 @@ def test_the_install_commands_name_the_current_version() -> None:
         archives = re.findall(r"tas-operator-(\d+\.\d+\.\d+)\.oci\.tar", path.read_text())
         assert archives, path.name
         assert set(archives) == {version}, path.name
+
+
+def test_every_command_and_operator_flag_is_in_the_cli_reference() -> None:
+    from tas import cli
+
+    page = (DOCS / "reference" / "cli.md").read_text()
+    parser = cli.build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(commands.choices) >= {"operator", "solve", "simulate"}
+    for name, command in commands.choices.items():
+        assert f"`tas {name}" in page, name
+        if name == "operator":
+            flags = [o for a in command._actions for o in a.option_strings if o.startswith("--")]
+            for flag in flags:
+                shown = flag.replace("--no-", "--[no-]") if flag.startswith("--no-") else flag
+                assert flag == "--help" or shown in page or f"--[no-]{flag[2:]}" in page, flag
