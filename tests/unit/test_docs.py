@@ -159,6 +159,6 @@ def test_every_command_and_operator_flag_is_in_the_cli_reference() -> None:
         assert f"`tas {name}" in page, name
         if name == "operator":
             flags = [o for a in command._actions for o in a.option_strings if o.startswith("--")]
-            for flag in flags:
-                shown = flag.replace("--no-", "--[no-]") if flag.startswith("--no-") else flag
-                assert flag == "--help" or shown in page or f"--[no-]{flag[2:]}" in page, flag
+            for flag in set(flags) - {"--help"}:
+                switch = "--[no-]" + flag.removeprefix("--").removeprefix("no-")  # --[no-]x
+                assert flag in page or switch in page, flag
