@@ -162,3 +162,22 @@ def test_every_command_and_operator_flag_is_in_the_cli_reference() -> None:
             for flag in set(flags) - {"--help"}:
                 switch = "--[no-]" + flag.removeprefix("--").removeprefix("no-")  # --[no-]x
                 assert flag in page or switch in page, flag
+
+
+@pytest.mark.parametrize("path", sorted(DOCS.rglob("*.md")), ids=lambda p: str(p.relative_to(DOCS)))
+def test_tables_and_lists_stand_apart_from_paragraphs(path: Path) -> None:
+    """Python-Markdown (unlike GitHub) takes a paragraph right after a table into the table, and
+    a list right after a paragraph into the paragraph."""
+    lines = path.read_text().splitlines()
+    fenced, problems = False, []
+    for number, (line, after) in enumerate(zip(lines, [*lines[1:], ""], strict=True), 1):
+        fenced ^= line.startswith("```")
+        if fenced:
+            continue
+        if line.startswith("|") and after.strip() and not after.startswith("|"):
+            problems.append(f"{number}: a table runs into the next line")
+        before = lines[number - 2] if number > 1 else ""
+        starts_list = re.match(r"(- |\d+\. )", line)
+        if starts_list and before.strip() and not re.match(r"(\s*- |\s*\d+\. |\s+\S)", before):
+            problems.append(f"{number}: a list starts inside a paragraph")
+    assert not problems
