@@ -101,4 +101,4 @@ mutation: venv  ## mutation testing of the decision code (mutmut): score per mod
 	$(BIN)/python bench/mutation.py $(ARGS)
 
 clean: cluster-down
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis dist build/mutation site
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis dist build/mutation
