@@ -41,7 +41,8 @@ FULLNAME = "tas-tas-operator"  # <release>-<chart>, from _helpers.tpl
 CRD_NAMES = sorted(f"{resource.crd.plural}.{resource.crd.group}" for resource in RESOURCES)
 
 # (apiGroup, resource, verb, resourceName or None). Change it together with rbac.yaml and the
-# README's "Permissions" table: an added or dropped verb must be a decision, not an accident.
+# Permissions table in docs/reference/permissions.md: an added or dropped verb must be a
+# decision, not an accident.
 # What every configuration needs, then what each integration adds.
 BASE_RULES = {
     *{("", "nodes", v, None) for v in ("list", "watch")},
