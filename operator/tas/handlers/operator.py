@@ -33,14 +33,14 @@ from tas.features import Gate
 from tas.handlers.runtime import Runtime, slicing_gates
 from tas.handlers.watches import owned_by_jobset
 from tas.integrations import JOBSET, LEADERWORKERSET, Framework
+from tas.integrations.job.controller import JOB
+from tas.integrations.jobset.controller import JOB_SET
+from tas.integrations.leaderworkerset import workload as lws
+from tas.integrations.pod import webhook as pod_webhook
+from tas.integrations.statefulset import webhook as sts_webhook
 from tas.jobframework.workload import build_workload
-from tas.jobs.lifecycle import JOB
-from tas.jobset.jobset import JOB_SET
 from tas.kube import client_session
 from tas.kubeconfig import load_connection
-from tas.leaderworkerset import lws
-from tas.pods import webhook as pod_webhook
-from tas.statefulset import webhook as sts_webhook
 from tas.webhookcert import WebhookCertificates
 from tas.webhooks.server import ReviewFn, WebhookServer, call_on
 

@@ -26,16 +26,16 @@ from tas.handlers.watches import WATCHES, Watch, on_workload
 from tas.hotswap.controller import NodeHealthController
 from tas.hotswap.replace import ReplacementRules
 from tas.integrations import Framework
+from tas.integrations.job.controller import JOB
+from tas.integrations.jobset.controller import JOB_SET
+from tas.integrations.leaderworkerset.controller import LeaderWorkerSetController
+from tas.integrations.pod.controller import PodController
 from tas.jobframework.namespaces import ManagedNamespaces
 from tas.jobframework.reconciler import JobReconciler
-from tas.jobs.controller import job_controller
-from tas.jobset.jobset import JOB_SET
 from tas.kube import Kube, KubeError
 from tas.kubeconfig import load_connection
 from tas.leader import LeaderElector, LeaseSettings
-from tas.leaderworkerset.controller import LeaderWorkerSetController
 from tas.pacing import Pacer
-from tas.pods.controller import PodController
 from tas.retry import Backoff
 from tas.serial import SerialWorker
 from tas.ungater.worker import Ungater
@@ -104,7 +104,7 @@ class Runtime:
         )
         owners = {"managed": self.managed, **slicing}
         writes = self.leader_kube
-        self.jobs = job_controller(self.state, writes, self.writer, **owners)
+        self.jobs = JobReconciler(JOB, self.state, writes, self.writer, **owners)
         self.jobsets = JobReconciler(JOB_SET, self.state, writes, self.writer, **owners)
         self.pod_groups = PodController(self.state, writes, self.writer, **owners)
         self.leaderworkersets = LeaderWorkerSetController(

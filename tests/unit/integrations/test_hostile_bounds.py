@@ -15,14 +15,14 @@ from hypothesis import strategies as st
 from tas.api.constants import INT32_MAX
 from tas.cache import projections as proj
 from tas.cache.state import ClusterState
+from tas.integrations.leaderworkerset import workload as L
+from tas.integrations.leaderworkerset.controller import LeaderWorkerSetController
+from tas.integrations.pod import group as g
+from tas.integrations.pod import pod as p
+from tas.integrations.pod import webhook
+from tas.integrations.pod.controller import PodController
 from tas.kube import KubeError
-from tas.leaderworkerset import lws as L
-from tas.leaderworkerset.controller import LeaderWorkerSetController
 from tas.pacing import YIELD_EVERY, paced
-from tas.pods import group as g
-from tas.pods import pod as p
-from tas.pods import webhook
-from tas.pods.controller import PodController
 from tas.solver.types import SolverOptions
 from tests.unit.integrations.builders import QUEUE, pod
 

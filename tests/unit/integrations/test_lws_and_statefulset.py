@@ -8,10 +8,10 @@ import copy
 import pytest
 
 from tas import integrations
-from tas.leaderworkerset import lws as L
-from tas.leaderworkerset.controller import waiting_pod
-from tas.pods.controller import work_key
-from tas.statefulset import webhook as sts
+from tas.integrations.leaderworkerset import workload as L
+from tas.integrations.leaderworkerset.controller import waiting_pod
+from tas.integrations.pod.controller import work_key
+from tas.integrations.statefulset import webhook as sts
 from tests.unit.integrations.builders import GROUP, QUEUE, RACK, REQUIRED, container
 
 LWS_TAS = {REQUIRED: RACK, GROUP: "lws-group"}

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from tas.cache import projections as proj
-from tas.pods import group as g
-from tas.pods import webhook
-from tas.pods.controller import start_patch, work_key
+from tas.integrations.pod import group as g
+from tas.integrations.pod import webhook
+from tas.integrations.pod.controller import start_patch, work_key
 from tests.unit.integrations.builders import FLAVORS, QUEUE, RACK, REQUIRED, admitted, pod
 
 GATES = [{"name": "kueue.x-k8s.io/admission"}, {"name": "kueue.x-k8s.io/topology"}]

@@ -1,4 +1,4 @@
-"""Keeps a queued LeaderWorkerSet's group Workloads and its pods' group labels (see lws.py).
+"""Keeps a queued LeaderWorkerSet's group Workloads and its pods' group labels (see workload.py).
 
 Work keys: `("lws", namespace, name)` for a LeaderWorkerSet (its Workloads follow `replicas`),
 `("pod", namespace, name)` for one of its pods waiting for its group labels.
@@ -24,14 +24,14 @@ from tas.cache.projections import WorkloadInfo
 from tas.cache.state import ClusterState
 from tas.config import DEFAULT_MAX_LEADERWORKERSET_REPLICAS
 from tas.integrations import LEADERWORKERSET, Framework
+from tas.integrations.leaderworkerset import workload as L
+from tas.jobframework import pods as p
 from tas.jobframework.creation import create_workload
 from tas.jobframework.namespaces import EVERY_NAMESPACE
 from tas.jobframework.priority import PriorityClassMissing
 from tas.jobframework.workload import queue_name
 from tas.kube import Kube, KubeError, Ref, pod_path, workload_path
-from tas.leaderworkerset import lws as L
 from tas.pacing import paced
-from tas.pods import pod as p
 
 log = logging.getLogger(__name__)
 

@@ -32,10 +32,10 @@ from tas.api.constants import (
 )
 from tas.cache.projections import WorkloadInfo
 from tas.integrations import POD
+from tas.integrations.pod import pod as p
 from tas.jobframework import workload as framework
 from tas.jobframework.interface import Finished
 from tas.jobframework.names import workload_name
-from tas.pods import pod as p
 
 SINGLE_POD_SET = "main"
 MAX_ROLES = 8  # Kueue: "pod group can't include more than 8 roles"

@@ -30,14 +30,14 @@ from tas.api.constants import (
 )
 from tas.cache.projections import FlavorInfo, PodSetAdmission, WorkloadInfo
 from tas.cache.state import ClusterState
+from tas.integrations.pod import group as g
+from tas.integrations.pod import pod as p
 from tas.jobframework.creation import create_workload
 from tas.jobframework.namespaces import EVERY_NAMESPACE
 from tas.jobframework.podset import with_flavor_tolerations
 from tas.jobframework.priority import PriorityClassMissing
 from tas.jobframework.workload import pods_hold_capacity
 from tas.kube import JSON_PATCH, Kube, KubeError, Ref, pod_path, workload_path
-from tas.pods import group as g
-from tas.pods import pod as p
 from tas.solver.types import PodSetRequest
 from tas.workload import transitions
 from tas.workload.writer import WorkloadWriter
@@ -52,7 +52,7 @@ def work_key(pod: Mapping) -> WorkKey | None:
     if p.group_name(pod):
         return ("group", namespace, p.workload_name_of_group(pod) or "")
     if p.suspending_parent(pod):
-        return None  # a LeaderWorkerSet's pod waits for its group labels (leaderworkerset/)
+        return None  # a LeaderWorkerSet's pod waits for its group labels (integrations/leaderworkerset)
     return ("pod", namespace, name)
 
 

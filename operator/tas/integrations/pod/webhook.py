@@ -31,8 +31,8 @@ from tas.api.constants import (
     ROLE_HASH_ANNOTATION,
     TOPOLOGY_SCHEDULING_GATE,
 )
+from tas.integrations.pod import pod as p
 from tas.jobframework.workload import check_placement_group
-from tas.pods import pod as p
 
 LABELS = "metadata.labels"
 ANNOTATIONS = "metadata.annotations"

@@ -11,12 +11,12 @@ from collections.abc import Iterable, Mapping
 
 from tas.cache.projections import FlavorInfo, PodInfo, WorkloadInfo
 from tas.integrations import JOB as JOB_RESOURCE
+from tas.integrations.job import workload as job_workload
+from tas.integrations.job.workload import POD_SET_NAME
 from tas.jobframework import podset
 from tas.jobframework import workload as framework
 from tas.jobframework.interface import Finished, guarded
 from tas.jobframework.podset import toleration_to_api
-from tas.jobs import workload as job_workload
-from tas.jobs.workload import POD_SET_NAME
 from tas.solver.types import Node
 
 __all__ = ["JOB", "Finished", "toleration_to_api"]

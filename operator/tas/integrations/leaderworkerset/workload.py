@@ -8,7 +8,7 @@ LeaderWorkerSet, with two pod sets: "leader" (1 pod) and "worker" (`size - 1`), 
 by their worker index, the leader first.
 
 The LeaderWorkerSet's pod templates are marked by the webhook, so that its pods are gated at
-creation (pods/webhook.py); once a pod carries its group index the operator labels it a member
+creation (integrations/pod/webhook.py); once a pod carries its group index the operator labels it a member
 of its group's Workload (the group name, the prebuilt Workload, the total count and its role),
 and the pod integration admits, starts and keeps it. Scaling `replicas` up creates the new
 groups' Workloads; scaling down deletes those of the groups gone (their pods go with them).

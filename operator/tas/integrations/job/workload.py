@@ -52,7 +52,7 @@ def build_workload(
     partial_slices_enabled: bool = False,
     grouped_slicing_enabled: bool = False,
 ) -> dict:
-    from tas.jobs.lifecycle import JOB
+    from tas.integrations.job.controller import JOB
 
     return framework.build_workload(
         JOB,

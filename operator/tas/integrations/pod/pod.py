@@ -26,15 +26,19 @@ from tas.api.constants import (
     POD_GROUP_NAME_LABEL,
     POD_GROUP_SERVING_ANNOTATION,
     POD_GROUP_TOTAL_COUNT_ANNOTATION,
-    POD_SUSPENDING_PARENT_ANNOTATION,
     PREBUILT_WORKLOAD_LABEL,
     QUEUE_NAME_LABEL,
     RETRIABLE_IN_GROUP_ANNOTATION,
     ROLE_HASH_ANNOTATION,
     TOPOLOGY_SCHEDULING_GATE,
 )
+from tas.jobframework.pods import Key as Key
+from tas.jobframework.pods import annotations as annotations
+from tas.jobframework.pods import key as key
+from tas.jobframework.pods import labels as labels
+from tas.jobframework.pods import meta as meta
+from tas.jobframework.pods import suspending_parent as suspending_parent
 
-Key = tuple[str, str]
 _TOTAL_COUNT = re.compile(r"[0-9]{1,10}")  # ASCII digits, bounded before int()
 
 # The metadata a managed pod's record keeps (the spec and status phase are kept whole).
@@ -62,22 +66,6 @@ def trim(pod: Mapping) -> dict:
     }
 
 
-def meta(pod: Mapping) -> Mapping:
-    return pod.get("metadata") or {}
-
-
-def labels(pod: Mapping) -> Mapping[str, str]:
-    return meta(pod).get("labels") or {}
-
-
-def annotations(pod: Mapping) -> Mapping[str, str]:
-    return meta(pod).get("annotations") or {}
-
-
-def key(pod: Mapping) -> Key:
-    return meta(pod).get("namespace") or "", meta(pod)["name"]
-
-
 def group_name(pod: Mapping) -> str | None:
     return labels(pod).get(POD_GROUP_NAME_LABEL) or None
 
@@ -89,10 +77,6 @@ def workload_name_of_group(pod: Mapping) -> str | None:
 
 def queue(pod: Mapping) -> str | None:
     return labels(pod).get(QUEUE_NAME_LABEL)
-
-
-def suspending_parent(pod: Mapping) -> str | None:
-    return annotations(pod).get(POD_SUSPENDING_PARENT_ANNOTATION)
 
 
 def phase(pod: Mapping) -> str:

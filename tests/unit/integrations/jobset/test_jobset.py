@@ -7,9 +7,9 @@ import pytest
 
 from tas.api.annotations import TopologyRequestError
 from tas.cache import projections as proj
+from tas.integrations.jobset.controller import JOB_SET
 from tas.jobframework.podset import merge_patch
 from tas.jobframework.workload import build_workload, needs_new_workload
-from tas.jobset.jobset import JOB_SET
 from tests.unit.integrations.builders import (
     BLOCK,
     FLAVORS,
