@@ -36,6 +36,16 @@ def queue_name(obj: Mapping) -> str | None:
     return ((obj.get("metadata") or {}).get("labels") or {}).get(QUEUE_NAME_LABEL)
 
 
+def pods_at_once(job_spec: Mapping) -> int:
+    """A batch/v1 JobSpec's pods at once (a Job's, a JobSet's replicatedJob's): parallelism
+    (default 1), never more than completions."""
+    parallelism = job_spec.get("parallelism")
+    count = 1 if parallelism is None else int(parallelism)
+    if job_spec.get("completions") is not None:
+        count = min(count, int(job_spec["completions"]))
+    return count
+
+
 def pod_set(
     name: str,
     count: int,

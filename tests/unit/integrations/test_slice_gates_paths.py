@@ -11,7 +11,7 @@ from tas import features
 from tas.admission.decide import decide
 from tas.cache import projections as proj
 from tas.handlers.runtime import slicing_gates
-from tas.integrations.job.workload import build_workload
+from tas.integrations.job.controller import build_workload
 from tas.integrations.leaderworkerset import workload as L
 from tas.solver.types import SolverOptions
 from tests.unit.admission.fixtures import BLOCK, RACK, make_state, node, workload

@@ -1,7 +1,10 @@
-"""batch/v1 Job as a GenericJob (jobframework/interface.py): pure decisions, no I/O.
+"""batch/v1 Job as a GenericJob (jobframework/interface.py), as Kueue's
+pkg/controller/jobs/job/job_controller.go: pure decisions, no I/O; jobframework's JobReconciler
+drives it (handlers/runtime.py makes one for JOB).
 
-A Job has one pod template, the pod set "main". It is held suspended until admitted; a
-suspended Job keeps its startTime, and with it an immutable template, until Kueue (or we)
+A Job has one pod template, the pod set "main" of `parallelism` pods (never more than
+`completions`), its pods ranked by their completion index. It is held suspended until admitted;
+a suspended Job keeps its startTime, and with it an immutable template, until Kueue (or we)
 clear it.
 """
 
@@ -9,10 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from tas.api.constants import JOB_COMPLETION_INDEX_LABEL
 from tas.cache.projections import FlavorInfo, PodInfo, WorkloadInfo
 from tas.integrations import JOB as JOB_RESOURCE
-from tas.integrations.job import workload as job_workload
-from tas.integrations.job.workload import POD_SET_NAME
 from tas.jobframework import podset
 from tas.jobframework import workload as framework
 from tas.jobframework.interface import Finished, guarded
@@ -20,6 +22,13 @@ from tas.jobframework.podset import toleration_to_api
 from tas.solver.types import Node
 
 __all__ = ["JOB", "Finished", "toleration_to_api"]
+
+POD_SET_NAME = "main"
+
+
+def pod_count(job: Mapping) -> int:
+    """Pods the Job runs at once: parallelism (default 1), never more than completions."""
+    return framework.pods_at_once(job.get("spec") or {})
 
 
 def finished(job: Mapping) -> Finished | None:
@@ -111,12 +120,18 @@ class _Job:
         partial_slices_enabled: bool = False,
         grouped_slicing_enabled: bool = False,
     ) -> list[dict]:
-        return job_workload.pod_sets(
-            obj,
-            multi_layer_enabled=multi_layer_enabled,
-            partial_slices_enabled=partial_slices_enabled,
-            grouped_slicing_enabled=grouped_slicing_enabled,
-        )
+        """The one pod set; raises TopologyRequestError for invalid topology annotations."""
+        return [
+            framework.pod_set(
+                POD_SET_NAME,
+                pod_count(obj),
+                _template(obj),
+                pod_index_label=JOB_COMPLETION_INDEX_LABEL,
+                multi_layer_enabled=multi_layer_enabled,
+                partial_slices_enabled=partial_slices_enabled,
+                grouped_slicing_enabled=grouped_slicing_enabled,
+            )
+        ]
 
     def priority(self, obj: Mapping) -> int:
         return framework.template_priority(_template(obj))
@@ -130,3 +145,20 @@ class _Job:
 
 
 JOB = _Job()
+
+
+def build_workload(
+    job: Mapping,
+    *,
+    multi_layer_enabled: bool = True,
+    partial_slices_enabled: bool = False,
+    grouped_slicing_enabled: bool = False,
+) -> dict:
+    """The Job's Workload (its priority the template's own: see jobframework.build_workload)."""
+    return framework.build_workload(
+        JOB,
+        job,
+        multi_layer_enabled=multi_layer_enabled,
+        partial_slices_enabled=partial_slices_enabled,
+        grouped_slicing_enabled=grouped_slicing_enabled,
+    )

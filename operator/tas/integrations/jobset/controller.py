@@ -35,13 +35,7 @@ def pod_template(replicated_job: Mapping) -> dict:
 
 
 def pods_per_job(replicated_job: Mapping) -> int:
-    """A Job's pods at once: parallelism (default 1), never more than completions."""
-    spec = (replicated_job.get("template") or {}).get("spec") or {}
-    parallelism = spec.get("parallelism")
-    count = 1 if parallelism is None else int(parallelism)
-    if spec.get("completions") is not None:
-        count = min(count, int(spec["completions"]))
-    return count
+    return framework.pods_at_once((replicated_job.get("template") or {}).get("spec") or {})
 
 
 def replicas(replicated_job: Mapping) -> int:

@@ -3,7 +3,7 @@ import copy
 from tas.api.topologyassignment import v1beta1_to_v1beta2
 from tas.cache import projections as proj
 from tas.integrations.job import controller as lifecycle
-from tas.integrations.job.workload import build_workload, pod_count
+from tas.integrations.job.controller import build_workload, pod_count
 from tas.solver.types import Node
 
 GATE = "kueue.x-k8s.io/topology"
