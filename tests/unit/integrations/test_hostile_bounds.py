@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from tas.api.constants import INT32_MAX
 from tas.cache import projections as proj
 from tas.cache.state import ClusterState
+from tas.integrations.leaderworkerset import webhook as lws_webhook
 from tas.integrations.leaderworkerset import workload as L
 from tas.integrations.leaderworkerset.controller import LeaderWorkerSetController
 from tas.integrations.pod import group as g
@@ -245,7 +246,7 @@ def leaderworkerset(replicas=2, size=3, **extra) -> dict:
     ],
 )
 def test_the_webhook_refuses_numbers_past_the_bound_naming_the_field_and_the_bound(obj, old, field):
-    [error] = L.validate(obj, old, max_replicas=1000)
+    [error] = lws_webhook.validate(obj, old, max_replicas=1000)
     assert error.startswith(f"{field}: Invalid value")
     assert ("1000" if field == "spec.replicas" else str(INT32_MAX)) in error
 
@@ -261,7 +262,7 @@ def test_the_webhook_refuses_numbers_past_the_bound_naming_the_field_and_the_bou
     ids=["at-the-bound", "zero", "over-a-lowered-bound-scaling-down", "over-it-unchanged"],
 )
 def test_an_object_within_the_bound_or_not_growing_past_it_passes(obj, old):
-    assert L.validate(obj, old, max_replicas=1000) == []
+    assert lws_webhook.validate(obj, old, max_replicas=1000) == []
 
 
 def count_calls(monkeypatch, module, name: str, limit: int) -> list[int]:

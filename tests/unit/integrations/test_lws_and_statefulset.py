@@ -8,6 +8,7 @@ import copy
 import pytest
 
 from tas import integrations
+from tas.integrations.leaderworkerset import webhook as lws_webhook
 from tas.integrations.leaderworkerset import workload as L
 from tas.integrations.leaderworkerset.controller import waiting_pod
 from tas.integrations.pod.controller import work_key
@@ -90,7 +91,9 @@ def test_without_a_leader_template_the_group_is_one_pod_set_main():
     ids=["bad-leader-level", "slice-size-alone", "group-modes-differ"],
 )
 def test_invalid_annotations_are_refused_naming_the_template(leader, worker, where, annotation):
-    errors = L.validate(leaderworkerset(leader_annotations=leader, worker_annotations=worker))
+    errors = lws_webhook.validate(
+        leaderworkerset(leader_annotations=leader, worker_annotations=worker)
+    )
     assert len(errors) == 1
     assert f"spec.leaderWorkerTemplate.{where}.metadata.annotations" in errors[0]
     assert f'annotation "{annotation}"' in errors[0]
@@ -100,11 +103,11 @@ def test_the_queue_name_cannot_change():
     old = leaderworkerset()
     new = copy.deepcopy(old)
     new["metadata"]["labels"][QUEUE] = "other"
-    assert L.validate(new, old) == [f"metadata.labels[{QUEUE}]: field is immutable"]
+    assert lws_webhook.validate(new, old) == [f"metadata.labels[{QUEUE}]: field is immutable"]
 
 
 def test_the_webhook_marks_both_templates_so_their_pods_are_gated():
-    patch = L.mutate(leaderworkerset())["spec"]["leaderWorkerTemplate"]
+    patch = lws_webhook.mutate(leaderworkerset())["spec"]["leaderWorkerTemplate"]
     for template in ("leaderTemplate", "workerTemplate"):
         meta = patch[template]["metadata"]
         assert meta["labels"] == {QUEUE: "q"}
@@ -112,7 +115,7 @@ def test_the_webhook_marks_both_templates_so_their_pods_are_gated():
             "kueue.x-k8s.io/pod-suspending-parent": "leaderworkerset.x-k8s.io/leaderworkerset",
             "kueue.x-k8s.io/pod-group-serving": "true",
         }
-    assert L.mutate({"metadata": {"name": "x"}, "spec": {}}) == {}
+    assert lws_webhook.mutate({"metadata": {"name": "x"}, "spec": {}}) == {}
 
 
 def lws_pod(name: str, *, group_index: str | None = "1", worker: bool = False) -> dict:

@@ -25,16 +25,12 @@ from tas.api.constants import (
     IS_GROUP_WORKLOAD_ANNOTATION,
     LWS_WORKER_INDEX_LABEL,
     POD_GROUP_NAME_LABEL,
-    POD_GROUP_SERVING_ANNOTATION,
     POD_GROUP_TOTAL_COUNT_ANNOTATION,
-    POD_SUSPENDING_PARENT_ANNOTATION,
     PREBUILT_WORKLOAD_LABEL,
-    QUEUE_NAME_LABEL,
     ROLE_HASH_ANNOTATION,
 )
 from tas.cache.projections import PodDefaults, workload_from_object
-from tas.config import DEFAULT_MAX_LEADERWORKERSET_REPLICAS
-from tas.integrations import LEADERWORKERSET, Framework
+from tas.integrations import LEADERWORKERSET
 from tas.jobframework import workload as framework
 from tas.jobframework.names import workload_name
 from tas.jobframework.resources import with_pod_defaults
@@ -194,55 +190,6 @@ def group_workload(
         ),
         annotations={IS_GROUP_WORKLOAD_ANNOTATION: "true"},
     )
-
-
-def mutate(lws: Mapping) -> dict:
-    """The merge patch that marks both pod templates, so that the pods are gated at creation;
-    {} for a LeaderWorkerSet without a queue. Beyond Kueue, which marks them with annotations
-    only, the queue-name label goes on them too: the pod webhook is called only for pods that
-    carry it."""
-    queue = framework.queue_name(lws)
-    if not queue:
-        return {}
-    mark = {
-        "metadata": {
-            "labels": {QUEUE_NAME_LABEL: queue},
-            "annotations": {
-                POD_SUSPENDING_PARENT_ANNOTATION: str(Framework.LEADERWORKERSET),
-                POD_GROUP_SERVING_ANNOTATION: "true",
-            },
-        }
-    }
-    out: dict = {"workerTemplate": mark}
-    if leader_template(lws) is not None:
-        out["leaderTemplate"] = mark
-    return {"spec": {"leaderWorkerTemplate": out}}
-
-
-def validate(
-    lws: Mapping,
-    old: Mapping | None = None,
-    *,
-    max_replicas: int = DEFAULT_MAX_LEADERWORKERSET_REPLICAS,
-    multi_layer_enabled: bool = True,
-    partial_slices_enabled: bool = False,
-    grouped_slicing_enabled: bool = False,
-) -> list[str]:
-    errors = bound_problems(lws, max_replicas, old)
-    if errors:
-        return errors
-    try:
-        pod_sets(
-            lws,
-            multi_layer_enabled=multi_layer_enabled,
-            partial_slices_enabled=partial_slices_enabled,
-            grouped_slicing_enabled=grouped_slicing_enabled,
-        )
-    except TopologyRequestError as exc:
-        errors.append(str(exc))
-    if old is not None and framework.queue_name(old) != framework.queue_name(lws):
-        errors.append(f"metadata.labels[{QUEUE_NAME_LABEL}]: field is immutable")
-    return errors
 
 
 def pod_membership(pod: Mapping, lws: Mapping) -> dict | None:
