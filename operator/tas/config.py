@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tas import features
-from tas.integrations import Integrations
-from tas.integrations import defaults as default_integrations
+from tas.api.frameworks import Integrations
+from tas.api.frameworks import defaults as default_integrations
 
 # The largest AdmissionReview body the webhooks read; a larger one is refused (413) unread.
 # A review carries the object, for an UPDATE its old version too, each with its managedFields

@@ -28,11 +28,11 @@ from kopf._core.reactor.inventory import ResourceMemories  # for ForgetfulMemori
 
 from tas import metrics
 from tas.api.constants import QUEUE_NAME_LABEL
+from tas.api.frameworks import RESOURCES, Framework
 from tas.config import Settings
 from tas.features import Gate
 from tas.handlers.runtime import Runtime, slicing_gates
 from tas.handlers.watches import owned_by_jobset
-from tas.integrations import RESOURCES, Framework
 from tas.integrations.job import webhook as job_webhook
 from tas.integrations.jobset import webhook as jobset_webhook
 from tas.integrations.leaderworkerset import webhook as lws_webhook

@@ -16,6 +16,7 @@ import signal
 
 from tas import metrics, migrate
 from tas.admission.loop import AdmissionLoop
+from tas.api.frameworks import Framework
 from tas.cache import projections as proj
 from tas.cache.reflector import Reflector
 from tas.cache.state import ClusterState
@@ -25,7 +26,6 @@ from tas.fence import FencedKube
 from tas.handlers.watches import WATCHES, Watch, on_workload
 from tas.hotswap.controller import NodeHealthController
 from tas.hotswap.replace import ReplacementRules
-from tas.integrations import Framework
 from tas.integrations.job.controller import JOB
 from tas.integrations.jobset.controller import JOB_SET
 from tas.integrations.leaderworkerset.controller import LeaderWorkerSetController

@@ -19,10 +19,10 @@ from tas.cache.projections import PodInfo, WorkloadInfo
 from tas.cache.state import ClusterState
 from tas.hotswap.health import Health, node_health
 from tas.hotswap.replace import eviction_threshold, evicts_on_another_failure
-from tas.jobframework.pods import fail_pod
 from tas.kube import Kube, Ref
 from tas.solver.types import Toleration
 from tas.workload import transitions
+from tas.workload.pods import fail_pod
 from tas.workload.writer import WorkloadWriter, evict
 
 log = logging.getLogger(__name__)

@@ -18,10 +18,10 @@ from tas.api.numazones import format_numa_zones
 from tas.cache import placementgroups
 from tas.cache.projections import Key
 from tas.cache.state import ClusterState
-from tas.jobframework.pods import fail_pod
 from tas.kube import STRATEGIC, Kube, KubeError, gather_bounded, pod_path
 from tas.ungater.plan import Ungate, plan, stranded
 from tas.ungater.ranks import group_offsets, rule_for
+from tas.workload.pods import fail_pod
 
 log = logging.getLogger(__name__)
 PATCHES_IN_FLIGHT = 16  # pod patches of one workload at once

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from tas.api.constants import JOB_COMPLETION_INDEX_LABEL
+from tas.api.frameworks import JOB as JOB_RESOURCE
 from tas.cache.projections import FlavorInfo, PodInfo, WorkloadInfo
-from tas.integrations import JOB as JOB_RESOURCE
 from tas.jobframework import podset
 from tas.jobframework import workload as framework
 from tas.jobframework.interface import Finished, guarded

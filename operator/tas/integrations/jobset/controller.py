@@ -17,8 +17,8 @@ from collections.abc import Mapping
 
 from tas.api.annotations import TopologyRequestError, validate_pod_set_groups
 from tas.api.constants import JOB_COMPLETION_INDEX_LABEL, JOBSET_JOB_INDEX_LABEL
+from tas.api.frameworks import JOBSET
 from tas.cache.projections import FlavorInfo, WorkloadInfo, workload_from_object
-from tas.integrations import JOBSET
 from tas.jobframework import podset
 from tas.jobframework import workload as framework
 from tas.jobframework.interface import Finished, guarded

@@ -20,10 +20,10 @@ from tas.api.constants import (
     REASON_INVALID_TOPOLOGY_REQUEST,
     REASON_PRIORITY_CLASS_NOT_FOUND,
 )
+from tas.api.frameworks import LEADERWORKERSET, Framework
 from tas.cache.projections import WorkloadInfo
 from tas.cache.state import ClusterState
 from tas.config import DEFAULT_MAX_LEADERWORKERSET_REPLICAS
-from tas.integrations import LEADERWORKERSET, Framework
 from tas.integrations.leaderworkerset import workload as L
 from tas.jobframework import pods as p
 from tas.jobframework.creation import create_workload

@@ -15,8 +15,8 @@ from tas.api.constants import (
     POD_SUSPENDING_PARENT_ANNOTATION,
     QUEUE_NAME_LABEL,
 )
+from tas.api.frameworks import Framework
 from tas.config import DEFAULT_MAX_LEADERWORKERSET_REPLICAS
-from tas.integrations import Framework
 from tas.integrations.leaderworkerset.workload import bound_problems, leader_template, pod_sets
 from tas.jobframework.workload import queue_name
 

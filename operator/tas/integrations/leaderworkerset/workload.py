@@ -29,8 +29,8 @@ from tas.api.constants import (
     PREBUILT_WORKLOAD_LABEL,
     ROLE_HASH_ANNOTATION,
 )
+from tas.api.frameworks import LEADERWORKERSET
 from tas.cache.projections import PodDefaults, workload_from_object
-from tas.integrations import LEADERWORKERSET
 from tas.jobframework import workload as framework
 from tas.jobframework.names import workload_name
 from tas.jobframework.resources import with_pod_defaults

@@ -30,8 +30,8 @@ from tas.api.constants import (
     POD_GROUP_TOTAL_COUNT_ANNOTATION,
     PREFIX,
 )
+from tas.api.frameworks import POD
 from tas.cache.projections import WorkloadInfo
-from tas.integrations import POD
 from tas.integrations.pod import pod as p
 from tas.jobframework import workload as framework
 from tas.jobframework.interface import Finished

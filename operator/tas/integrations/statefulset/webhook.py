@@ -34,7 +34,7 @@ from tas.api.constants import (
     QUEUE_NAME_LABEL,
     STATEFULSET_POD_INDEX_LABEL,
 )
-from tas.integrations import STATEFULSET, Framework
+from tas.api.frameworks import STATEFULSET, Framework
 from tas.jobframework.names import workload_name
 from tas.jobframework.workload import queue_name
 

@@ -8,8 +8,8 @@ import asyncio
 import pytest
 
 from tas.api.constants import POD_COND_TERMINATED_BY_KUEUE
-from tas.jobframework.pods import fail_pod
 from tas.kube import STRATEGIC, KubeError
+from tas.workload.pods import fail_pod
 
 
 class StatusKube:
