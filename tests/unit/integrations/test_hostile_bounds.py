@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 
 from tas.api.constants import INT32_MAX
 from tas.cache import projections as proj
-from tas.cache.state import ClusterState
 from tas.integrations.leaderworkerset import webhook as lws_webhook
 from tas.integrations.leaderworkerset import workload as L
 from tas.integrations.leaderworkerset.controller import LeaderWorkerSetController
@@ -24,45 +23,11 @@ from tas.integrations.pod import webhook
 from tas.integrations.pod.controller import PodController
 from tas.kube import KubeError
 from tas.pacing import YIELD_EVERY, paced
-from tas.solver.types import SolverOptions
-from tests.unit.integrations.builders import QUEUE, pod
+from tests.unit.integrations.builders import RecordingKube, leaderworkerset, pod, state
 
 COUNT = "kueue.x-k8s.io/pod-group-total-count"
 FAST = {"kueue.x-k8s.io/pod-group-fast-admission": "true"}
 BIG = 10**7  # today's [pod] * total: 76 MiB for this one pod group (999,999,999 is 7.5 GiB)
-
-
-class RecordingKube:
-    """The API calls a controller makes, answered at once (`refuse`: creates answered so)."""
-
-    def __init__(self, refuse: KubeError | None = None) -> None:
-        self.created: list[dict] = []
-        self.events: list[tuple[str, str, str]] = []  # (object name, reason, message)
-        self.patches: list[tuple[str, dict]] = []
-        self.deleted: list[str] = []
-        self.refuse = refuse
-
-    async def create(self, path, body):
-        if self.refuse is not None:
-            raise self.refuse
-        self.created.append(body)
-        return body
-
-    async def event(self, ref, type_, reason, message):
-        self.events.append((ref.name, reason, message))
-
-    async def patch(self, path, body, content_type=None):
-        self.patches.append((path, body))
-        return {}
-
-    async def delete(self, path):
-        self.deleted.append(path)
-
-
-def state() -> ClusterState:
-    out = ClusterState(SolverOptions())
-    out.upsert_namespace("ns", {"kubernetes.io/metadata.name": "ns"})
-    return out
 
 
 def peak_bytes(run) -> int:
@@ -211,17 +176,6 @@ def test_an_incomplete_groups_deleted_pods_are_let_go_and_then_forgotten():
 
 
 # ---- LeaderWorkerSets ----------------------------------------------------------------------------
-
-
-def leaderworkerset(replicas=2, size=3, **extra) -> dict:
-    template = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
-    return {
-        "metadata": {"name": "lws", "namespace": "ns", "uid": "lws-uid", "labels": {QUEUE: "q"}},
-        "spec": {
-            "replicas": replicas,
-            "leaderWorkerTemplate": {"size": size, "workerTemplate": template, **extra},
-        },
-    }
 
 
 @pytest.mark.parametrize(

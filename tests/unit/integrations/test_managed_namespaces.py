@@ -21,8 +21,7 @@ from tas.jobframework.namespaces import ManagedNamespaces
 from tas.jobframework.reconciler import JobReconciler
 from tas.kube import Kube
 from tas.kubeconfig import Connection
-from tests.unit.integrations.builders import QUEUE, pod
-from tests.unit.integrations.test_hostile_bounds import RecordingKube, leaderworkerset, state
+from tests.unit.integrations.builders import QUEUE, RecordingKube, leaderworkerset, pod, state
 
 NAME = "kubernetes.io/metadata.name"
 

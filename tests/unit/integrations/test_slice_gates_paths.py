@@ -17,7 +17,7 @@ from tas.integrations.leaderworkerset import workload as L
 from tas.solver.types import SolverOptions
 from tests.unit.admission.fixtures import BLOCK, RACK, make_state, node, workload
 from tests.unit.integrations.builders import GROUP, QUEUE, REQUIRED, SLICE_SIZE, SLICE_TOPOLOGY
-from tests.unit.integrations.test_lws_and_statefulset import leaderworkerset
+from tests.unit.integrations.builders import leader_and_workers as leaderworkerset
 
 BOTH_ON = {"partial_slices_enabled": True, "grouped_slicing_enabled": True}
 

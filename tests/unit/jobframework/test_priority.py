@@ -7,8 +7,12 @@ import pytest
 from tas.api.constants import POD_PRIORITY_CLASS, WORKLOAD_PRIORITY_CLASS
 from tas.cache.projections import PodPriorityClass, pod_priority_class_from_object
 from tas.integrations.job.controller import JOB
+from tas.integrations.leaderworkerset import workload as L
+from tas.integrations.pod import group as g
 from tas.jobframework.priority import Priority, PriorityClassMissing, resolve
 from tas.jobframework.workload import build_workload
+from tests.unit.integrations.builders import leader_and_workers as leaderworkerset
+from tests.unit.integrations.builders import pod
 
 WPC = {"high": 1000, "low": 10}
 PCS = {
@@ -104,11 +108,6 @@ def test_a_jobs_workload_carries_the_resolved_priority():
 
 
 def test_pods_and_leaderworkersets_resolve_their_priority_too():
-    from tas.integrations.leaderworkerset import workload as L
-    from tas.integrations.pod import group as g
-    from tests.unit.integrations.builders import pod
-    from tests.unit.integrations.test_lws_and_statefulset import leaderworkerset
-
     lone = pod("p", labels={"kueue.x-k8s.io/priority-class": "high"})
     wl = g.single_workload(lone, classes=(WPC, PCS))
     assert (wl["spec"]["priority"], wl["spec"]["priorityClassRef"]["name"]) == (1000, "high")

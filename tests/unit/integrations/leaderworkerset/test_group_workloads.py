@@ -1,5 +1,5 @@
-"""LeaderWorkerSet and StatefulSet: their Workloads, webhooks and pods' group labels (Kueue's
-leaderworkerset and statefulset tests' scenarios)."""
+"""LeaderWorkerSet: a Workload per group, its webhooks, and its pods' group labels (Kueue's
+leaderworkerset tests' scenarios)."""
 
 from __future__ import annotations
 
@@ -7,36 +7,14 @@ import copy
 
 import pytest
 
-from tas import integrations
 from tas.integrations.leaderworkerset import webhook as lws_webhook
 from tas.integrations.leaderworkerset import workload as L
 from tas.integrations.leaderworkerset.controller import waiting_pod
 from tas.integrations.pod.controller import work_key
-from tas.integrations.statefulset import webhook as sts
-from tests.unit.integrations.builders import GROUP, QUEUE, RACK, REQUIRED, container
+from tests.unit.integrations.builders import GROUP, QUEUE, RACK, REQUIRED
+from tests.unit.integrations.builders import leader_and_workers as leaderworkerset
 
 LWS_TAS = {REQUIRED: RACK, GROUP: "lws-group"}
-
-
-def leaderworkerset(
-    *, size=3, replicas=2, leader=True, leader_annotations=None, worker_annotations=None
-) -> dict:
-    templates = {
-        "size": size,
-        "workerTemplate": {
-            "metadata": {"annotations": dict(worker_annotations or {})},
-            "spec": {"containers": [container("200m")]},
-        },
-    }
-    if leader:
-        templates["leaderTemplate"] = {
-            "metadata": {"annotations": dict(leader_annotations or {})},
-            "spec": {"containers": [container("100m")]},
-        }
-    return {
-        "metadata": {"name": "nginx", "namespace": "ns", "uid": "lws-uid", "labels": {QUEUE: "q"}},
-        "spec": {"replicas": replicas, "leaderWorkerTemplate": templates},
-    }
 
 
 def test_each_group_is_a_workload_of_a_leader_and_its_workers():
@@ -157,81 +135,3 @@ def test_a_pod_joins_the_workload_of_its_group(worker, role):
     joined = copy.deepcopy(pod)
     joined["metadata"]["labels"].update(patch["metadata"]["labels"])
     assert not waiting_pod(joined) and work_key(joined) == ("group", "ns", name)
-
-
-# ---- StatefulSet -------------------------------------------------------------------------------
-
-
-def statefulset(replicas=3, ready=0, status_replicas=0, queue="q") -> dict:
-    labels = {QUEUE: queue} if queue else {}
-    return {
-        "metadata": {"name": "web", "namespace": "ns", "labels": labels},
-        "spec": {"replicas": replicas, "template": {"metadata": {}, "spec": {}}},
-        "status": {"readyReplicas": ready, "replicas": status_replicas},
-    }
-
-
-def test_a_queued_statefulsets_pods_are_one_serving_group_of_its_replicas():
-    meta = sts.mutate(statefulset(replicas=3))["spec"]["template"]["metadata"]
-    assert meta["labels"] == {
-        "kueue.x-k8s.io/managed": "true",
-        "kueue.x-k8s.io/pod-group-name": "statefulset-web-ac922",  # Kueue's name, checked in Go
-        QUEUE: "q",
-    }
-    assert meta["annotations"] == {
-        "kueue.x-k8s.io/pod-suspending-parent": "statefulset",
-        "kueue.x-k8s.io/pod-group-total-count": "3",
-        "kueue.x-k8s.io/pod-group-fast-admission": "true",
-        "kueue.x-k8s.io/pod-group-serving": "true",
-        "kueue.x-k8s.io/pod-group-pod-index-label": "apps.kubernetes.io/pod-index",
-    }
-    assert sts.mutate(statefulset(queue=None)) == {}
-
-
-@pytest.mark.parametrize(
-    ("old", "new", "errors"),
-    [
-        (statefulset(3), statefulset(3), []),
-        (statefulset(3), statefulset(0), []),
-        (statefulset(0), statefulset(2), []),
-        (statefulset(3), statefulset(4), ["spec.replicas: field is immutable"]),
-        (statefulset(0), statefulset(2, status_replicas=1), ["scaling down is still in progress"]),
-        (statefulset(3, ready=2), statefulset(3, queue="other"), ["field is immutable"]),
-        (statefulset(3), statefulset(3, queue="other"), []),  # nothing runs yet
-    ],
-    ids=[
-        "same",
-        "to-zero",
-        "from-zero",
-        "resize",
-        "still-scaling-down",
-        "queue-while-running",
-        "queue-while-idle",
-    ],
-)
-def test_a_queued_statefulset_scales_only_to_and_from_zero(old, new, errors):
-    found = sts.validate_update(old, new)
-    assert len(found) == len(errors), found
-    for error, part in zip(found, errors, strict=True):
-        assert part in error
-
-
-# ---- --integrations ----------------------------------------------------------------------------
-
-
-def test_integrations_are_kueues_framework_names_and_imply_pod():
-    enabled = integrations.parse("statefulset")
-    assert enabled.enabled(integrations.Framework.STATEFULSET)
-    assert enabled.enabled(integrations.Framework.POD)  # its pods are a pod group
-    assert not enabled.enabled(integrations.Framework.JOB)
-    assert integrations.defaults().names() == ["batch/job"]  # Kueue's Configuration default
-    assert integrations.parse(" batch/job , pod ").names() == ["batch/job", "pod"]
-    with pytest.raises(integrations.IntegrationsError, match=r"'kubeflow\.org/mpijob'"):
-        integrations.parse("batch/job,kubeflow.org/mpijob")
-
-
-def test_the_flag_wins_over_the_environment():
-    env = {"TAS_INTEGRATIONS": "pod"}
-    assert integrations.from_env_and_flag(None, env).names() == ["pod"]
-    assert integrations.from_env_and_flag("batch/job", env).names() == ["batch/job"]
-    assert integrations.from_env_and_flag(None, {}).names() == ["batch/job"]
