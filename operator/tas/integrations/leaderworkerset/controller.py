@@ -13,12 +13,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Container, Mapping
 
-from tas.api.annotations import TopologyRequestError
 from tas.api.constants import (
     POD_GROUP_NAME_LABEL,
     REASON_ERR_WORKLOAD_COMPOSE,
-    REASON_INVALID_TOPOLOGY_REQUEST,
-    REASON_PRIORITY_CLASS_NOT_FOUND,
 )
 from tas.api.frameworks import LEADERWORKERSET, Framework
 from tas.cache.projections import WorkloadInfo
@@ -26,9 +23,8 @@ from tas.cache.state import ClusterState
 from tas.config import DEFAULT_MAX_LEADERWORKERSET_REPLICAS
 from tas.integrations.leaderworkerset import workload as L
 from tas.jobframework import pods as p
-from tas.jobframework.creation import create_workload
+from tas.jobframework.creation import NOT_BUILT, create_workload, not_built_reason
 from tas.jobframework.namespaces import EVERY_NAMESPACE
-from tas.jobframework.priority import PriorityClassMissing
 from tas.jobframework.workload import queue_name
 from tas.kube import Kube, KubeError, Ref, pod_path, workload_path
 from tas.pacing import paced
@@ -161,11 +157,8 @@ class LeaderWorkerSetController:
                 classes=self.state.priority_classes(),
                 defaults=self.state.pod_defaults(meta["namespace"]),
             )
-        except TopologyRequestError as exc:
-            await self._refuse(lws, str(exc), REASON_INVALID_TOPOLOGY_REQUEST)
-            return
-        except PriorityClassMissing as exc:
-            await self._refuse(lws, str(exc), REASON_PRIORITY_CLASS_NOT_FOUND)
+        except NOT_BUILT as exc:
+            await self._refuse(lws, str(exc), not_built_reason(exc))
             return
         self._reported.pop((meta["namespace"], meta["name"]), None)
         for index in indexes:

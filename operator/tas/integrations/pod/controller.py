@@ -13,7 +13,6 @@ import logging
 from collections import defaultdict
 from collections.abc import Container, Mapping
 
-from tas.api.annotations import TopologyRequestError
 from tas.api.conditions import now_rfc3339
 from tas.api.constants import (
     ADMISSION_SCHEDULING_GATE,
@@ -23,8 +22,6 @@ from tas.api.constants import (
     PODSET_LABEL,
     PODSET_UNCONSTRAINED_TOPOLOGY,
     REASON_ERR_WORKLOAD_COMPOSE,
-    REASON_INVALID_TOPOLOGY_REQUEST,
-    REASON_PRIORITY_CLASS_NOT_FOUND,
     TOPOLOGY_SCHEDULING_GATE,
     WORKLOAD_ANNOTATION,
 )
@@ -32,10 +29,9 @@ from tas.cache.projections import FlavorInfo, PodSetAdmission, WorkloadInfo
 from tas.cache.state import ClusterState
 from tas.integrations.pod import group as g
 from tas.integrations.pod import pod as p
-from tas.jobframework.creation import create_workload
+from tas.jobframework.creation import NOT_BUILT, create_workload, not_built_reason
 from tas.jobframework.namespaces import EVERY_NAMESPACE
 from tas.jobframework.podset import with_flavor_tolerations
-from tas.jobframework.priority import PriorityClassMissing
 from tas.jobframework.workload import pods_hold_capacity
 from tas.kube import JSON_PATCH, Kube, KubeError, Ref, pod_path, workload_path
 from tas.solver.types import PodSetRequest
@@ -202,11 +198,8 @@ class PodController:
                 grouped_slicing_enabled=self.grouped_slicing_enabled,
                 classes=self.state.priority_classes(),
             )
-        except TopologyRequestError as exc:
-            await self.kube.event(_ref(pod), "Warning", REASON_INVALID_TOPOLOGY_REQUEST, str(exc))
-            return
-        except PriorityClassMissing as exc:
-            await self.kube.event(_ref(pod), "Warning", REASON_PRIORITY_CLASS_NOT_FOUND, str(exc))
+        except NOT_BUILT as exc:
+            await self.kube.event(_ref(pod), "Warning", not_built_reason(exc), str(exc))
             return
         await self._create(workload, pod, f"pod {'/'.join(p.key(pod))}")
 
@@ -301,15 +294,8 @@ class PodController:
                 grouped_slicing_enabled=self.grouped_slicing_enabled,
                 classes=self.state.priority_classes(),
             )
-        except TopologyRequestError as exc:
-            await self.kube.event(
-                _ref(group.first), "Warning", REASON_INVALID_TOPOLOGY_REQUEST, str(exc)
-            )
-            return
-        except PriorityClassMissing as exc:
-            await self.kube.event(
-                _ref(group.first), "Warning", REASON_PRIORITY_CLASS_NOT_FOUND, str(exc)
-            )
+        except NOT_BUILT as exc:
+            await self.kube.event(_ref(group.first), "Warning", not_built_reason(exc), str(exc))
             return
         if len(workload["spec"]["podSets"]) > g.MAX_ROLES:
             await self.kube.event(
