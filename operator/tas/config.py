@@ -83,7 +83,7 @@ class Settings:
     kubeconfig: str | None = None
     namespaces: tuple[str, ...] = ()  # empty: every namespace
     gates: features.FeatureGates = field(default_factory=features.defaults)
-    # Which kinds are admitted (Kueue's integrations.frameworks): tas/integrations/__init__.py.
+    # Which kinds are admitted (Kueue's integrations.frameworks): api/frameworks.py.
     integrations: Integrations = field(default_factory=default_integrations)
     # Admission webhooks: where the API server reaches this process.
     webhook_listen: str = "127.0.0.1"
