@@ -17,6 +17,7 @@ import signal
 from tas import metrics, migrate
 from tas.admission.loop import AdmissionLoop
 from tas.api.annotations import SlicingGates
+from tas.api.frameworks import Framework
 from tas.cache import projections as proj
 from tas.cache.reflector import Reflector
 from tas.cache.state import ClusterState
@@ -26,17 +27,16 @@ from tas.fence import FencedKube
 from tas.handlers.watches import WATCHES, Watch, on_workload
 from tas.hotswap.controller import NodeHealthController
 from tas.hotswap.replace import ReplacementRules
-from tas.integrations import Framework
+from tas.integrations.job.controller import JOB
+from tas.integrations.jobset.controller import JOB_SET
+from tas.integrations.leaderworkerset.controller import LeaderWorkerSetController
+from tas.integrations.pod.controller import PodController
 from tas.jobframework.namespaces import ManagedNamespaces
 from tas.jobframework.reconciler import JobReconciler
-from tas.jobs.controller import job_controller
-from tas.jobset.jobset import JOB_SET
 from tas.kube import Kube, KubeError
 from tas.kubeconfig import load_connection
 from tas.leader import LeaderElector, LeaseSettings
-from tas.leaderworkerset.controller import LeaderWorkerSetController
 from tas.pacing import Pacer
-from tas.pods.controller import PodController
 from tas.retry import Backoff
 from tas.serial import SerialWorker
 from tas.ungater.worker import Ungater
@@ -105,7 +105,7 @@ class Runtime:
         )
         managed = self.managed
         writes = self.leader_kube
-        self.jobs = job_controller(self.state, writes, self.writer, managed=managed, **slicing)
+        self.jobs = JobReconciler(JOB, self.state, writes, self.writer, managed=managed, **slicing)
         self.jobsets = JobReconciler(
             JOB_SET, self.state, writes, self.writer, managed=managed, **slicing
         )

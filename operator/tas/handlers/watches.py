@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tas.api.constants import HOSTNAME_LABEL, MANAGED_LABEL, QUEUE_NAME_LABEL, TAS_GROUP
+from tas.api.frameworks import JOBSET, LEADERWORKERSET, NODE_RESOURCE_TOPOLOGY, Framework
 from tas.cache import projections as proj
 from tas.features import Gate
-from tas.integrations import JOBSET, LEADERWORKERSET, NODE_RESOURCE_TOPOLOGY, Framework
+from tas.integrations.leaderworkerset.controller import waiting_pod
+from tas.integrations.pod.controller import work_key
 from tas.kube import KUEUE, Ref
-from tas.leaderworkerset.controller import waiting_pod
-from tas.pods.controller import work_key
 
 if TYPE_CHECKING:
     from tas.handlers.runtime import Runtime

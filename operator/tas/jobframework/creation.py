@@ -12,12 +12,31 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from tas.api.constants import REASON_ERR_WORKLOAD_COMPOSE
+from tas.api.annotations import TopologyRequestError
+from tas.api.constants import (
+    REASON_ERR_WORKLOAD_COMPOSE,
+    REASON_INVALID_TOPOLOGY_REQUEST,
+    REASON_PRIORITY_CLASS_NOT_FOUND,
+)
+from tas.jobframework.priority import PriorityClassMissing
 from tas.kube import KUEUE, Kube, KubeError, Ref
 
 log = logging.getLogger(__name__)
 
 REFUSED = (400, 422)  # the request itself is wrong: sending it again changes nothing
+
+# Why an owner's Workload could not be built, said in a Warning event on the owner. The
+# validating webhooks refuse a bad topology request, but an object can slip past them; a
+# Workload naming a missing priority class is built once the class appears (its watch syncs
+# the owners again), as Kueue.
+NOT_BUILT = (TopologyRequestError, PriorityClassMissing)
+
+
+def not_built_reason(exc: Exception) -> str:
+    """The event reason for one of NOT_BUILT."""
+    if isinstance(exc, TopologyRequestError):
+        return REASON_INVALID_TOPOLOGY_REQUEST
+    return REASON_PRIORITY_CLASS_NOT_FOUND
 
 
 async def create_workload(kube: Kube, workload: Mapping, owner: Ref, what: str) -> bool:
