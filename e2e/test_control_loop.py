@@ -24,7 +24,7 @@ from e2e.operator_process import OperatorProcess
 from e2e.topology import RACK_LABEL
 from tas.cache.reflector import Reflector
 from tas.kube import Kube
-from tas.kubeconfig import load_connection
+from tas.kube.kubeconfig import load_connection
 
 pytestmark = pytest.mark.e2e
 

@@ -16,7 +16,7 @@ from cryptography import x509
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tas import certs
+from tas.webhooks import certs
 
 NOW = datetime.datetime(2026, 11, 24, tzinfo=datetime.UTC)
 DAY = datetime.timedelta(days=1)

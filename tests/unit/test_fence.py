@@ -9,10 +9,10 @@ import asyncio
 import pytest
 
 from tas.config import Settings
-from tas.fence import FencedKube, NotLeading
-from tas.handlers.runtime import Runtime
 from tas.kube import Connection, Kube, Ref
-from tas.leader import LeaderElector, LeaseSettings
+from tas.runtime.fence import FencedKube, NotLeading
+from tas.runtime.leader import LeaderElector, LeaseSettings
+from tas.runtime.runtime import Runtime
 from tests.unit.test_leader import Clock, LeaseStore
 
 SETTINGS = LeaseSettings(namespace="tas-system")  # renew deadline 10 s, lease 15 s

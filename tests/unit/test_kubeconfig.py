@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tas.kubeconfig import Connection, KubeconfigError, load_connection
+from tas.kube.kubeconfig import Connection, KubeconfigError, load_connection
 
 
 def authorization(conn: Connection) -> str | None:

@@ -7,7 +7,7 @@ import asyncio
 import copy
 
 from tas.kube import KubeError
-from tas.leader import LeaderElector, LeaseSettings
+from tas.runtime.leader import LeaderElector, LeaseSettings
 
 
 class LeaseStore:
@@ -193,7 +193,7 @@ def test_a_restarted_container_of_the_same_pod_leads_again_after_a_short_grace(m
     """The identity is the pod's name when given: the Lease a crashed container held is found
     to be its own and taken after the grace (its last writes have had time to land), long
     before it would expire; a process of another pod must wait for the expiry."""
-    from tas import leader
+    from tas.runtime import leader
 
     monkeypatch.setenv("TAS_POD_NAME", "tas-operator-abc12")
     assert leader.default_identity() == "tas-operator-abc12"

@@ -3,7 +3,7 @@ import random
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tas.retry import Backoff, PerKeyBackoff
+from tas.kube.retry import Backoff, PerKeyBackoff
 
 
 @given(failures=st.integers(min_value=1, max_value=10**9), seed=st.integers(0, 2**32))

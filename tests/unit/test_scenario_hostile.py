@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tas import scenario
+from tas.offline import scenario
 
 VALID = """
 topology:

@@ -6,7 +6,9 @@ import copy
 
 import pytest
 
-from tas.scenario import ScenarioError, parse_scenario, solve
+from tas.offline.fields import ScenarioError
+from tas.offline.reader import parse_scenario
+from tas.offline.scenario import solve
 
 RACK = "example.com/rack"
 

@@ -11,7 +11,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tas import scenario
+from tas.offline import yaml_loader
 
 PROPERTY = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -58,7 +58,7 @@ documents = st.recursive(
 
 
 def full_loader(text: str) -> Any:
-    return yaml.load(text, Loader=scenario._Loader)  # a SafeLoader
+    return yaml.load(text, Loader=yaml_loader._Loader)  # a SafeLoader
 
 
 def outcome(load, text: str) -> tuple[str, str]:
@@ -77,7 +77,7 @@ def test_documents_come_out_as_the_safe_loader_reads_them(
         document = {"first": document, "again": document}  # dumped as an anchor and an alias
     text = yaml.safe_dump(document, default_flow_style=flow)
     # on the events path, not a fallback
-    assert repr(scenario._load_plain_yaml(text)) == repr(full_loader(text))
+    assert repr(yaml_loader._load_plain_yaml(text)) == repr(full_loader(text))
 
 
 @PROPERTY
@@ -91,13 +91,13 @@ def test_mangled_text_gets_the_same_answer_or_the_same_refusal(
 ) -> None:
     text = yaml.safe_dump({"a": document, "b": [document]})
     text = text[:at] + piece + text[at:]
-    assert outcome(scenario._load_yaml, text) == outcome(full_loader_only, text)
+    assert outcome(yaml_loader._load_yaml, text) == outcome(full_loader_only, text)
 
 
 def full_loader_only(text: str) -> Any:
-    """scenario._load_yaml as it was: the full loader, with the same error reporting."""
-    with mock.patch.object(scenario, "_load_plain_yaml", side_effect=scenario._NotPlain):
-        return scenario._load_yaml(text)
+    """yaml_loader._load_yaml as it was: the full loader, with the same error reporting."""
+    with mock.patch.object(yaml_loader, "_load_plain_yaml", side_effect=yaml_loader._NotPlain):
+        return yaml_loader._load_yaml(text)
 
 
 @pytest.mark.parametrize(
@@ -114,11 +114,11 @@ def full_loader_only(text: str) -> Any:
     ],
 )
 def test_the_full_loader_answers_what_the_events_path_leaves(text: str) -> None:
-    with pytest.raises(scenario._NotPlain):
-        scenario._load_plain_yaml(text)
-    assert outcome(scenario._load_yaml, text) == outcome(full_loader_only, text)
+    with pytest.raises(yaml_loader._NotPlain):
+        yaml_loader._load_plain_yaml(text)
+    assert outcome(yaml_loader._load_yaml, text) == outcome(full_loader_only, text)
 
 
 def test_an_alias_to_its_own_container_is_read_on_the_events_path() -> None:
-    document = scenario._load_plain_yaml("a: &r [1, *r]\n")
+    document = yaml_loader._load_plain_yaml("a: &r [1, *r]\n")
     assert document["a"][1] is document["a"]

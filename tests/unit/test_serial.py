@@ -5,8 +5,8 @@ import itertools
 import time
 
 from tas.kube import KubeError
-from tas.retry import Backoff
-from tas.serial import SerialWorker
+from tas.kube.retry import Backoff
+from tas.runtime.serial import SerialWorker
 
 
 def run(coro):

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tas import certs
 from tas.kube import MERGE, STRATEGIC, KubeError
-from tas.webhookcert import (
+from tas.webhooks import certs
+from tas.webhooks.rotation import (
     CONFIG_KINDS,
     CONVERTED_CRDS,
     CRDS,

@@ -20,8 +20,8 @@ from typing import Any
 import orjson
 
 from tas.kube import Kube, KubeError
+from tas.kube.retry import Backoff
 from tas.pacing import Pacer
-from tas.retry import Backoff
 
 log = logging.getLogger(__name__)
 

@@ -30,18 +30,18 @@ from tas.api.annotations import TopologyRequestError
 from tas.api.constants import QUEUE_NAME_LABEL
 from tas.config import Settings
 from tas.features import Gate
-from tas.handlers.runtime import Runtime, slicing_gates
-from tas.handlers.watches import owned_by_jobset
 from tas.integrations import JOBSET, LEADERWORKERSET, Framework
 from tas.jobframework.workload import build_workload
 from tas.jobs.lifecycle import JOB
 from tas.jobset.jobset import JOB_SET
 from tas.kube import client_session
-from tas.kubeconfig import load_connection
+from tas.kube.kubeconfig import load_connection
 from tas.leaderworkerset import lws
 from tas.pods import webhook as pod_webhook
+from tas.runtime.runtime import Runtime, slicing_gates
+from tas.runtime.watches import owned_by_jobset
 from tas.statefulset import webhook as sts_webhook
-from tas.webhookcert import WebhookCertificates
+from tas.webhooks.rotation import WebhookCertificates
 from tas.webhooks.server import ReviewFn, WebhookServer, call_on
 
 log = logging.getLogger("tas.operator")

@@ -20,9 +20,9 @@ import pytest
 import tas.admission.loop as loop_module
 from tas.admission.loop import AdmissionLoop
 from tas.cache import projections as proj
-from tas.fence import FencedKube
 from tas.kube import Connection, Kube, KubeError
-from tas.leader import LeaderElector, LeaseSettings
+from tas.runtime.fence import FencedKube
+from tas.runtime.leader import LeaderElector, LeaseSettings
 from tas.workload.writer import WorkloadWriter
 from tests.unit.admission.fixtures import make_state, two_racks, workload
 from tests.unit.admission.test_loop_races import merge

@@ -5,7 +5,7 @@ import random
 
 from tas.cache.reflector import Reflector
 from tas.kube import KubeError
-from tas.retry import Backoff
+from tas.kube.retry import Backoff
 
 
 class ScriptedApi:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tas import credentials
-from tas.credentials import Credentials, KubeconfigError
+from tas.kube import credentials
+from tas.kube.credentials import Credentials, KubeconfigError
 
 
 def plugin(tmp_path: Path, body: str) -> str:

@@ -14,8 +14,8 @@ from aiohttp import web
 
 from tas.cache.reflector import Reflector
 from tas.kube import Kube, KubeError, client_session
-from tas.kubeconfig import Connection, Credentials, load_connection
-from tas.retry import Backoff
+from tas.kube.kubeconfig import Connection, Credentials, load_connection
+from tas.kube.retry import Backoff
 
 from .fakes import b64, kubeconfig, pki, serve, tls_app
 

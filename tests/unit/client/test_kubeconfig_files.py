@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tas import kubeconfig
-from tas.kubeconfig import KubeconfigError, default_namespace, load_connection
+from tas.kube import kubeconfig
+from tas.kube.kubeconfig import KubeconfigError, default_namespace, load_connection
 
 from .fakes import b64, pki
 

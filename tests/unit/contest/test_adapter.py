@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from tas.contest import adapter, checker, generator
+from tas.offline.contest import adapter, checker, generator
 from tests.unit.contest.test_checker import EXAMPLE_INPUT as EXAMPLE
 
 RUNS = [(shape, seed) for shape in ("small", "mixed", "churn", "saturating") for seed in range(4)]

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tas.contest.checker import CheckResult, check, main
+from tas.offline.contest.checker import CheckResult, check, main
 
 EXAMPLE_INPUT = """\
 2 2 2 2 2

@@ -10,9 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tas.contest import generator
-from tas.contest.checker import CreateGroup, CreateVms, DeleteVms, VmType, check, parse_input
-from tas.contest.generator import SHAPES, generate, main
+from tas.offline.contest import generator
+from tas.offline.contest.checker import (
+    CreateGroup,
+    CreateVms,
+    DeleteVms,
+    VmType,
+    check,
+    parse_input,
+)
+from tas.offline.contest.generator import SHAPES, generate, main
 
 
 @dataclass

@@ -6,9 +6,9 @@ import logging
 
 from tas import integrations
 from tas.config import Settings
-from tas.handlers.runtime import Runtime
 from tas.kube import Kube
-from tas.kubeconfig import Connection
+from tas.kube.kubeconfig import Connection
+from tas.runtime.runtime import Runtime
 
 
 def runtime(names: str) -> Runtime:

@@ -3,8 +3,8 @@
 import asyncio
 
 from tas.config import Settings
-from tas.handlers.runtime import Runtime
 from tas.kube import Connection, Kube
+from tas.runtime.runtime import Runtime
 
 
 def runtime() -> Runtime:

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 from tas.cache import projections as proj
 from tas.cache.state import ClusterState
-from tas.handlers.watches import on_limit_range, on_runtime_class
+from tas.runtime.watches import on_limit_range, on_runtime_class
 
 
 class Worker:

@@ -4,9 +4,9 @@ import asyncio
 
 from tas.cache import projections as proj
 from tas.config import Settings
-from tas.handlers.runtime import Runtime
 from tas.kube import Kube
-from tas.kubeconfig import Connection
+from tas.kube.kubeconfig import Connection
+from tas.runtime.runtime import Runtime
 from tests.unit.admission.fixtures import workload
 
 

@@ -4,8 +4,8 @@ loop that does it lets the lease, the webhooks and the watches run as it goes.""
 import asyncio
 
 from tas.config import Settings
-from tas.handlers.runtime import Runtime
 from tas.kube import Connection, Kube
+from tas.runtime.runtime import Runtime
 
 JOBS = 100_000
 

@@ -21,7 +21,7 @@ import aiohttp
 import orjson
 import pytest
 
-from tas import certs
+from tas.webhooks import certs
 from tas.webhooks.server import MAX_REVIEW_BYTES, READY_PATH, WebhookServer, call_on
 
 

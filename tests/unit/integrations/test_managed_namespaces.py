@@ -12,14 +12,14 @@ import pytest
 
 from tas import cli
 from tas.config import Settings, default_managed_jobs_namespace_selector, parse_label_selector
-from tas.handlers import watches
-from tas.handlers.runtime import Runtime
 from tas.jobframework.namespaces import ManagedNamespaces
 from tas.jobs.controller import job_controller
 from tas.kube import Kube
-from tas.kubeconfig import Connection
+from tas.kube.kubeconfig import Connection
 from tas.leaderworkerset.controller import LeaderWorkerSetController
 from tas.pods.controller import PodController
+from tas.runtime import watches
+from tas.runtime.runtime import Runtime
 from tests.unit.integrations.builders import QUEUE, pod
 from tests.unit.integrations.test_hostile_bounds import RecordingKube, leaderworkerset, state
 

@@ -10,9 +10,9 @@ import pytest
 from tas import features
 from tas.admission.decide import decide
 from tas.cache import projections as proj
-from tas.handlers.runtime import slicing_gates
 from tas.jobs.workload import build_workload
 from tas.leaderworkerset import lws as L
+from tas.runtime.runtime import slicing_gates
 from tas.solver.types import SolverOptions
 from tests.unit.admission.fixtures import BLOCK, RACK, make_state, node, workload
 from tests.unit.integrations.builders import GROUP, QUEUE, REQUIRED, SLICE_SIZE, SLICE_TOPOLOGY

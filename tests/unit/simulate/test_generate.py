@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tas.simulate import generate
-from tas.simulate.trace import parse_trace
+from tas.offline.simulate import generate
+from tas.offline.simulate.trace import parse_trace
 
 REQUIRED = "kueue.x-k8s.io/podset-required-topology"
 PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"

@@ -483,7 +483,7 @@ def test_a_malformed_group_gives_one_line_naming_the_field(tmp_path, document, s
 
 
 def test_members_giving_the_name_alone_take_the_constraints_another_member_gives():
-    from tas.simulate.trace import parse_trace
+    from tas.offline.simulate.trace import parse_trace
 
     trace = parse_trace(two_racks(affinity_trace()))
     specs = {t.name: t.group.spec if t.group else None for t in trace.workloads}
@@ -495,7 +495,7 @@ def test_members_giving_the_name_alone_take_the_constraints_another_member_gives
 @pytest.mark.parametrize("fragmentation_aware", [False, True])
 def test_both_ways_of_admitting_place_a_generated_trace_alike(fragmentation_aware):
     """The solver path mirrors the admission decision's group path (no quota binds here)."""
-    from tas.simulate import generate
+    from tas.offline.simulate import generate
 
     document = generate.trace("groups", 2, 256, workloads=80, load=1.5)
     document["featureGates"] |= {"TASProfileFragmentationAware": fragmentation_aware}

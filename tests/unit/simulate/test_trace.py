@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tas.simulate import run
-from tas.simulate.trace import parse_trace
+from tas.offline.simulate import run
+from tas.offline.simulate.trace import parse_trace
 from tests.unit.simulate.traces import BLOCK, HOST, RACK, job, two_racks
 
 

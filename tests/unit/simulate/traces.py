@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tas.simulate import run
-from tas.simulate.trace import parse_trace
+from tas.offline.simulate import run
+from tas.offline.simulate.trace import parse_trace
 
 BLOCK = "cloud.provider.com/topology-block"
 RACK = "cloud.provider.com/topology-rack"

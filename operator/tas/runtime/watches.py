@@ -11,25 +11,57 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from tas.admission.loop import AdmissionLoop
 from tas.api.constants import HOSTNAME_LABEL, MANAGED_LABEL, QUEUE_NAME_LABEL, TAS_GROUP
 from tas.cache import projections as proj
+from tas.cache.state import ClusterState
 from tas.features import Gate
 from tas.integrations import JOBSET, LEADERWORKERSET, NODE_RESOURCE_TOPOLOGY, Framework
-from tas.kube import KUEUE, Ref
-from tas.leaderworkerset.controller import waiting_pod
-from tas.pods.controller import work_key
-
-if TYPE_CHECKING:
-    from tas.handlers.runtime import Runtime
+from tas.jobframework.namespaces import ManagedNamespaces
+from tas.jobframework.reconciler import JobReconciler
+from tas.kube import KUEUE, Kube, Ref
+from tas.leaderworkerset.controller import LeaderWorkerSetController, waiting_pod
+from tas.pods.controller import PodController, work_key
+from tas.runtime.serial import SerialWorker
+from tas.ungater.worker import Ungater
 
 log = logging.getLogger(__name__)
 
 Obj = Mapping[str, Any]
 
 
-async def on_namespace(rt: Runtime, kind: str, obj: Obj) -> None:
+class WatchContext(Protocol):
+    """What a watch handler reads and wakes; `runtime.Runtime` is it (and a test's fake can be:
+    the handlers know nothing of how the runtime is assembled)."""
+
+    state: ClusterState
+    admission: AdmissionLoop
+    kube: Kube
+    managed: ManagedNamespaces
+    active: bool
+    jobs: JobReconciler
+    jobsets: JobReconciler
+    pod_groups: PodController
+    leaderworkersets: LeaderWorkerSetController
+    ungater: Ungater
+    child_jobs: dict[tuple[str, str], str]
+    numa_problems: dict[str, str]
+    job_worker: SerialWorker
+    jobset_worker: SerialWorker
+    pod_worker: SerialWorker
+    lws_worker: SerialWorker
+    ungate_worker: SerialWorker
+
+    def owner_changed(self, workload: Any) -> None: ...
+
+    def check_node(self, name: str | None) -> None: ...
+
+    async def sync_unqueued(self) -> None: ...
+
+
+async def on_namespace(rt: WatchContext, kind: str, obj: Obj) -> None:
     name = obj["metadata"]["name"]
     was_managed = name in rt.managed
     if kind == "DELETED":
@@ -41,7 +73,7 @@ async def on_namespace(rt: Runtime, kind: str, obj: Obj) -> None:
     rt.admission.wake()
 
 
-def resync_namespace(rt: Runtime, namespace: str) -> None:
+def resync_namespace(rt: WatchContext, namespace: str) -> None:
     """The namespace became ours (new, or relabelled into managedJobsNamespaceSelector) or
     stopped being: its queued objects are looked at again. Before activation everything is
     looked at anyway."""
@@ -58,7 +90,7 @@ def resync_namespace(rt: Runtime, namespace: str) -> None:
         rt.lws_worker.submit(("lws", *key))
 
 
-async def on_node(rt: Runtime, kind: str, obj: Obj) -> None:
+async def on_node(rt: WatchContext, kind: str, obj: Obj) -> None:
     name = obj["metadata"]["name"]
     if kind == "DELETED":
         changed = rt.state.delete_node(name)
@@ -76,7 +108,7 @@ async def on_node(rt: Runtime, kind: str, obj: Obj) -> None:
         rt.admission.wake()
 
 
-async def on_pod(rt: Runtime, kind: str, obj: Obj) -> None:
+async def on_pod(rt: WatchContext, kind: str, obj: Obj) -> None:
     key = proj.key_of(obj)
     if kind == "DELETED":
         pod = rt.state.pods.get(key)
@@ -98,7 +130,7 @@ async def on_pod(rt: Runtime, kind: str, obj: Obj) -> None:
     rt.admission.wake()
 
 
-async def on_topology(rt: Runtime, kind: str, obj: Obj) -> None:
+async def on_topology(rt: WatchContext, kind: str, obj: Obj) -> None:
     name = obj["metadata"]["name"]
     if kind == "DELETED":
         rt.state.delete_topology(name)
@@ -108,7 +140,7 @@ async def on_topology(rt: Runtime, kind: str, obj: Obj) -> None:
     rt.admission.wake()
 
 
-async def on_flavor(rt: Runtime, kind: str, obj: Obj) -> None:
+async def on_flavor(rt: WatchContext, kind: str, obj: Obj) -> None:
     if kind == "DELETED":
         rt.state.delete_flavor(obj["metadata"]["name"])
     else:
@@ -116,7 +148,7 @@ async def on_flavor(rt: Runtime, kind: str, obj: Obj) -> None:
     rt.admission.wake()
 
 
-async def on_cluster_queue(rt: Runtime, kind: str, obj: Obj) -> None:
+async def on_cluster_queue(rt: WatchContext, kind: str, obj: Obj) -> None:
     if kind == "DELETED":
         rt.state.delete_cluster_queue(obj["metadata"]["name"])
     else:
@@ -124,7 +156,7 @@ async def on_cluster_queue(rt: Runtime, kind: str, obj: Obj) -> None:
     rt.admission.wake()
 
 
-async def on_cohort(rt: Runtime, kind: str, obj: Obj) -> None:
+async def on_cohort(rt: WatchContext, kind: str, obj: Obj) -> None:
     if kind == "DELETED":
         rt.state.delete_cohort(obj["metadata"]["name"])
     else:
@@ -132,7 +164,7 @@ async def on_cohort(rt: Runtime, kind: str, obj: Obj) -> None:
     rt.admission.wake()
 
 
-async def on_placement_group(rt: Runtime, kind: str, obj: Obj) -> None:
+async def on_placement_group(rt: WatchContext, kind: str, obj: Obj) -> None:
     namespace, name = proj.key_of(obj)
     if kind == "DELETED":
         rt.state.delete_placement_group(namespace, name)
@@ -141,7 +173,7 @@ async def on_placement_group(rt: Runtime, kind: str, obj: Obj) -> None:
     rt.admission.wake()
 
 
-async def on_local_queue(rt: Runtime, kind: str, obj: Obj) -> None:
+async def on_local_queue(rt: WatchContext, kind: str, obj: Obj) -> None:
     namespace, name = proj.key_of(obj)
     if kind == "DELETED":
         rt.state.delete_local_queue(namespace, name)
@@ -152,7 +184,7 @@ async def on_local_queue(rt: Runtime, kind: str, obj: Obj) -> None:
     rt.admission.wake()
 
 
-async def on_workload(rt: Runtime, kind: str, obj: Obj) -> None:
+async def on_workload(rt: WatchContext, kind: str, obj: Obj) -> None:
     key = proj.key_of(obj)
     if kind == "DELETED":
         workload = rt.state.workloads.get(key)
@@ -170,7 +202,7 @@ async def on_workload(rt: Runtime, kind: str, obj: Obj) -> None:
     rt.admission.wake()
 
 
-async def on_job(rt: Runtime, kind: str, obj: Obj) -> None:
+async def on_job(rt: WatchContext, kind: str, obj: Obj) -> None:
     if kind == "DELETED":
         rt.jobs.forget(*proj.key_of(obj))
         return
@@ -192,14 +224,14 @@ def owned_by_jobset(obj: Obj) -> str | None:
     )
 
 
-async def on_jobset(rt: Runtime, kind: str, obj: Obj) -> None:
+async def on_jobset(rt: WatchContext, kind: str, obj: Obj) -> None:
     if kind == "DELETED":
         rt.jobsets.forget(*proj.key_of(obj))
         return
     rt.jobset_worker.submit(rt.jobsets.upsert(obj))
 
 
-async def on_jobset_job(rt: Runtime, kind: str, obj: Obj) -> None:
+async def on_jobset_job(rt: WatchContext, kind: str, obj: Obj) -> None:
     """A JobSet's Job: its pods are the JobSet's workload's (capacity accounting)."""
     uid = obj["metadata"].get("uid")
     if kind == "DELETED":
@@ -212,7 +244,7 @@ async def on_jobset_job(rt: Runtime, kind: str, obj: Obj) -> None:
     rt.admission.wake()
 
 
-async def on_managed_pod(rt: Runtime, kind: str, obj: Obj) -> None:
+async def on_managed_pod(rt: WatchContext, kind: str, obj: Obj) -> None:
     """A pod of the pod integration (finished ones too: a group counts its succeeded pods)."""
     key = proj.key_of(obj)
     if kind == "DELETED":
@@ -226,7 +258,7 @@ async def on_managed_pod(rt: Runtime, kind: str, obj: Obj) -> None:
         rt.pod_worker.submit(work)
 
 
-async def on_leaderworkerset(rt: Runtime, kind: str, obj: Obj) -> None:
+async def on_leaderworkerset(rt: WatchContext, kind: str, obj: Obj) -> None:
     if kind == "DELETED":
         rt.leaderworkersets.forget(*proj.key_of(obj))
         return
@@ -234,7 +266,7 @@ async def on_leaderworkerset(rt: Runtime, kind: str, obj: Obj) -> None:
         rt.lws_worker.submit(key)
 
 
-async def on_node_resource_topology(rt: Runtime, kind: str, obj: Obj) -> None:
+async def on_node_resource_topology(rt: WatchContext, kind: str, obj: Obj) -> None:
     """A node's NUMA zones. One that cannot be read, or that goes away, leaves the node
     counted by its totals, with a Warning event (once per cause)."""
     name = obj["metadata"]["name"]
@@ -271,7 +303,7 @@ async def on_node_resource_topology(rt: Runtime, kind: str, obj: Obj) -> None:
         )
 
 
-async def on_workload_priority_class(rt: Runtime, kind: str, obj: Obj) -> None:
+async def on_workload_priority_class(rt: WatchContext, kind: str, obj: Obj) -> None:
     value = obj.get("value")
     rt.state.upsert_workload_priority_class(
         obj["metadata"]["name"], None if kind == "DELETED" or value is None else int(value)
@@ -279,7 +311,7 @@ async def on_workload_priority_class(rt: Runtime, kind: str, obj: Obj) -> None:
     await rt.sync_unqueued()  # objects that named a missing class get their Workload now
 
 
-async def on_priority_class(rt: Runtime, kind: str, obj: Obj) -> None:
+async def on_priority_class(rt: WatchContext, kind: str, obj: Obj) -> None:
     rt.state.upsert_pod_priority_class(
         obj["metadata"]["name"],
         None if kind == "DELETED" else proj.pod_priority_class_from_object(obj),
@@ -287,7 +319,7 @@ async def on_priority_class(rt: Runtime, kind: str, obj: Obj) -> None:
     await rt.sync_unqueued()
 
 
-async def on_limit_range(rt: Runtime, kind: str, obj: Obj) -> None:
+async def on_limit_range(rt: WatchContext, kind: str, obj: Obj) -> None:
     """A namespace's LimitRange: what its new pods get. Pending Workloads built before are
     built again (Kueue adjusts its pending workloads' requests)."""
     key = proj.key_of(obj)
@@ -301,7 +333,7 @@ async def on_limit_range(rt: Runtime, kind: str, obj: Obj) -> None:
         resubmit_pending(rt, key[0])
 
 
-async def on_runtime_class(rt: Runtime, kind: str, obj: Obj) -> None:
+async def on_runtime_class(rt: WatchContext, kind: str, obj: Obj) -> None:
     """A RuntimeClass: the overhead its pods get. Pending Workloads are built again."""
     name = obj["metadata"]["name"]
     overhead = None
@@ -314,7 +346,7 @@ async def on_runtime_class(rt: Runtime, kind: str, obj: Obj) -> None:
         resubmit_pending(rt, None)
 
 
-def resubmit_pending(rt: Runtime, namespace: str | None) -> None:
+def resubmit_pending(rt: WatchContext, namespace: str | None) -> None:
     """Queued Jobs and JobSets (of `namespace`, or all) whose Workload holds no quota are
     looked at again: a Workload that no longer asks for what their pods will is re-created."""
     for reconciler, worker in ((rt.jobs, rt.job_worker), (rt.jobsets, rt.jobset_worker)):
@@ -326,7 +358,7 @@ def resubmit_pending(rt: Runtime, namespace: str | None) -> None:
                 worker.submit(key)
 
 
-WatchHandler = Callable[["Runtime", str, Obj], Awaitable[None]]
+WatchHandler = Callable[[WatchContext, str, Obj], Awaitable[None]]
 
 
 @dataclass(frozen=True)

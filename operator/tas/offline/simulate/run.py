@@ -31,14 +31,16 @@ from typing import IO, Any
 
 import numpy as np
 
-from tas import features, scenario
+from tas import features
 from tas.admission.decide import GroupDecision, decide
 from tas.api.format import format_milli
 from tas.api.placementgroups import rules_for, spec_to_object
 from tas.cache import placementgroups, projections
-from tas.scenario import Scenario, ScenarioError
-from tas.simulate import trace as tracefile
-from tas.simulate.trace import Trace, TracedWorkload
+from tas.offline import scenario
+from tas.offline.fields import ScenarioError
+from tas.offline.reader import Scenario
+from tas.offline.simulate import trace as tracefile
+from tas.offline.simulate.trace import Trace, TracedWorkload
 from tas.solver import (
     HOSTNAME_LEVEL,
     PODS,
@@ -668,7 +670,7 @@ def main(
         result = compare(trace, other) | {"gates": compare_gates}
         runs = [("trace's gates", result["base"]), (compare_gates, result["compared"])]
     if plot is not None:
-        from tas.simulate import plot as plotting
+        from tas.offline.simulate import plot as plotting
 
         try:
             plotting.write(plot, runs)

@@ -5,7 +5,7 @@ admission loop and the workers that write. Defaults are controller-runtime's: a 
 renewed every 2 s, given up when it could not be renewed for 10 s. As in client-go, a lease is
 judged expired by how long this replica has watched it go unchanged, never by comparing the
 holder's clock with ours. Writes are guarded by resourceVersion, so two candidates can never
-both take the same lease. The leader's own writes are fenced by `time_left` (see tas.fence).
+both take the same lease. The leader's own writes are fenced by `time_left` (see tas.runtime.fence).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Hashable
 
-from tas.retry import Backoff, PerKeyBackoff
+from tas.kube.retry import Backoff, PerKeyBackoff
 
 log = logging.getLogger(__name__)
 

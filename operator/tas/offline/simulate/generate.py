@@ -1,8 +1,8 @@
 """Realistic `tas simulate` traces, the same for the same arguments.
 
-    python -m tas.simulate.generate --shape training --seed 1 --nodes 5120 > training.json
-    python -m tas.simulate.generate --shape mixed --nodes 640 --load 1.5 > saturating.json
-    python -m tas.simulate.generate --shape groups --nodes 256 --workloads 400 > groups.json
+    python -m tas.offline.simulate.generate --shape training --seed 1 --nodes 5120 > training.json
+    python -m tas.offline.simulate.generate --shape mixed --nodes 640 --load 1.5 > saturating.json
+    python -m tas.offline.simulate.generate --shape groups --nodes 256 --workloads 400 > groups.json
 
 The cluster is a compact `pool` of GPU hosts (96 cpu, 512Gi, 8 GPUs, 110 pods) on blocks,
 racks and hosts as bench/scenarios.py lays them out. Shapes:

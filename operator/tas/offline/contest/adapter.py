@@ -16,7 +16,7 @@ from typing import IO
 import numpy as np
 
 from tas import features
-from tas.contest.generator import MAX_BATCH, MAX_SERVERS
+from tas.offline.contest.generator import MAX_BATCH, MAX_SERVERS
 from tas.solver.groups import (
     GroupPlacementFailure,
     GroupRules,

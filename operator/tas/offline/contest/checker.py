@@ -455,7 +455,7 @@ def check(input_text: str, output_text: str) -> CheckResult:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m tas.contest.checker",
+        prog="python -m tas.offline.contest.checker",
         description="Check a program's output for a seed-001 input; prints one JSON line.",
     )
     parser.add_argument("input", type=Path)

@@ -1,7 +1,7 @@
 """A trace: a scenario (SCENARIO.md) whose workloads arrive and leave in simulated time.
 
-Everything a scenario holds reads exactly as `tas solve` reads it, through tas.scenario's own
-parser. A trace adds, per workload, `arrival` (seconds), `duration` (seconds; absent: it never
+Everything a scenario holds reads exactly as `tas solve` reads it, through the scenario reader's
+own parser. A trace adds, per workload, `arrival` (seconds), `duration` (seconds; absent: it never
 leaves) and `group` (the placement group it joins: a name, or a mapping with the name and the
 PlacementGroup spec's constraints, which every member giving them must give alike); and it may
 give its nodes as a compact `pool` instead of a list. A malformed trace raises ScenarioError
@@ -17,21 +17,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tas import features
-from tas.api.placementgroups import _NAME as GROUP_NAME
-from tas.api.placementgroups import MAX_PARTITIONS, GroupRef, GroupSpec
-from tas.scenario import (  # and its typed readers: a trace's errors read like a scenario's
-    Scenario,
+from tas.api.placementgroups import GROUP_NAME, MAX_PARTITIONS, GroupRef, GroupSpec
+from tas.offline.fields import (  # a trace's errors read like a scenario's
     ScenarioError,
-    Workload,
-    _check_keys,
-    _expect,
-    _field,
-    _levels,
-    _quantities,
-    load_document,
-    parse_scenario,
-    read_text,
+    check_keys,
+    expect,
+    quantities,
+    read_field,
 )
+from tas.offline.reader import Scenario, Workload, parse_scenario, topology_levels
+from tas.offline.yaml_loader import load_document, read_text
 
 POOL_KEYS = ("blocks", "racksPerBlock", "hostsPerRack")
 MAX_POOL_NODES = 100_000
@@ -80,7 +75,7 @@ def read(path: str, gate_overrides: Mapping[str, bool] | None = None) -> Trace:
 def parse_trace(document: Any, gate_overrides: Mapping[str, bool] | None = None) -> Trace:
     """Check a loaded trace in full. `gate_overrides` are applied on top of its featureGates
     (`tas simulate --compare`), before anything that depends on a gate is read."""
-    document = dict(_expect(document, dict, "(document)"))
+    document = dict(expect(document, dict, "(document)"))
     if gate_overrides:
         gates = document.get("featureGates")
         if gates is None or isinstance(gates, dict):  # else the scenario parser reports it
@@ -105,23 +100,23 @@ def parse_trace(document: Any, gate_overrides: Mapping[str, bool] | None = None)
 def _pool_nodes(document: Mapping[str, Any]) -> list[dict[str, Any]]:
     """`pool: {blocks, racksPerBlock, hostsPerRack, allocatable}`: identical hosts on a
     three-level topology, named and labelled as bench/scenarios.py names them (b0-r3-h12)."""
-    levels = _levels(document)
-    pool = _field(document, "pool", dict, "")
+    levels = topology_levels(document)
+    pool = read_field(document, "pool", dict, "")
     if len(levels) != 3:
         raise ScenarioError(
             "pool", f"needs a topology of 3 levels (block, rack, host), not {len(levels)}"
         )
     counts = []
     for key in POOL_KEYS:
-        count = _field(pool, key, int, "pool")
+        count = read_field(pool, key, int, "pool")
         if count < 1:
             raise ScenarioError(f"pool.{key}", f"must be at least 1, got {count}")
         counts.append(count)
     blocks, racks, hosts = counts
     if blocks * racks * hosts > MAX_POOL_NODES:
         raise ScenarioError("pool", f"more than {MAX_POOL_NODES} nodes")
-    allocatable = _field(pool, "allocatable", dict, "pool")
-    _quantities(allocatable, "pool.allocatable")  # checked here, to name the pool's field
+    allocatable = read_field(pool, "allocatable", dict, "pool")
+    quantities(allocatable, "pool.allocatable")  # checked here, to name the pool's field
     nodes = []
     for b in range(blocks):
         for r in range(racks):
@@ -184,21 +179,21 @@ def _group(value: Any, path: str, levels: tuple[str, ...], podsets: int) -> Grou
         )
     if isinstance(value, str):
         return GroupRef(_group_name(value, path), None)
-    _check_keys(value, path)
+    check_keys(value, path)
     for key in value:
         if key != "name" and key not in GROUP_FIELDS:
             known = ", ".join(("name", *GROUP_FIELDS))
             raise ScenarioError(f"{path}.{key}", f"unknown field (known: {known})")
-    name = _group_name(_field(value, "name", str, path), f"{path}.name")
+    name = _group_name(read_field(value, "name", str, path), f"{path}.name")
     spec: dict[str, Any] = {}
     for key, attr in GROUP_LEVELS.items():
-        level = _field(value, key, str, path, None)
+        level = read_field(value, key, str, path, None)
         if level is not None and level not in levels:
             raise ScenarioError(
                 f"{path}.{key}", f"{level!r} is not a level of the topology ({', '.join(levels)})"
             )
         spec[attr] = level
-    partitions = _field(value, "partitions", int, path, None)
+    partitions = read_field(value, "partitions", int, path, None)
     if partitions is not None and not 1 <= partitions <= MAX_PARTITIONS:
         raise ScenarioError(
             f"{path}.partitions", f"must be from 1 to {MAX_PARTITIONS}, got {partitions}"

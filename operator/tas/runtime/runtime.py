@@ -14,15 +14,13 @@ import logging
 import os
 import signal
 
-from tas import metrics, migrate
+from tas import metrics
 from tas.admission.loop import AdmissionLoop
 from tas.cache import projections as proj
 from tas.cache.reflector import Reflector
 from tas.cache.state import ClusterState
 from tas.config import Settings
 from tas.features import FeatureGates, Gate
-from tas.fence import FencedKube
-from tas.handlers.watches import WATCHES, Watch, on_workload
 from tas.hotswap.controller import NodeHealthController
 from tas.hotswap.replace import ReplacementRules
 from tas.integrations import Framework
@@ -31,13 +29,16 @@ from tas.jobframework.reconciler import JobReconciler
 from tas.jobs.controller import job_controller
 from tas.jobset.jobset import JOB_SET
 from tas.kube import Kube, KubeError
-from tas.kubeconfig import load_connection
-from tas.leader import LeaderElector, LeaseSettings
+from tas.kube.kubeconfig import load_connection
+from tas.kube.retry import Backoff
 from tas.leaderworkerset.controller import LeaderWorkerSetController
 from tas.pacing import Pacer
 from tas.pods.controller import PodController
-from tas.retry import Backoff
-from tas.serial import SerialWorker
+from tas.runtime import migrate
+from tas.runtime.fence import FencedKube
+from tas.runtime.leader import LeaderElector, LeaseSettings
+from tas.runtime.serial import SerialWorker
+from tas.runtime.watches import WATCHES, Watch, on_workload
 from tas.ungater.worker import Ungater
 from tas.workload.writer import WorkloadWriter
 
@@ -83,7 +84,7 @@ class Runtime:
         self.kube = kube or Kube(load_connection(settings.kubeconfig))
         self.elector = self._elector() if settings.leader_elect else None
         # What only the leader writes: nothing is sent once the lease may have moved (see
-        # tas.fence). Watches, the lease and the webhook certificate use self.kube.
+        # tas.runtime.fence). Watches, the lease and the webhook certificate use self.kube.
         self.leader_kube = (
             FencedKube(self.kube, self.elector.time_left) if self.elector else self.kube
         )
@@ -347,7 +348,7 @@ class Runtime:
     async def _migrate_storage(self, backoff: Backoff | None = None) -> None:
         """Objects stored in an older version (before an upgrade, or by Kueue) are rewritten
         in the storage version once, so that reading them never again needs the conversion
-        webhook (see tas.migrate). Retried with a capped backoff while the API server does not
+        webhook (see tas.runtime.migrate). Retried with a capped backoff while the API server does not
         answer; a refusal (RBAC) ends it with a warning naming the manual step."""
         backoff = backoff or Backoff(cap=60.0)
         failures = 0

@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from tas.credentials import Credentials, KubeconfigError
+from tas.kube.credentials import Credentials, KubeconfigError
 
 __all__ = ["Connection", "Credentials", "KubeconfigError", "default_namespace", "load_connection"]
 

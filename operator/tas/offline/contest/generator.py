@@ -415,7 +415,7 @@ def generate(seed: int, shape: str = "mixed", *, requests: int | None = None) ->
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m tas.contest.generator", description="Print a seed-001 input."
+        prog="python -m tas.offline.contest.generator", description="Print a seed-001 input."
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--shape", choices=SHAPES, default="mixed")

@@ -25,8 +25,8 @@ import orjson
 from tas import metrics
 from tas.api.conditions import now_rfc3339
 from tas.api.constants import KUEUE_API_VERSION
-from tas.credentials import KubeconfigError
-from tas.kubeconfig import Connection
+from tas.kube.credentials import KubeconfigError
+from tas.kube.kubeconfig import Connection
 
 log = logging.getLogger(__name__)
 

@@ -22,10 +22,10 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from tas import certs
 from tas.api.models import RESOURCES
 from tas.kube import MERGE, STRATEGIC, Kube, KubeError
-from tas.retry import Backoff
+from tas.kube.retry import Backoff
+from tas.webhooks import certs
 
 log = logging.getLogger(__name__)
 
