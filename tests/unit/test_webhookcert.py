@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from tas.kube import MERGE, STRATEGIC, KubeError
+from tas.kube import CRDS, MERGE, STRATEGIC, KubeError
 from tas.webhooks import certs
 from tas.webhooks.rotation import (
     CONFIG_KINDS,
     CONVERTED_CRDS,
-    CRDS,
     CertificateError,
     WebhookCertificates,
 )

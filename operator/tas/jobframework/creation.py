@@ -13,7 +13,7 @@ import logging
 from collections.abc import Mapping
 
 from tas.api.constants import REASON_ERR_WORKLOAD_COMPOSE
-from tas.kube import KUEUE, Kube, KubeError, Ref
+from tas.kube import Kube, KubeError, Ref, kueue_path
 
 log = logging.getLogger(__name__)
 
@@ -26,9 +26,9 @@ async def create_workload(kube: Kube, workload: Mapping, owner: Ref, what: str) 
     Other errors are raised, for the caller's retry."""
     meta = workload["metadata"]
     try:
-        await kube.create(f"{KUEUE}/namespaces/{meta['namespace']}/workloads", workload)
+        await kube.create(kueue_path("workloads", meta["namespace"]), workload)
     except KubeError as exc:
-        if exc.status == 409:  # already there: the watch will show it
+        if exc.conflict:  # already there: the watch will show it
             return True
         if exc.status not in REFUSED:
             raise

@@ -6,6 +6,7 @@ the one client it is.
 """
 
 from tas.kube.client import (
+    CRDS,
     JSON_PATCH,
     KUEUE,
     MERGE,
@@ -17,11 +18,13 @@ from tas.kube.client import (
     client_session,
     gather_bounded,
     job_path,
+    kueue_path,
     pod_path,
     workload_path,
 )
 
 __all__ = [
+    "CRDS",
     "JSON_PATCH",
     "KUEUE",
     "MERGE",
@@ -33,6 +36,7 @@ __all__ = [
     "client_session",
     "gather_bounded",
     "job_path",
+    "kueue_path",
     "pod_path",
     "workload_path",
 ]

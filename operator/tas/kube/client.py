@@ -34,6 +34,7 @@ MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 KUEUE = "/apis/" + KUEUE_API_VERSION
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 REQUEST_TIMEOUT = 30.0  # seconds for any single non-watch call
 MAX_CALL_CONNECTIONS = 32  # calls at once (watches have their own pool)
 
@@ -65,6 +66,11 @@ class KubeError(Exception):
     @property
     def not_found(self) -> bool:
         return self.status == 404
+
+    @property
+    def gone_or_changed(self) -> bool:
+        """The object is gone, or changed since it was read: the watch brings what is there."""
+        return self.not_found or self.conflict
 
 
 def client_session(
@@ -336,8 +342,14 @@ def error_from(status: int, raw: bytes, retry_after: str | None) -> KubeError:
     return KubeError(status, message, seconds)
 
 
+def kueue_path(plural: str, namespace: str | None = None, name: str | None = None) -> str:
+    """A Kueue collection (all namespaces, or one) or one object of it, at the version we speak."""
+    collection = f"{KUEUE}/namespaces/{namespace}/{plural}" if namespace else f"{KUEUE}/{plural}"
+    return f"{collection}/{name}" if name else collection
+
+
 def workload_path(namespace: str, name: str) -> str:
-    return f"{KUEUE}/namespaces/{namespace}/workloads/{name}"
+    return kueue_path("workloads", namespace, name)
 
 
 def job_path(namespace: str, name: str) -> str:

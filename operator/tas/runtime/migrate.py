@@ -23,11 +23,10 @@ import logging
 from dataclasses import dataclass, field
 
 from tas.api.models import RESOURCES
-from tas.kube import MERGE, Kube, KubeError
+from tas.kube import CRDS, MERGE, Kube, KubeError
 
 log = logging.getLogger(__name__)
 
-CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 PAGE = 500  # objects per list request
 YIELD_EVERY = 50  # patches between yields, so the loop stays responsive
 

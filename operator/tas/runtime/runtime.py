@@ -28,7 +28,7 @@ from tas.jobframework.namespaces import ManagedNamespaces
 from tas.jobframework.reconciler import JobReconciler
 from tas.jobs.controller import job_controller
 from tas.jobset.jobset import JOB_SET
-from tas.kube import Kube, KubeError
+from tas.kube import CRDS, Kube, KubeError
 from tas.kube.kubeconfig import load_connection
 from tas.kube.retry import Backoff
 from tas.leaderworkerset.controller import LeaderWorkerSetController
@@ -58,7 +58,6 @@ NAMESPACED = (
     "leaderworkersets",
     "placementgroups",
 )
-CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 # The workers that write: cancelled at once when the lease is lost.
 WRITERS = ("admission", "jobs", "jobsets", "pods", "leaderworkersets", "ungater", "hotswap")
 

@@ -21,7 +21,7 @@ from tas.features import Gate
 from tas.integrations import JOBSET, LEADERWORKERSET, NODE_RESOURCE_TOPOLOGY, Framework
 from tas.jobframework.namespaces import ManagedNamespaces
 from tas.jobframework.reconciler import JobReconciler
-from tas.kube import KUEUE, Kube, Ref
+from tas.kube import Kube, Ref, kueue_path
 from tas.leaderworkerset.controller import LeaderWorkerSetController, waiting_pod
 from tas.pods.controller import PodController, work_key
 from tas.runtime.serial import SerialWorker
@@ -382,14 +382,14 @@ WATCHES: dict[str, Watch] = {
         {"fieldSelector": "status.phase!=Succeeded,status.phase!=Failed"},
         on_pod,
     ),
-    "topologies": Watch(f"{KUEUE}/topologies", {}, on_topology),
-    "resourceflavors": Watch(f"{KUEUE}/resourceflavors", {}, on_flavor),
-    "clusterqueues": Watch(f"{KUEUE}/clusterqueues", {}, on_cluster_queue),
-    "localqueues": Watch(f"{KUEUE}/localqueues", {}, on_local_queue),
-    "cohorts": Watch(f"{KUEUE}/cohorts", {}, on_cohort),
-    "workloads": Watch(f"{KUEUE}/workloads", {}, on_workload),
+    "topologies": Watch(kueue_path("topologies"), {}, on_topology),
+    "resourceflavors": Watch(kueue_path("resourceflavors"), {}, on_flavor),
+    "clusterqueues": Watch(kueue_path("clusterqueues"), {}, on_cluster_queue),
+    "localqueues": Watch(kueue_path("localqueues"), {}, on_local_queue),
+    "cohorts": Watch(kueue_path("cohorts"), {}, on_cohort),
+    "workloads": Watch(kueue_path("workloads"), {}, on_workload),
     "workloadpriorityclasses": Watch(
-        f"{KUEUE}/workloadpriorityclasses", {}, on_workload_priority_class
+        kueue_path("workloadpriorityclasses"), {}, on_workload_priority_class
     ),
     "priorityclasses": Watch("/apis/scheduling.k8s.io/v1/priorityclasses", {}, on_priority_class),
     # What the API server adds to pods at creation, folded into the Workloads we build.

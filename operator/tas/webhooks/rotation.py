@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tas.api.models import RESOURCES
-from tas.kube import MERGE, STRATEGIC, Kube, KubeError
+from tas.kube import CRDS, MERGE, STRATEGIC, Kube, KubeError
 from tas.kube.retry import Backoff
 from tas.webhooks import certs
 
@@ -31,7 +31,6 @@ log = logging.getLogger(__name__)
 
 CONFIG_KINDS = ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"
-CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 # The CRDs whose versions the API server converts through our webhook.
 CONVERTED_CRDS = tuple(
     f"{r.crd.plural}.{r.crd.group}" for r in RESOURCES if r.crd.conversion_webhook
