@@ -220,14 +220,7 @@ def _containers(value: Any, path: str) -> list[dict[str, Any]]:
 
 def _nodes(document: Mapping[str, Any], numa_zones: bool = False) -> tuple[Node, ...]:
     nodes: list[Node] = []
-    seen: set[str] = set()
-    for index, entry in enumerate(read_field(document, "nodes", list, "")):
-        path = f"nodes[{index}]"
-        entry = expect(entry, dict, path)
-        name = read_field(entry, "name", str, path)
-        if name in seen:
-            raise ScenarioError(f"{path}.name", f"node {name!r} appears twice")
-        seen.add(name)
+    for path, entry, name in _named(document, "nodes", "node", required=True):
         allocatable = quantities(
             read_field(entry, "allocatable", dict, path), f"{path}.allocatable"
         )
@@ -372,10 +365,10 @@ def _preemption(value: Any, path: str) -> dict:
     return out
 
 
-def _named(document: Mapping[str, Any], key: str, kind: str):
+def _named(document: Mapping[str, Any], key: str, kind: str, required: bool = False):
     """(path, entry, name) for each entry of the list `key`; a name may appear once."""
     seen: set[str] = set()
-    for index, entry in enumerate(read_field(document, key, list, "", [])):
+    for index, entry in enumerate(read_field(document, key, list, "", ... if required else [])):
         path = f"{key}[{index}]"
         entry = expect(entry, dict, path)
         name = read_field(entry, "name", str, path)
@@ -429,14 +422,7 @@ def _workloads(
     document: Mapping[str, Any], levels: Sequence[str], gates: features.FeatureGates
 ) -> tuple[Workload, ...]:
     workloads: list[Workload] = []
-    seen: set[str] = set()
-    for index, entry in enumerate(read_field(document, "workloads", list, "")):
-        path = f"workloads[{index}]"
-        entry = expect(entry, dict, path)
-        name = read_field(entry, "name", str, path)
-        if name in seen:
-            raise ScenarioError(f"{path}.name", f"workload {name!r} appears twice")
-        seen.add(name)
+    for path, entry, name in _named(document, "workloads", "workload", required=True):
         entries = read_field(entry, "podSets", list, path)
         if not entries:
             raise ScenarioError(f"{path}.podSets", "must have at least one pod set")

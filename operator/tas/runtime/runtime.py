@@ -17,7 +17,6 @@ import signal
 from tas import metrics
 from tas.admission.loop import AdmissionLoop
 from tas.cache import projections as proj
-from tas.cache.reflector import Reflector
 from tas.cache.state import ClusterState
 from tas.config import Settings
 from tas.features import FeatureGates, Gate
@@ -30,6 +29,7 @@ from tas.jobs.controller import job_controller
 from tas.jobset.jobset import JOB_SET
 from tas.kube import CRDS, Kube, KubeError
 from tas.kube.kubeconfig import load_connection
+from tas.kube.reflector import Reflector
 from tas.kube.retry import Backoff
 from tas.leaderworkerset.controller import LeaderWorkerSetController
 from tas.pacing import Pacer

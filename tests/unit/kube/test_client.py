@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from tas.cache.reflector import Reflector
 from tas.kube import Kube, KubeError, client_session
 from tas.kube.kubeconfig import Connection, Credentials, load_connection
+from tas.kube.reflector import Reflector
 from tas.kube.retry import Backoff
 
 from .fakes import b64, kubeconfig, pki, serve, tls_app

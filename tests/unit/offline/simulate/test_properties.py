@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.unit.simulate.traces import BLOCK, HOST, PREFERRED, RACK, REQUIRED, simulate
+from tests.unit.offline.simulate.traces import BLOCK, HOST, PREFERRED, RACK, REQUIRED, simulate
 
 HOSTS = [("h0", "r0"), ("h1", "r0"), ("h2", "r1"), ("h3", "r1")]
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.unit.simulate.test_trace import simulate_file
-from tests.unit.simulate.traces import BLOCK, HOST, RACK, job, simulate, two_racks
+from tests.unit.offline.simulate.test_trace import simulate_file
+from tests.unit.offline.simulate.traces import BLOCK, HOST, RACK, job, simulate, two_racks
 
 GATE = "TASPlacementGroups"
 MODES = ["solver", "clusterQueues"]

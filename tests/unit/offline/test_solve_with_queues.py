@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.test_scenario import BLOCK, HOST, PREFIX, assert_malformed, run
+from tests.unit.offline.test_solve import BLOCK, HOST, PREFIX, assert_malformed, run
 
 REQUIRED = PREFIX + "podset-required-topology"
 
@@ -168,7 +168,7 @@ def test_malformed_queue_fields_name_the_field(tmp_path, change, fragments):
 
 
 def test_the_example_scenario_runs(tmp_path):
-    example = Path(__file__).parents[2] / "examples" / "scenarios" / "preemption.yaml"
+    example = Path(__file__).parents[3] / "examples" / "scenarios" / "preemption.yaml"
     out = solve(tmp_path, example.read_text())
     by_name = {w["name"]: w for w in out["workloads"]}
     assert by_name["pretrain"]["admitted"] is True

@@ -13,7 +13,7 @@ from tas.kube import Connection, Kube, Ref
 from tas.runtime.fence import FencedKube, NotLeading
 from tas.runtime.leader import LeaderElector, LeaseSettings
 from tas.runtime.runtime import Runtime
-from tests.unit.test_leader import Clock, LeaseStore
+from tests.unit.runtime.test_leader_election import Clock, LeaseStore
 
 SETTINGS = LeaseSettings(namespace="tas-system")  # renew deadline 10 s, lease 15 s
 

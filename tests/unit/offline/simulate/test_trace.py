@@ -11,7 +11,7 @@ import pytest
 
 from tas.offline.simulate import run
 from tas.offline.simulate.trace import parse_trace
-from tests.unit.simulate.traces import BLOCK, HOST, RACK, job, two_racks
+from tests.unit.offline.simulate.traces import BLOCK, HOST, RACK, job, two_racks
 
 
 def simulate_file(tmp_path: Path, document: object) -> tuple[int, str, str]:

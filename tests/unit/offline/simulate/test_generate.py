@@ -87,7 +87,7 @@ def test_the_command_writes_the_trace(capsys):
     assert printed == json.loads(json.dumps(generate.trace("inference", 5, 64)))
 
 
-SHIPPED = sorted((Path(__file__).parents[3] / "examples" / "traces").glob("*.json"))
+SHIPPED = sorted((Path(__file__).parents[4] / "examples" / "traces").glob("*.json"))
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])

@@ -8,7 +8,7 @@ import io
 import pytest
 
 from tas.offline.contest import adapter, checker, generator
-from tests.unit.contest.test_checker import EXAMPLE_INPUT as EXAMPLE
+from tests.unit.offline.contest.test_checker import EXAMPLE_INPUT as EXAMPLE
 
 RUNS = [(shape, seed) for shape in ("small", "mixed", "churn", "saturating") for seed in range(4)]
 

@@ -3,8 +3,8 @@
 import asyncio
 import random
 
-from tas.cache.reflector import Reflector
 from tas.kube import KubeError
+from tas.kube.reflector import Reflector
 from tas.kube.retry import Backoff
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from tas import cli
-from tests.unit.simulate.traces import RACK, job, two_racks
+from tests.unit.offline.simulate.traces import RACK, job, two_racks
 
 TAS = Path(sys.executable).with_name("tas")
-EXAMPLES = Path(__file__).parents[3] / "examples" / "traces"
+EXAMPLES = Path(__file__).parents[4] / "examples" / "traces"
 
 
 def write(tmp_path: Path, document: dict) -> str:

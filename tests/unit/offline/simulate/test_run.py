@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from tests.unit.simulate.traces import HOST, RACK, job, running_over_time, simulate, two_racks
+from tests.unit.offline.simulate.traces import (
+    HOST,
+    RACK,
+    job,
+    running_over_time,
+    simulate,
+    two_racks,
+)
 
 
 def rack_jobs_and_late_small_ones() -> dict:

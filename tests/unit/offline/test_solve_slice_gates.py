@@ -10,9 +10,9 @@ from pathlib import Path
 
 import yaml
 
-from tests.unit.test_scenario import run, solved
+from tests.unit.offline.test_solve import run, solved
 
-EXAMPLE = Path(__file__).parents[2] / "examples" / "scenarios" / "partial-slices.yaml"
+EXAMPLE = Path(__file__).parents[3] / "examples" / "scenarios" / "partial-slices.yaml"
 
 
 def rack_of(host: str) -> str:
