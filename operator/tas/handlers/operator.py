@@ -2,12 +2,12 @@
 
 kopf does what it does well here: serving webhooks (on every replica) and the process's
 lifecycle. The cluster is not watched through kopf: each kind is listed and watched by a
-reflector on the same event loop (see runtime.py and watches.py), whose start-up cost is linear
-in the objects listed. Every handler is async, so none runs in kopf's thread pool.
+reflector on the same event loop (see tas.runtime), whose start-up cost is linear in the
+objects listed. Every handler is async, so none runs in kopf's thread pool.
 
 The webhook configurations belong to the chart. kopf only serves the webhooks; it never
 creates, fills or empties a configuration, so a replica that stops takes no webhook away from
-the others. webhookcert.py keeps the certificate and the configurations' CA bundle.
+the others. webhooks/rotation.py keeps the certificate and the configurations' CA bundle.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """The client layer: where the API server is (kubeconfig.py), how to log in (credentials.py),
-the calls themselves (client.py) and how long to wait before trying again (retry.py).
+the calls themselves (client.py), list-and-watch of one kind (reflector.py) and how long to
+wait before trying again (retry.py).
 
 The client's names are re-exported here, so `from tas.kube import Kube, KubeError` reads as
 the one client it is.

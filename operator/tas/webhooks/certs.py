@@ -1,5 +1,5 @@
 """The admission webhooks' certificates: a long-lived CA and a shorter-lived serving certificate
-it signs, kept together in one Secret that every replica serves from (webhookcert.py keeps it).
+it signs, kept together in one Secret that every replica serves from (rotation.py keeps it).
 
 Pure: bytes and times in, bytes out. `plan` says what the Secret should hold now:
 - the CA lives 10 years and is replaced when less than one is left; a replaced CA stays in the
