@@ -49,7 +49,7 @@ from e2e.operator_process import OperatorProcess  # noqa: E402
 
 from tas.api.quantity import parse_quantity  # noqa: E402
 from tas.kube import Kube, KubeError  # noqa: E402
-from tas.kubeconfig import load_connection  # noqa: E402
+from tas.kube.kubeconfig import load_connection  # noqa: E402
 
 NS = "chaos"
 SHAPE = topology.Shape(blocks=5, racks=5, hosts=8)  # 200 nodes of 8 cpu

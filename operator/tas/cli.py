@@ -14,19 +14,19 @@ SYNC_BEFORE_KOPF_SECONDS = 10.0
 
 
 def _solve(args: argparse.Namespace) -> int:
-    from tas import scenario
+    from tas.offline import scenario
 
     return scenario.main(args.file, sys.stdout, sys.stderr, stats=args.stats)
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from tas.simulate import run
+    from tas.offline.simulate import run
 
     return run.main(args.file, sys.stdout, sys.stderr, plot=args.plot, compare_gates=args.compare)
 
 
 def _contest(args: argparse.Namespace) -> int:
-    from tas.contest import adapter
+    from tas.offline.contest import adapter
 
     return adapter.main(sys.stdin, sys.stdout, sys.stderr, gates=args.feature_gates)
 
@@ -34,9 +34,9 @@ def _contest(args: argparse.Namespace) -> int:
 def _migrate_storage(args: argparse.Namespace) -> int:
     import asyncio
 
-    from tas import migrate
     from tas.kube import Kube, KubeError
-    from tas.kubeconfig import KubeconfigError, load_connection
+    from tas.kube.kubeconfig import KubeconfigError, load_connection
+    from tas.runtime import migrate
 
     async def run() -> list[str]:
         kube = Kube(load_connection(args.kubeconfig), component="tas-migrate-storage")
@@ -60,7 +60,7 @@ def _operator(args: argparse.Namespace) -> int:
 
     from tas import features, integrations
     from tas.config import Settings
-    from tas.kubeconfig import default_namespace
+    from tas.kube.kubeconfig import default_namespace
 
     try:
         gates = features.from_env_and_flag(args.feature_gates)
@@ -133,7 +133,7 @@ def _operator(args: argparse.Namespace) -> int:
         logging.getLogger("tas.features").info(line)
     import asyncio
 
-    from tas.kubeconfig import KubeconfigError
+    from tas.kube.kubeconfig import KubeconfigError
 
     try:
         asyncio.run(_run_operator(settings, args.liveness))
@@ -170,7 +170,7 @@ async def _run_operator(settings, liveness: str | None) -> None:
     import asyncio
     import importlib
 
-    from tas.handlers.runtime import Runtime
+    from tas.runtime.runtime import Runtime
 
     runtime = Runtime(settings)
     runtime.start()

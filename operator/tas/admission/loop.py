@@ -57,8 +57,8 @@ from tas.hotswap.replace import (
     needs_replacement,
 )
 from tas.kube import KubeError
+from tas.kube.retry import Backoff, PerKeyBackoff
 from tas.pacing import Pacer
-from tas.retry import Backoff, PerKeyBackoff
 from tas.workload import transitions
 from tas.workload.writer import evict, preempt
 

@@ -9,6 +9,8 @@ GROUP = "kueue.x-k8s.io"
 PREFIX = "kueue.x-k8s.io/"
 # The version the operator reads and writes: Kueue's stored version since v0.16.
 KUEUE_API_VERSION = GROUP + "/v1beta2"
+# The version served for manifests and clients written before Kueue v0.16 (converted).
+KUEUE_V1BETA1_API_VERSION = GROUP + "/v1beta1"
 
 # Job-facing label: which LocalQueue a Job is submitted to.
 QUEUE_NAME_LABEL = PREFIX + "queue-name"

@@ -9,7 +9,7 @@ Names are Kueue's `integrations.frameworks` entries, verbatim. As in Kueue, Stat
 LeaderWorkerSet enable the pod integration implicitly: their pods are admitted as pod groups.
 
 A kind served by a CRD (JobSet, LeaderWorkerSet) may not be installed: the operator logs it
-once and handles the kind when its CRD appears (see handlers/runtime.py).
+once and handles the kind when its CRD appears (see runtime/runtime.py).
 """
 
 from __future__ import annotations

@@ -2,12 +2,12 @@
 
 kopf does what it does well here: serving webhooks (on every replica) and the process's
 lifecycle. The cluster is not watched through kopf: each kind is listed and watched by a
-reflector on the same event loop (see runtime.py and watches.py), whose start-up cost is linear
-in the objects listed. Every handler is async, so none runs in kopf's thread pool.
+reflector on the same event loop (see tas.runtime), whose start-up cost is linear in the
+objects listed. Every handler is async, so none runs in kopf's thread pool.
 
 The webhook configurations belong to the chart. kopf only serves the webhooks; it never
 creates, fills or empties a configuration, so a replica that stops takes no webhook away from
-the others. webhookcert.py keeps the certificate and the configurations' CA bundle.
+the others. webhooks/rotation.py keeps the certificate and the configurations' CA bundle.
 """
 
 from __future__ import annotations
@@ -32,16 +32,16 @@ from tas.api.constants import QUEUE_NAME_LABEL
 from tas.api.frameworks import RESOURCES, Framework
 from tas.config import Settings
 from tas.features import Gate
-from tas.handlers.runtime import Runtime, slicing_gates
-from tas.handlers.watches import owned_by_jobset
 from tas.integrations.job import webhook as job_webhook
 from tas.integrations.jobset import webhook as jobset_webhook
 from tas.integrations.leaderworkerset import webhook as lws_webhook
 from tas.integrations.pod import webhook as pod_webhook
 from tas.integrations.statefulset import webhook as sts_webhook
 from tas.kube import client_session
-from tas.kubeconfig import load_connection
-from tas.webhookcert import WebhookCertificates
+from tas.kube.kubeconfig import load_connection
+from tas.runtime.runtime import Runtime, slicing_gates
+from tas.runtime.watches import owned_by_jobset
+from tas.webhooks.rotation import WebhookCertificates
 from tas.webhooks.server import ReviewFn, WebhookServer, call_on
 
 log = logging.getLogger("tas.operator")

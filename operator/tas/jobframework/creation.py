@@ -19,7 +19,7 @@ from tas.api.constants import (
     REASON_PRIORITY_CLASS_NOT_FOUND,
 )
 from tas.jobframework.priority import PriorityClassMissing
-from tas.kube import KUEUE, Kube, KubeError, Ref
+from tas.kube import Kube, KubeError, Ref, kueue_path
 
 log = logging.getLogger(__name__)
 
@@ -45,9 +45,9 @@ async def create_workload(kube: Kube, workload: Mapping, owner: Ref, what: str) 
     Other errors are raised, for the caller's retry."""
     meta = workload["metadata"]
     try:
-        await kube.create(f"{KUEUE}/namespaces/{meta['namespace']}/workloads", workload)
+        await kube.create(kueue_path("workloads", meta["namespace"]), workload)
     except KubeError as exc:
-        if exc.status == 409:  # already there: the watch will show it
+        if exc.conflict:  # already there: the watch will show it
             return True
         if exc.status not in REFUSED:
             raise

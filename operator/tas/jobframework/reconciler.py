@@ -153,7 +153,7 @@ class JobReconciler:
         try:
             await self.kube.patch(self.job.resource.path(meta["namespace"], meta["name"]), patch)
         except KubeError as exc:
-            if exc.status in (404, 409):
+            if exc.gone_or_changed:
                 return  # gone, or a newer object is on its way through the watch
             raise
         log.info("%s %s/%s: %s", self.kind, meta["namespace"], meta["name"], what)
@@ -166,7 +166,7 @@ class JobReconciler:
                 {"status": {"startTime": None}},
             )
         except KubeError as exc:
-            if exc.status in (404, 409):
+            if exc.gone_or_changed:
                 return
             raise
 

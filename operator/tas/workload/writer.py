@@ -24,7 +24,7 @@ from tas.api.constants import (
     TAS_GROUP,
 )
 from tas.cache.projections import WorkloadInfo
-from tas.kube import KUEUE, Kube, KubeError, Ref, workload_path
+from tas.kube import Kube, KubeError, Ref, kueue_path, workload_path
 from tas.workload import transitions
 
 log = logging.getLogger(__name__)
@@ -86,7 +86,9 @@ class WorkloadWriter:
         await self.kube.event(ref, type_, reason, message)
 
     async def write_cluster_queue_status(self, name: str, status: Mapping) -> None:
-        await self.kube.patch(f"{KUEUE}/clusterqueues/{name}/status", {"status": dict(status)})
+        await self.kube.patch(
+            kueue_path("clusterqueues", name=name) + "/status", {"status": dict(status)}
+        )
 
     async def write_placement_group(
         self, namespace: str, name: str, spec: Mapping, status: Mapping
@@ -115,7 +117,7 @@ class WorkloadWriter:
 
     async def write_local_queue_status(self, namespace: str, name: str, status: Mapping) -> None:
         await self.kube.patch(
-            f"{KUEUE}/namespaces/{namespace}/localqueues/{name}/status", {"status": dict(status)}
+            kueue_path("localqueues", namespace, name) + "/status", {"status": dict(status)}
         )
 
 

@@ -5,7 +5,7 @@ import tas.admission.loop as loop_module
 from tas.admission.loop import AdmissionLoop
 from tas.cache import projections as proj
 from tas.kube import KubeError
-from tas.retry import Backoff
+from tas.kube.retry import Backoff
 from tests.unit.admission.fixtures import RACK, cluster_queue, make_state, node, two_racks, workload
 
 

@@ -30,7 +30,7 @@ from tas.api import crdgen
 from tas.api.models import RESOURCES
 from tas.cli import build_parser
 from tas.config import MAX_REVIEW_BYTES, Settings, parse_label_selector
-from tas.leader import LeaseSettings
+from tas.runtime.leader import LeaseSettings
 from tas.webhooks.server import READY_PATH
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -503,7 +503,7 @@ def test_rbac_is_bound_to_the_operators_service_account_only() -> None:
 
 
 def test_rbac_lets_the_operator_list_and_watch_everything_it_caches() -> None:
-    from tas.handlers.watches import WATCHES
+    from tas.runtime.watches import WATCHES
 
     watched = set()
     for watch in WATCHES.values():

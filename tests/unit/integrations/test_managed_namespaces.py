@@ -12,15 +12,15 @@ import pytest
 
 from tas import cli
 from tas.config import Settings, default_managed_jobs_namespace_selector, parse_label_selector
-from tas.handlers import watches
-from tas.handlers.runtime import Runtime
 from tas.integrations.job.controller import JOB
 from tas.integrations.leaderworkerset.controller import LeaderWorkerSetController
 from tas.integrations.pod.controller import PodController
 from tas.jobframework.namespaces import ManagedNamespaces
 from tas.jobframework.reconciler import JobReconciler
 from tas.kube import Kube
-from tas.kubeconfig import Connection
+from tas.kube.kubeconfig import Connection
+from tas.runtime import watches
+from tas.runtime.runtime import Runtime
 from tests.unit.integrations.builders import QUEUE, RecordingKube, leaderworkerset, pod, state
 
 NAME = "kubernetes.io/metadata.name"

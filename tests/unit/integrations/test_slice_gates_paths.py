@@ -10,10 +10,10 @@ import pytest
 from tas import features
 from tas.admission.decide import decide
 from tas.cache import projections as proj
-from tas.handlers.runtime import slicing_gates
 from tas.integrations.job.controller import build_workload
 from tas.integrations.leaderworkerset import webhook as lws_webhook
 from tas.integrations.leaderworkerset import workload as L
+from tas.runtime.runtime import slicing_gates
 from tas.solver.types import SolverOptions
 from tests.unit.admission.fixtures import BLOCK, RACK, make_state, node, workload
 from tests.unit.integrations.builders import GROUP, QUEUE, REQUIRED, SLICE_SIZE, SLICE_TOPOLOGY

@@ -20,7 +20,11 @@ from typing import ClassVar, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from tas.api.constants import POD_PRIORITY_CLASS_SOURCE, WORKLOAD_PRIORITY_CLASS_SOURCE
+from tas.api.constants import (
+    KUEUE_V1BETA1_API_VERSION,
+    POD_PRIORITY_CLASS_SOURCE,
+    WORKLOAD_PRIORITY_CLASS_SOURCE,
+)
 from tas.api.models import clusterqueue, localqueue, workload
 from tas.api.models.common import CRDInfo, Int32, KubeModel, ObjectName, cel, schema
 
@@ -97,7 +101,7 @@ class WorkloadSpec(workload.WorkloadSpecBase):
 
 class Workload(workload.Workload):
     crd: ClassVar[CRDInfo] = workload.Workload.crd
-    api_version: str = "kueue.x-k8s.io/v1beta1"
+    api_version: str = KUEUE_V1BETA1_API_VERSION
     spec: WorkloadSpec  # type: ignore[assignment]
     status: WorkloadStatus = Field(default_factory=WorkloadStatus)
 
@@ -139,7 +143,7 @@ class ClusterQueue(clusterqueue.ClusterQueue):
         clusterqueue.ClusterQueue.crd,
         printer_columns=clusterqueue.cluster_queue_columns(".spec.cohort"),
     )
-    api_version: str = "kueue.x-k8s.io/v1beta1"
+    api_version: str = KUEUE_V1BETA1_API_VERSION
     spec: ClusterQueueSpec = Field(default_factory=ClusterQueueSpec)  # type: ignore[assignment]
 
 
@@ -151,7 +155,7 @@ class LocalQueueStatus(localqueue.LocalQueueStatusBase):
 
 
 class LocalQueue(localqueue.LocalQueue):
-    api_version: str = "kueue.x-k8s.io/v1beta1"
+    api_version: str = KUEUE_V1BETA1_API_VERSION
     status: LocalQueueStatus = Field(default_factory=LocalQueueStatus)  # type: ignore[assignment]
 
 

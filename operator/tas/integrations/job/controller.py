@@ -1,6 +1,6 @@
 """batch/v1 Job as a GenericJob (jobframework/interface.py), as Kueue's
 pkg/controller/jobs/job/job_controller.go: pure decisions, no I/O; jobframework's JobReconciler
-drives it (handlers/runtime.py makes one for JOB).
+drives it (runtime/runtime.py makes one for JOB).
 
 A Job has one pod template, the pod set "main" of `parallelism` pods (never more than
 `completions`), its pods ranked by their completion index. It is held suspended until admitted;

@@ -191,7 +191,7 @@ class LeaderWorkerSetController:
         try:
             await self.kube.patch(pod_path(*p.key(pod)), patch)
         except KubeError as exc:
-            if exc.status in (404, 409):
+            if exc.gone_or_changed:
                 return
             raise
         log.info(

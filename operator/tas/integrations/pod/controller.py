@@ -383,7 +383,7 @@ class PodController:
         try:
             await self.kube.patch(pod_path(*p.key(pod)), patch)
         except KubeError as exc:
-            if exc.status in (404, 409):
+            if exc.gone_or_changed:
                 return False  # gone, or changed: the watch brings the newer pod
             raise
         return True
@@ -399,7 +399,7 @@ class PodController:
         try:
             await self.kube.patch(workload_path(workload.namespace, workload.name), ops, JSON_PATCH)
         except KubeError as exc:
-            if exc.status in (404, 409, 422):  # gone, or changed since (a failed test is 422)
+            if exc.gone_or_changed or exc.status == 422:  # a failed test is 422
                 return
             raise
         log.info(
