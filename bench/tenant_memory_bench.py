@@ -4,7 +4,9 @@ in this process).
 
     TAS_CLUSTER_DIR=... TAS_API_PORT=... TAS_ETCD_PORT=... PYTHONPATH=operator \\
         .venv/bin/python bench/tenant_memory_bench.py --pod-groups 200 --huge-lws 50 \\
-        --lws-at-bound 1 --output bench/results/tenant_memory.json
+        --lws-at-bound 1 --output /tmp/tenant_memory.json
+
+(bench/results/tenant_memory.json gathers two such runs.)
 
 The operator runs as a host process on 200 kwok nodes with the LeaderWorkerSet CRD installed.
 Each stage adds objects in a namespace of its own and reads the operator's VmRSS (median of
