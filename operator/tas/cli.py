@@ -200,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     solve = sub.add_parser("solve", help="place a scenario's workloads offline and print JSON")
-    solve.add_argument("file", help="scenario YAML or JSON (see SCENARIO.md)")
+    solve.add_argument("file", help="scenario YAML or JSON (docs/reference/scenario-format.md)")
     solve.add_argument(
         "--stats",
         action="store_true",
@@ -212,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
     simulate = sub.add_parser(
         "simulate", help="replay a trace of arrivals and departures offline and report on it"
     )
-    simulate.add_argument("file", help="trace YAML or JSON (see the README)")
+    simulate.add_argument("file", help="trace YAML or JSON (docs/reference/trace-format.md)")
     simulate.add_argument("--plot", metavar="FILE.png", help="also draw the report over time")
     simulate.add_argument(
         "--compare", metavar="GATES", help="A=true,B=false: run again with these gates on top"
@@ -221,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     contest = sub.add_parser(
         "contest",
-        help="serve seed 001's VM placement protocol on stdin/stdout (placement groups)",
+        help="serve the VM placement-group protocol on stdin/stdout (docs/concepts/placement-groups.md)",
     )
     contest.add_argument(
         "--feature-gates",

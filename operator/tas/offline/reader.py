@@ -1,4 +1,4 @@
-"""The strict reader of a scenario (the contract is SCENARIO.md): a loaded document is checked
+"""The strict reader of a scenario (the contract: docs/reference/scenario-format.md): a loaded document is checked
 in full and turned into solver inputs, or refused with one ScenarioError naming the field."""
 
 from __future__ import annotations

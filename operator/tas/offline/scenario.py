@@ -1,4 +1,4 @@
-"""`tas solve FILE`: place a scenario's workloads offline (the contract is SCENARIO.md).
+"""`tas solve FILE`: place a scenario's workloads offline (the contract: docs/reference/scenario-format.md).
 
 The file is read and checked in full before anything is placed, so a malformed scenario prints
 exactly one line on stderr, naming the field, and nothing on stdout. Placement then runs the

@@ -1,4 +1,4 @@
-"""`tas solve FILE` as a user runs it: a subprocess on scenario files (SCENARIO.md)."""
+"""`tas solve FILE` as a user runs it: a subprocess on scenario files (docs/reference/scenario-format.md)."""
 
 from __future__ import annotations
 

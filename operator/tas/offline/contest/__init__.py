@@ -1,1 +1,1 @@
-"""`tas contest`: seed 001's VM placement protocol, with our own input generator and output checker."""
+"""`tas contest`: the VM placement-group protocol, with our own input generator and output checker."""

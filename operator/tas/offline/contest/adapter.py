@@ -1,4 +1,4 @@
-"""`tas contest`: seed 001's protocol on stdin/stdout, placed by our placement-group planner.
+"""`tas contest`: the VM placement-group protocol on stdin/stdout, placed by our placement-group planner.
 
 The pool maps onto a four-level topology (network domain, pod, rack, server); a server's two
 NUMA nodes are the level below, handled here: a VM of NUMA count 2 takes its share on both

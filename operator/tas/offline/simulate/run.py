@@ -425,7 +425,7 @@ class _Books:
 
 
 def simulate(trace: Trace, observe: Observer | None = None) -> dict[str, Any]:
-    """Replay the trace and return its report (see the README)."""
+    """Replay the trace and return its report (docs/reference/trace-format.md)."""
     return _Simulation(trace, observe).run()
 
 

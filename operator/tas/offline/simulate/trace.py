@@ -1,4 +1,4 @@
-"""A trace: a scenario (SCENARIO.md) whose workloads arrive and leave in simulated time.
+"""A trace: a scenario (docs/reference/scenario-format.md) whose workloads arrive and leave in simulated time.
 
 Everything a scenario holds reads exactly as `tas solve` reads it, through the scenario reader's
 own parser. A trace adds, per workload, `arrival` (seconds), `duration` (seconds; absent: it never
