@@ -17,7 +17,7 @@ INTEGRATIONS_ETCD_PORT ?= 15379
 INTEGRATIONS_CLUSTER := TAS_CLUSTER_DIR=$(CURDIR)/.cluster/integrations TAS_API_PORT=$(INTEGRATIONS_API_PORT) TAS_ETCD_PORT=$(INTEGRATIONS_ETCD_PORT)
 
 .PHONY: help venv lint fmt unit integration e2e test bins cluster-up cluster-down crds demo demo-down bench mutation clean \
-	image image-lock image-test e2e-integrations
+	image image-lock image-test e2e-integrations docs
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -30,10 +30,11 @@ $(BIN)/.installed: pyproject.toml
 
 venv: $(BIN)/.installed  ## create .venv and install the package with its dev tools
 
-lint: venv  ## ruff, formatting, import layering
+lint: venv  ## ruff, formatting, import layering, types (mypy, configured in pyproject.toml)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 fmt: venv  ## format and fix what ruff can
 	$(BIN)/ruff format .
@@ -90,6 +91,9 @@ e2e-integrations: venv  ## e2e with the real JobSet and LeaderWorkerSet controll
 	rc=0; $(INTEGRATIONS_CLUSTER) $(BIN)/pytest e2e -q -m integrations || rc=$$?; \
 	  [[ -n "$${KEEP_CLUSTER:-}$${KUBECONFIG:-}" ]] || $(INTEGRATIONS_CLUSTER) bash e2e/cluster.sh down; exit $$rc
 
+docs: venv  ## the documentation site into site/ (MkDocs, Material); a broken link is an error
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 bench: venv  ## solver benchmark (reported, not asserted)
 	$(BIN)/python bench/solver_bench.py
 
@@ -98,4 +102,4 @@ mutation: venv  ## mutation testing of the decision code (mutmut): score per mod
 	$(BIN)/python bench/mutation.py $(ARGS)
 
 clean: cluster-down
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis dist build/mutation
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis dist build/mutation

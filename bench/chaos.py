@@ -4,6 +4,7 @@ is sampled throughout; what is found is reported (bench/results/chaos.json), nev
 
     .venv/bin/python bench/chaos.py                # 100 kills, 5 API server and 2 etcd restarts
     .venv/bin/python bench/chaos.py --quick        # 8 kills, 1 of each restart (writes to /tmp)
+    .venv/bin/python bench/chaos.py --hostile      # and hostile tenants' objects mixed in
 
 What must stay zero (each sample, or at the end):
 - nodes over their allocatable cpu, as booked by the operator (the topology assignments of
@@ -14,6 +15,9 @@ What must stay zero (each sample, or at the end):
 - Jobs with more than one Workload, Jobs left without one, and workloads that fit but were
   never admitted (after the chaos, every Job fits in the emptying cluster: all must finish).
 Also reported: from each kill to the next admission, worst and median.
+
+With --hostile, tenants' objects made to hurt (those of e2e/test_hostile_tenants_*.py) are
+mixed in; see `Hostile` for them and for what else must then stay zero.
 
 The operator runs as a Deployment's pod would: killed, it is started again by a supervisor
 (the kubelet's part) with the same pod name, so it leads again at once; if it exits by itself
@@ -43,19 +47,28 @@ sys.path.insert(0, str(ROOT))
 
 from bench import kueue_api  # noqa: E402
 from bench.operator_bench import BIG_QUEUE, add_nodes  # noqa: E402
-from e2e import chart, jobs, topology  # noqa: E402
+from e2e import chart, integrations, jobs, topology  # noqa: E402
 from e2e.harness import CLUSTER_SH, Cluster, cluster_from_env  # noqa: E402
 from e2e.operator_process import OperatorProcess  # noqa: E402
+from e2e.test_hostile_tenants_bounds import INT32_MAX, group_pod, leaderworkerset  # noqa: E402
+from e2e.test_hostile_tenants_charging import squatter  # noqa: E402
+from e2e.test_hostile_tenants_webhooks import job_review, post  # noqa: E402
 
 from tas.api.quantity import parse_quantity  # noqa: E402
+from tas.config import MAX_REVIEW_BYTES  # noqa: E402
+from tas.handlers.operator import SUSPEND_WEBHOOK  # noqa: E402
 from tas.kube import Kube, KubeError  # noqa: E402
-from tas.kubeconfig import load_connection  # noqa: E402
+from tas.kube.kubeconfig import load_connection  # noqa: E402
 
 NS = "chaos"
 SHAPE = topology.Shape(blocks=5, racks=5, hosts=8)  # 200 nodes of 8 cpu
 NOT_READY = "node-not-ready.stage.kwok.x-k8s.io"
 GATE = "kueue.x-k8s.io/topology"
 P = jobs.PREFIX
+HOSTILE_NS = "chaos-hostile"
+HUGE_GROUP = "999999999"  # under int32: the webhook lets it in; no quota ever holds it
+LIMIT_RANGE_CPU = "1"  # what NS's LimitRange gives a container that asks for nothing
+UNDER_CAP_REVIEW = 192 << 10
 
 
 def job_shapes(rng: random.Random) -> tuple[int, str, dict]:
@@ -88,6 +101,14 @@ def job_shapes(rng: random.Random) -> tuple[int, str, dict]:
 
 def cpu(value: str) -> float:
     return float(parse_quantity(value))
+
+
+def template_cpu(workload: dict) -> float:
+    """A pod's cpu as its containers ask, or as NS's LimitRange gives one that asks nothing
+    (--hostile's Jobs): what the scheduler and the kubelet count, whatever the operator did."""
+    container = workload["spec"]["podSets"][0]["template"]["spec"]["containers"][0]
+    requests = (container.get("resources") or {}).get("requests") or {}
+    return cpu(requests.get("cpu", LIMIT_RANGE_CPU))
 
 
 # ---- the actors ------------------------------------------------------------------------------
@@ -261,11 +282,7 @@ class Sampler:
             admission = (wl.get("status") or {}).get("admission")
             if finished or reserved.get("status") != "True" or not admission:
                 continue
-            per_pod = cpu(
-                wl["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"][
-                    "requests"
-                ]["cpu"]
-            )
+            per_pod = template_cpu(wl)
             counts: Counter = Counter()
             for psa in admission["podSetAssignments"]:
                 ta = psa.get("topologyAssignment") or {}
@@ -353,6 +370,163 @@ class Sampler:
                     )
 
 
+class Hostile:
+    """Tenants' objects made to hurt, mixed into the chaos (--hostile), every `period` seconds:
+
+    - a pod of a fast-admission pod group of total count 999,999,999 (the webhook lets it in;
+      no quota holds it), in HOSTILE_NS;
+    - a LeaderWorkerSet of 2,147,483,647 replicas (the webhook must refuse it);
+    - a Guaranteed pod naming a chaos node and a NUMA zone, never bound (its own gate);
+    - a Job that asks for no resources in NS, whose LimitRange gives its pod 1 cpu: one of the
+      stream's Jobs, it must be admitted and finish, booked at what its pod really asks;
+    - an oversized AdmissionReview (over the cap) and a burst of 192 KiB ones (under it) sent
+      straight to the webhook port.
+
+    Before the chaos, while no operator serves the webhooks, the same pod group and
+    LeaderWorkerSet and a pod group of total count 99,999,999,999 are made behind the webhooks,
+    so every restart of the operator lists them. The operator's RSS is read every round.
+    """
+
+    def __init__(self, cluster: Cluster, op: OperatorProcess, stream: Stream, period: float):
+        self.cluster, self.op, self.stream, self.period = cluster, op, stream, period
+        self.made: Counter = Counter()  # kind -> created
+        self.refused: Counter = Counter()  # kind -> refused by the API server (its webhooks)
+        self.reviews: Counter = Counter()  # "oversized 413" ... -> answers
+        self.rss_mib: list[float] = []
+        self.creating: set[asyncio.Task] = set()
+
+    def behind_the_webhooks(self) -> None:
+        """Made before the operator first starts (the webhooks fail open meanwhile)."""
+        integrations.install_crds(self.cluster, "lws")
+        self.cluster.kubectl("create", "namespace", HOSTILE_NS, check=False)
+        self.cluster.apply(kueue_api.local_queue("q", "bench"), HOSTILE_NS)
+        limits = [{"type": "Container", "defaultRequest": {"cpu": LIMIT_RANGE_CPU}}]
+        limit_range = {"kind": "LimitRange", "metadata": {"name": "defaults"}, "spec": {}}
+        limit_range |= {"apiVersion": "v1", "spec": {"limits": limits}}
+        self.cluster.apply(limit_range, NS)
+        with chart.webhooks_fail_open(self.cluster):
+            for manifest in (
+                group_pod("behind-huge", HUGE_GROUP, "q", gated=True),
+                group_pod("behind-beyond", "99999999999", "q", gated=True),
+                leaderworkerset("behind-huge", INT32_MAX, "q"),
+            ):
+                self.cluster.apply(manifest, HOSTILE_NS)
+
+    def run(self) -> None:
+        asyncio.run(self._run())
+
+    async def _run(self) -> None:
+        kube = Kube(load_connection(self.cluster.kubeconfig), timeout=10)
+        nodes = [n["metadata"]["name"] for n in topology.nodes(SHAPE)]
+        rng, i = random.Random(7), 0
+        try:
+            while not self.stream.stop_creating.is_set():
+                await self._round(kube, i, rng.choice(nodes))
+                await asyncio.get_running_loop().run_in_executor(None, self._reviews)
+                self.rss_mib.append(self.op_rss_mib())
+                i += 1
+                await asyncio.sleep(self.period)
+        finally:
+            await kube.close()
+
+    async def _round(self, kube: Kube, i: int, node: str) -> None:
+        pods = f"/api/v1/namespaces/{HOSTILE_NS}/pods"
+        lws = f"/apis/leaderworkerset.x-k8s.io/v1/namespaces/{HOSTILE_NS}/leaderworkersets"
+        for kind, path, body in (
+            ("huge_pod_group", pods, group_pod(f"huge-{i:04}", HUGE_GROUP, "q")),
+            ("huge_lws", lws, leaderworkerset(f"huge-{i:04}", INT32_MAX, "q")),
+            ("numa_squatter", pods, squatter(f"squat-{i:04}", node, f"node-{i % 2}")),
+        ):
+            try:
+                await kube.create(path, body)
+                self.made[kind] += 1
+            except KubeError:
+                self.refused[kind] += 1
+        job = jobs.job(f"h{i:04}-no-requests", "q", pods=1)
+        job["spec"]["template"]["spec"]["containers"][0].pop("resources")
+        self.made["no_request_job"] += 1
+        task = asyncio.create_task(self.stream._create_one(kube, job))  # retried until made
+        self.creating.add(task)
+        task.add_done_callback(self.creating.discard)
+
+    def _reviews(self) -> None:
+        self._send("oversized", job_review(MAX_REVIEW_BYTES + (64 << 10)))
+        for _ in range(20):
+            self._send("under the cap", job_review(UNDER_CAP_REVIEW))
+
+    def _send(self, what: str, review: dict) -> None:
+        try:
+            status, _ = post(self.op.port, SUSPEND_WEBHOOK, json.dumps(review).encode(), 10)
+        except OSError:
+            status = "timeout"
+        self.reviews[f"{what} {status}"] += 1
+
+    def op_rss_mib(self) -> float:
+        proc = self.op.proc
+        try:
+            status = Path(f"/proc/{proc.pid}/status").read_text() if proc else ""
+        except OSError:
+            return 0.0  # killed a moment ago
+        kib = [int(line.split()[1]) for line in status.splitlines() if line[:6] == "VmRSS:"]
+        return kib[0] / 1024 if kib else 0.0
+
+    def report(self) -> dict:
+        """What was made and answered, and what must stay zero among it."""
+        workloads = self.cluster.get_json(kueue_api.WORKLOADS, "-n", HOSTILE_NS)["items"]
+        pods = self.cluster.get_json("pods", "-n", HOSTILE_NS)["items"]
+        admitted = [w["metadata"]["name"] for w in workloads if reserved(w)]
+        return {
+            "made": dict(self.made),
+            "refused_by_the_api_server": dict(self.refused),
+            "reviews_sent_to_the_webhook_port": dict(self.reviews),
+            "operator_rss_mib": {
+                "max": round(max(self.rss_mib, default=0), 1),
+                "median": round(statistics.median(self.rss_mib), 1) if self.rss_mib else None,
+                "reads": len(self.rss_mib),
+            },
+            "must_be_zero": {
+                "huge_lws_accepted": self.made["huge_lws"],
+                "workloads_admitted": len(admitted),
+                "lws_workloads_made": sum(
+                    1
+                    for w in workloads
+                    for o in w["metadata"].get("ownerReferences") or []
+                    if o["kind"] == "LeaderWorkerSet"
+                ),
+                "squatters_bound": sum(
+                    1
+                    for p in pods
+                    if p["metadata"]["name"].startswith("squat-") and p["spec"].get("nodeName")
+                ),
+                "oversized_reviews_answered": sum(
+                    n for k, n in self.reviews.items() if k.startswith("oversized 2")
+                ),
+                "no_request_jobs_charged_less_than_their_pods_ask": self.undercharged(),
+            },
+        }
+
+    def undercharged(self) -> int:
+        """Admitted workloads of the Jobs that ask for nothing, charged under LIMIT_RANGE_CPU
+        a pod (the pods get it from NS's LimitRange)."""
+        found = 0
+        for wl in self.cluster.get_json(kueue_api.WORKLOADS, "-n", NS)["items"]:
+            owner = next(iter(wl["metadata"].get("ownerReferences") or []), {}).get("name", "")
+            admission = (wl.get("status") or {}).get("admission")
+            if not owner.endswith("-no-requests") or not admission:
+                continue
+            for psa in admission["podSetAssignments"]:
+                charged = cpu((psa.get("resourceUsage") or {}).get("cpu", "0"))
+                found += charged < psa.get("count", 1) * cpu(LIMIT_RANGE_CPU)
+        return found
+
+
+def reserved(workload: dict) -> bool:
+    return any(
+        c["type"] == "QuotaReserved" and c["status"] == "True"
+        for c in workload.get("status", {}).get("conditions", [])
+    )
+
+
 # ---- the chaos -------------------------------------------------------------------------------
 
 
@@ -411,11 +585,15 @@ def run(cluster: Cluster, args: argparse.Namespace) -> dict:
     cluster.kubectl("create", "namespace", NS, check=False)
     cluster.apply(kueue_api.local_queue("q", "bench"), NS)
     op = OperatorProcess(cluster, env={"TAS_POD_NAME": "tas-operator-chaos-0"})
+    stream = Stream(cluster, rng, args.rate)
+    hostile = Hostile(cluster, op, stream, args.hostile_period) if args.hostile else None
+    if hostile:
+        hostile.behind_the_webhooks()
     op.start()
     supervisor = Supervisor(op)
-    stream = Stream(cluster, rng, args.rate)
     sampler = Sampler(cluster, cpu(SHAPE.allocatable["cpu"]))
-    threads = [threading.Thread(target=a.run, daemon=True) for a in (supervisor, stream, sampler)]
+    actors = (supervisor, stream, sampler, *([hostile] if hostile else []))
+    threads = [threading.Thread(target=a.run, daemon=True) for a in actors]
     for t in threads:
         t.start()
     events, length = timeline(rng, args)
@@ -440,7 +618,12 @@ def run(cluster: Cluster, args: argparse.Namespace) -> dict:
         settle_deadline = time.time() + args.settle
         while time.time() < settle_deadline and not all_finished(cluster, stream):
             time.sleep(5)
-        return report(cluster, op, supervisor, stream, sampler, done, chaos_s, started)
+        result = report(cluster, op, supervisor, stream, sampler, done, chaos_s, started)
+        if hostile:
+            result["hostile"] = hostile.report()
+            for name, count in result["hostile"]["must_be_zero"].items():
+                result["must_be_zero"][f"hostile_{name}"] = count
+        return result
     finally:
         stream.stop.set()
         sampler.stop.set()
@@ -613,6 +796,10 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=1.0, help="Jobs created per second")
     parser.add_argument("--settle", type=float, default=600, help="seconds for the end to settle")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--hostile", action="store_true", help="mix hostile tenants' objects in")
+    parser.add_argument(
+        "--hostile-period", type=float, default=5.0, help="seconds between hostile rounds"
+    )
     parser.add_argument("--output", default=str(ROOT / "bench" / "results" / "chaos.json"))
     args = parser.parse_args()
     if args.quick:

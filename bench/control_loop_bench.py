@@ -45,7 +45,7 @@ from e2e.harness import Cluster, cluster_from_env, wait_for  # noqa: E402
 from e2e.operator_process import OperatorProcess  # noqa: E402
 
 from tas.kube import Kube, KubeError  # noqa: E402
-from tas.kubeconfig import load_connection  # noqa: E402
+from tas.kube.kubeconfig import load_connection  # noqa: E402
 
 STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
 

@@ -64,7 +64,7 @@ from e2e.operator_process import OperatorProcess  # noqa: E402
 
 from tas.api.topologyassignment import to_stored  # noqa: E402
 from tas.kube import MERGE, Kube, KubeError  # noqa: E402
-from tas.kubeconfig import load_connection  # noqa: E402
+from tas.kube.kubeconfig import load_connection  # noqa: E402
 from tas.solver.types import HOSTNAME_LEVEL, DomainAssignment, TopologyAssignment  # noqa: E402
 
 ENV = cluster_env(ROOT / ".cluster" / "conv", 27443, 28379)

@@ -26,8 +26,9 @@ import time
 from pathlib import Path
 
 import scenarios  # bench/scenarios.py
-from tas import scenario as tas_scenario
 from tas.api.quantity import parse_milli
+from tas.offline import reader
+from tas.offline import scenario as tas_scenario
 from tas.solver import TopologySnapshot
 
 RESULTS = Path(__file__).parent / "results" / "numa.json"
@@ -68,7 +69,7 @@ def run(document: dict) -> tuple[list[float], list[float], int]:
     """The CPU ms of each workload's placement (find_assignments) and of its bookkeeping when
     admitted (usage, and with zones the zones its pods take: what the operator's cache does),
     as `tas solve` runs them."""
-    parsed = tas_scenario.parse_scenario(document)
+    parsed = reader.parse_scenario(document)
     snapshot = TopologySnapshot(parsed.levels, parsed.nodes, parsed.flavor, parsed.options)
     snapshot.build()
     nodes = {node.name: node for node in parsed.nodes}

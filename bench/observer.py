@@ -29,7 +29,7 @@ from bench import kueue_api
 from e2e.harness import wait_for
 
 from tas.kube import Kube, KubeError
-from tas.kubeconfig import load_connection
+from tas.kube.kubeconfig import load_connection
 
 PODS = "/api/v1/namespaces/{ns}/pods"
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"

@@ -30,8 +30,9 @@ import sys
 import time
 from pathlib import Path
 
-from tas import scenario as tas_scenario
 from tas.admission.decide import decide
+from tas.offline import reader
+from tas.offline import scenario as tas_scenario
 
 RESULTS = Path(__file__).parent / "results" / "preemption.json"
 BLOCK = "cloud.provider.com/topology-block"
@@ -85,8 +86,8 @@ def document(blocks: int, seed: int) -> dict:
     }
 
 
-def preemptor() -> tas_scenario.Workload:
-    parsed = tas_scenario.parse_scenario(
+def preemptor() -> reader.Workload:
+    parsed = reader.parse_scenario(
         {
             "topology": {"levels": [{"nodeLabel": BLOCK}, {"nodeLabel": RACK}]},
             "nodes": [],
@@ -105,11 +106,11 @@ def preemptor() -> tas_scenario.Workload:
             ],
         }
     )
-    return tas_scenario.Workload("pretrain", parsed.workloads[0].podsets, "cq", 100)
+    return reader.Workload("pretrain", parsed.workloads[0].podsets, "cq", 100)
 
 
 def run(blocks: int, repeats: int, seed: int) -> dict:
-    scenario = tas_scenario.parse_scenario(document(blocks, seed))
+    scenario = reader.parse_scenario(document(blocks, seed))
     state = tas_scenario.cluster_state(scenario)
     cq = state.cluster_queues["cq"]
     for step, workload in enumerate(scenario.workloads):
@@ -120,7 +121,7 @@ def run(blocks: int, repeats: int, seed: int) -> dict:
         state.upsert_workload(tas_scenario.admitted_info(info, d, step))
     incoming = tas_scenario.workload_info(preemptor(), "cq", len(scenario.workloads))
     state.upsert_workload(incoming)
-    snapshot = state.snapshot(tas_scenario.SCENARIO_FLAVOR)
+    snapshot = state.snapshot(reader.SCENARIO_FLAVOR)
     place = snapshot.find_assignments
     calls = 0
 

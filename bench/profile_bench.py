@@ -48,7 +48,7 @@ def simulate(path: Path) -> dict:
 
 
 def contest(seed: int, shape: str) -> dict:
-    text = run(PYTHON, "-m", "tas.contest.generator", "--seed", str(seed), "--shape", shape)
+    text = run(PYTHON, "-m", "tas.offline.contest.generator", "--seed", str(seed), "--shape", shape)
     scores = {}
     with tempfile.TemporaryDirectory() as tmp:
         given = Path(tmp) / "in.txt"
@@ -58,7 +58,7 @@ def contest(seed: int, shape: str) -> dict:
             output.write_text(run(TAS, "contest", *gates, stdin=text))
             result = json.loads(
                 subprocess.run(
-                    [PYTHON, "-m", "tas.contest.checker", str(given), str(output)],
+                    [PYTHON, "-m", "tas.offline.contest.checker", str(given), str(output)],
                     capture_output=True,
                     text=True,
                 ).stdout
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
                 path = Path(tmp) / f"training-load{load}-seed{seed}.json"
                 path.write_text(
                     run(
-                        PYTHON, "-m", "tas.simulate.generate", "--shape", "training",
+                        PYTHON, "-m", "tas.offline.simulate.generate", "--shape", "training",
                         "--seed", str(seed), "--nodes", "5120", "--load", load,
                     )
                 )  # fmt: skip

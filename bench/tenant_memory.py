@@ -16,8 +16,8 @@ import time
 import tracemalloc
 
 from tas.cache.state import ClusterState
-from tas.leaderworkerset.controller import LeaderWorkerSetController
-from tas.pods.controller import PodController
+from tas.integrations.leaderworkerset.controller import LeaderWorkerSetController
+from tas.integrations.pod.controller import PodController
 from tas.solver.types import SolverOptions
 
 NS = "tenant"

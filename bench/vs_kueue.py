@@ -84,7 +84,7 @@ from e2e.test_hotswap import NOT_READY, REQUIRED_RACK, install_hotswap_queue, ma
 
 from tas import __version__ as tas_version  # noqa: E402
 from tas.kube import Kube, pod_path  # noqa: E402
-from tas.kubeconfig import load_connection  # noqa: E402
+from tas.kube.kubeconfig import load_connection  # noqa: E402
 
 OURS, KUEUE = "tas-operator", "kueue"
 # Each side's cluster: its own directory and ports, away from `make test` (17443/13379), the

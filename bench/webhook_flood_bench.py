@@ -184,7 +184,7 @@ def review_function(memo):
 
 
 def certificate(directory: Path) -> tuple[Path, Path, Path]:
-    from tas import certs
+    from tas.webhooks import certs
 
     now = datetime.datetime.now(datetime.UTC)
     certs.write_served(directory, certs.plan({}, ["127.0.0.1"], now, certs.DEFAULT_LIFETIMES))

@@ -31,7 +31,7 @@ import yaml
 
 from e2e import chart
 from e2e.harness import ROOT, Cluster, wait_for
-from tas import certs
+from tas.webhooks import certs
 
 
 @dataclass(frozen=True)

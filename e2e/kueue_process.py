@@ -41,7 +41,7 @@ import yaml
 
 from e2e.harness import ROOT, Cluster, wait_for
 from e2e.operator_process import HostProcess, free_port
-from tas.certs import make_ca, make_serving
+from tas.webhooks.certs import make_ca, make_serving
 
 BUILD_SCRIPT = ROOT / "e2e" / "build-kueue.sh"
 NAMESPACE = "kueue-system"

@@ -15,9 +15,9 @@ import yaml
 
 from e2e import jobs
 from e2e.harness import Cluster
-from tas.cache.reflector import WATCH_IDLE_SECONDS, Reflector
 from tas.kube import Kube
-from tas.kubeconfig import load_connection
+from tas.kube.kubeconfig import load_connection
+from tas.kube.reflector import WATCH_IDLE_SECONDS, Reflector
 
 pytestmark = pytest.mark.e2e
 

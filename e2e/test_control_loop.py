@@ -22,9 +22,9 @@ from e2e.faultproxy import FaultProxy
 from e2e.harness import CLUSTER_SH, Cluster, wait_for
 from e2e.operator_process import OperatorProcess
 from e2e.topology import RACK_LABEL
-from tas.cache.reflector import Reflector
 from tas.kube import Kube
-from tas.kubeconfig import load_connection
+from tas.kube.kubeconfig import load_connection
+from tas.kube.reflector import Reflector
 
 pytestmark = pytest.mark.e2e
 

@@ -29,8 +29,8 @@ from e2e.harness import Cluster, wait_for
 from e2e.operator_process import OperatorProcess
 from tas.config import MAX_REVIEW_BYTES
 from tas.handlers.operator import SUSPEND_WEBHOOK, VALIDATE_STATEFULSET_WEBHOOK
-from tas.leader import LeaseSettings
-from tas.statefulset import webhook as sts_webhook
+from tas.integrations.statefulset import webhook as sts_webhook
+from tas.runtime.leader import LeaseSettings
 from tas.webhooks.server import READY_PATH
 
 pytestmark = pytest.mark.e2e

@@ -16,7 +16,7 @@ from cryptography import x509
 from e2e import chart, jobs
 from e2e.harness import Cluster, wait_for
 from e2e.operator_process import WEBHOOK_CONFIG, OperatorProcess
-from tas import certs
+from tas.webhooks import certs
 
 pytestmark = pytest.mark.e2e
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import overload
 
 from tas import __version__
 from tas.config import MAX_REVIEW_BYTES
@@ -13,19 +14,19 @@ SYNC_BEFORE_KOPF_SECONDS = 10.0
 
 
 def _solve(args: argparse.Namespace) -> int:
-    from tas import scenario
+    from tas.offline import scenario
 
     return scenario.main(args.file, sys.stdout, sys.stderr, stats=args.stats)
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from tas.simulate import run
+    from tas.offline.simulate import run
 
     return run.main(args.file, sys.stdout, sys.stderr, plot=args.plot, compare_gates=args.compare)
 
 
 def _contest(args: argparse.Namespace) -> int:
-    from tas.contest import adapter
+    from tas.offline.contest import adapter
 
     return adapter.main(sys.stdin, sys.stdout, sys.stderr, gates=args.feature_gates)
 
@@ -33,9 +34,9 @@ def _contest(args: argparse.Namespace) -> int:
 def _migrate_storage(args: argparse.Namespace) -> int:
     import asyncio
 
-    from tas import migrate
     from tas.kube import Kube, KubeError
-    from tas.kubeconfig import KubeconfigError, load_connection
+    from tas.kube.kubeconfig import KubeconfigError, load_connection
+    from tas.runtime import migrate
 
     async def run() -> list[str]:
         kube = Kube(load_connection(args.kubeconfig), component="tas-migrate-storage")
@@ -59,7 +60,7 @@ def _operator(args: argparse.Namespace) -> int:
 
     from tas import features, integrations
     from tas.config import Settings
-    from tas.kubeconfig import default_namespace
+    from tas.kube.kubeconfig import default_namespace
 
     try:
         gates = features.from_env_and_flag(args.feature_gates)
@@ -132,7 +133,7 @@ def _operator(args: argparse.Namespace) -> int:
         logging.getLogger("tas.features").info(line)
     import asyncio
 
-    from tas.kubeconfig import KubeconfigError
+    from tas.kube.kubeconfig import KubeconfigError
 
     try:
         asyncio.run(_run_operator(settings, args.liveness))
@@ -169,7 +170,7 @@ async def _run_operator(settings, liveness: str | None) -> None:
     import asyncio
     import importlib
 
-    from tas.handlers.runtime import Runtime
+    from tas.runtime.runtime import Runtime
 
     runtime = Runtime(settings)
     runtime.start()
@@ -199,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     solve = sub.add_parser("solve", help="place a scenario's workloads offline and print JSON")
-    solve.add_argument("file", help="scenario YAML or JSON (see SCENARIO.md)")
+    solve.add_argument("file", help="scenario YAML or JSON (docs/reference/scenario-format.md)")
     solve.add_argument(
         "--stats",
         action="store_true",
@@ -211,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
     simulate = sub.add_parser(
         "simulate", help="replay a trace of arrivals and departures offline and report on it"
     )
-    simulate.add_argument("file", help="trace YAML or JSON (see the README)")
+    simulate.add_argument("file", help="trace YAML or JSON (docs/reference/trace-format.md)")
     simulate.add_argument("--plot", metavar="FILE.png", help="also draw the report over time")
     simulate.add_argument(
         "--compare", metavar="GATES", help="A=true,B=false: run again with these gates on top"
@@ -220,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     contest = sub.add_parser(
         "contest",
-        help="serve seed 001's VM placement protocol on stdin/stdout (placement groups)",
+        help="serve the VM placement-group protocol on stdin/stdout (docs/concepts/placement-groups.md)",
     )
     contest.add_argument(
         "--feature-gates",
@@ -323,6 +324,10 @@ def positive_int(text: str) -> int:
     return value
 
 
+@overload
+def env_default(name: str, default: str) -> str: ...
+@overload
+def env_default(name: str, default: None = None) -> str | None: ...
 def env_default(name: str, default: str | None = None) -> str | None:
     import os
 

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tas import features
-from tas.integrations import Integrations
-from tas.integrations import defaults as default_integrations
+from tas.api.frameworks import Integrations
+from tas.api.frameworks import defaults as default_integrations
 
 # The largest AdmissionReview body the webhooks read; a larger one is refused (413) unread.
 # A review carries the object, for an UPDATE its old version too, each with its managedFields
@@ -83,7 +83,7 @@ class Settings:
     kubeconfig: str | None = None
     namespaces: tuple[str, ...] = ()  # empty: every namespace
     gates: features.FeatureGates = field(default_factory=features.defaults)
-    # Which kinds are admitted (Kueue's integrations.frameworks): tas/integrations.py.
+    # Which kinds are admitted (Kueue's integrations.frameworks): api/frameworks.py.
     integrations: Integrations = field(default_factory=default_integrations)
     # Admission webhooks: where the API server reaches this process.
     webhook_listen: str = "127.0.0.1"

@@ -852,15 +852,6 @@ class FeatureGates:
             grouped_pod_set_slicing=self.enabled(Gate.TAS_GROUPED_POD_SET_SLICING),
         )
 
-    def slicing(self) -> dict[str, bool]:
-        """The gates that change which slice annotations validate, as the keyword arguments of
-        api.annotations.parse_topology_request (and of the integrations that call it)."""
-        return {
-            "multi_layer_enabled": self.enabled(Gate.TAS_MULTI_LAYER_TOPOLOGY),
-            "partial_slices_enabled": self.enabled(Gate.TAS_PARTIAL_SLICES),
-            "grouped_slicing_enabled": self.enabled(Gate.TAS_GROUPED_POD_SET_SLICING),
-        }
-
 
 def defaults() -> FeatureGates:
     return FeatureGates({})

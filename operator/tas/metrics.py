@@ -545,7 +545,7 @@ def end_round(
             gauge.remove(*labels)
             del _values[(gauge, labels)]
     _last_round, _round = dict(_round), defaultdict(set)
-    existing = {
+    existing: dict[str, set] = {
         "cluster_queue": set(cluster_queues),
         "local_queue": set(local_queues),
         "cohort": set(cohorts),

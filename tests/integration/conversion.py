@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tas import certs
 from tas.api import crdgen
-from tas.webhookcert import CONVERTED_CRDS
+from tas.webhooks import certs
+from tas.webhooks.rotation import CONVERTED_CRDS
 from tas.webhooks.server import CONVERSION_PATH, WebhookServer
 
 # The client config of the plain CRD files (crds/).

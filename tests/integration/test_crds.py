@@ -27,6 +27,7 @@ from tas.api.models import (
     v1beta1,
 )
 from tests.integration.conversion import conversion_webhook
+from tests.workloads import admitted_workload
 
 pytestmark = pytest.mark.integration
 
@@ -352,119 +353,11 @@ def test_local_queue_cluster_queue_immutable(crds: Any, ns: str) -> None:
 
 
 # --- what the operator writes survives, and reads back the same -------------------------------
-def admitted_workload(namespace: str) -> dict[str, Any]:
-    """A Workload as the operator writes it once admitted, every field we model filled in."""
-    return {
-        "apiVersion": f"{GROUP}/v1beta1",
-        "kind": "Workload",
-        "metadata": {"name": "it-admitted", "namespace": namespace},
-        "spec": {
-            "queueName": "tas-user-queue",
-            "priorityClassName": "high",
-            "priorityClassSource": f"{GROUP}/workloadpriorityclass",
-            "priority": 100,
-            "active": True,
-            "podSets": [
-                {
-                    "name": "leader",
-                    "count": 1,
-                    "template": {
-                        "metadata": {"labels": {"role": "leader"}},
-                        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
-                    },
-                    "topologyRequest": {
-                        "required": RACK,
-                        "podSetGroupName": "group",
-                        "podIndexLabel": "batch.kubernetes.io/job-completion-index",
-                    },
-                },
-                {
-                    "name": "workers",
-                    "count": 8,
-                    "minCount": 4,
-                    "template": {
-                        "metadata": {"annotations": {f"{GROUP}/podset-required-topology": RACK}},
-                        "spec": {
-                            "containers": [
-                                {
-                                    "name": "c",
-                                    "image": "busybox",
-                                    "resources": {"requests": {"cpu": "500m"}},
-                                }
-                            ],
-                            "tolerations": [{"operator": "Exists"}],
-                        },
-                    },
-                    "topologyRequest": {
-                        "preferred": RACK,
-                        "subGroupIndexLabel": "jobset.sigs.k8s.io/job-index",
-                        "subGroupCount": 2,
-                        "podsetSliceRequiredTopologyConstraints": [
-                            {"topology": RACK, "size": 4},
-                            {"topology": HOSTNAME_LABEL, "size": 2},
-                        ],
-                    },
-                },
-            ],
-        },
-        "status": {
-            "conditions": [
-                {
-                    "type": "QuotaReserved",
-                    "status": "True",
-                    "reason": "QuotaReserved",
-                    "message": "Quota reserved in ClusterQueue tas-cluster-queue",
-                    "lastTransitionTime": "2026-11-21T10:00:00Z",
-                    "observedGeneration": 1,
-                },
-                {
-                    "type": "Admitted",
-                    "status": "True",
-                    "reason": "Admitted",
-                    "message": "The workload is admitted",
-                    "lastTransitionTime": "2026-11-21T10:00:01Z",
-                },
-            ],
-            "admission": {
-                "clusterQueue": "tas-cluster-queue",
-                "podSetAssignments": [
-                    {
-                        "name": "leader",
-                        "flavors": {"cpu": "tas-flavor"},
-                        "resourceUsage": {"cpu": 1, "memory": "1Gi"},
-                        "count": 1,
-                        "topologyAssignment": {
-                            "levels": [HOSTNAME_LABEL],
-                            "domains": [{"values": ["node-1"], "count": 1}],
-                        },
-                    },
-                    {
-                        "name": "workers",
-                        "flavors": {"cpu": "tas-flavor"},
-                        "resourceUsage": {"cpu": "4"},
-                        "count": 8,
-                        "topologyAssignment": {
-                            "levels": [HOSTNAME_LABEL],
-                            "domains": [
-                                {"values": ["node-1"], "count": 4},
-                                {"values": ["node-2"], "count": 4},
-                            ],
-                        },
-                        "delayedTopologyRequest": "Ready",
-                    },
-                ],
-            },
-            "requeueState": {"count": 1, "requeueAt": "2026-11-21T09:59:00Z"},
-            "unhealthyNodes": [{"name": "node-3"}],
-        },
-    }
-
-
 @pytest.mark.parametrize("version", ["v1beta1", "v1beta2"])
 def test_workload_spec_and_status_round_trip(crds: Any, ns: str, version: str) -> None:
     """Written and read in one version (v1beta1's through the conversion webhook): nothing
     pruned, nothing rewritten."""
-    doc = admitted_workload(ns)
+    doc = admitted_workload(ns, "it-admitted")
     model: type = v1beta1.Workload
     if version == "v1beta2":
         doc, model = conversion.convert(doc, conversion.V1BETA2), Workload

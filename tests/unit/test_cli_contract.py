@@ -27,9 +27,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tas import scenario
-from tas.contest import adapter
-from tas.simulate import run as simulate
+from tas.offline import scenario
+from tas.offline.contest import adapter
+from tas.offline.simulate import run as simulate
 
 PEAK_BYTES = 256 << 20  # far above what a valid input this small needs
 SECONDS = 10.0  # per run; they take milliseconds

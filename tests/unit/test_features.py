@@ -13,8 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tas import cli, features, scenario
+from tas import cli, features
 from tas.features import Gate, Kind
+from tas.offline import reader as scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLE = Path(__file__).with_name("testdata") / "kueue_gates.txt"

@@ -60,8 +60,8 @@ from tas.hotswap.replace import (
     needs_replacement,
 )
 from tas.kube import KubeError
+from tas.kube.retry import Backoff, PerKeyBackoff
 from tas.pacing import Pacer
-from tas.retry import Backoff, PerKeyBackoff
 from tas.workload import transitions
 from tas.workload.writer import evict, preempt
 
@@ -568,7 +568,10 @@ class AdmissionLoop:
                 written = await self.writer.write_status(workload, status)
             if written:
                 await self.writer.record_event(workload, "Warning", reason, message)
+            else:  # refused as stale: decided again (and written) on the version read back
+                self._tried.pop(workload.key, None)
         except Exception as exc:
+            self._tried.pop(workload.key, None)  # decided again, and written, after the backoff
             self._failed(workload.key, exc, workload, "pending status not written")
         finally:
             self._pending_writes.discard(workload.key)

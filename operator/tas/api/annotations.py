@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from typing import TypedDict
 
 from tas.api.constants import (
     INT32_MAX,
@@ -28,10 +29,30 @@ from tas.api.constants import (
     PODSET_SLICE_SIZE,
     PODSET_UNCONSTRAINED_TOPOLOGY,
 )
-from tas.features import Gate
+from tas.features import FeatureGates, Gate
 from tas.solver.types import PodSetRequest, SliceLayer, TopologyRequest
 
 MAX_SLICE_LAYERS = 3
+
+
+class SlicingGates(TypedDict):
+    """The gates that change which slice annotations validate, as `parse_topology_request`'s
+    keyword arguments."""
+
+    multi_layer_enabled: bool
+    partial_slices_enabled: bool
+    grouped_slicing_enabled: bool
+
+
+def slicing_gates(gates: FeatureGates) -> SlicingGates:
+    """The one mapping of those gates to the keyword arguments (operator and offline alike)."""
+    return {
+        "multi_layer_enabled": gates.enabled(Gate.TAS_MULTI_LAYER_TOPOLOGY),
+        "partial_slices_enabled": gates.enabled(Gate.TAS_PARTIAL_SLICES),
+        "grouped_slicing_enabled": gates.enabled(Gate.TAS_GROUPED_POD_SET_SLICING),
+    }
+
+
 MAX_CONSTRAINTS_TEXT = 4096  # three layers fit in a few hundred characters
 _UINT64_MAX = 2**64 - 1
 

@@ -25,7 +25,6 @@ def set_condition(
     """A copy of `conditions` with `type_` set; lastTransitionTime moves only when status flips."""
     text = "True" if status else "False"
     previous = find(conditions, type_)
-    unchanged = previous is not None and previous.get("status") == text
     updated = {
         "type": type_,
         "status": text,
@@ -33,7 +32,7 @@ def set_condition(
         "message": message,
         "observedGeneration": generation,
         "lastTransitionTime": previous.get("lastTransitionTime")
-        if unchanged
+        if previous is not None and previous.get("status") == text
         else (now or now_rfc3339()),
     }
     out = [dict(c) if c.get("type") != type_ else updated for c in conditions]

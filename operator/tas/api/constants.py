@@ -3,10 +3,14 @@
 Values are Kueue's, verbatim, so that Kueue's manifests apply unchanged.
 """
 
+from typing import Final
+
 GROUP = "kueue.x-k8s.io"
 PREFIX = "kueue.x-k8s.io/"
 # The version the operator reads and writes: Kueue's stored version since v0.16.
 KUEUE_API_VERSION = GROUP + "/v1beta2"
+# The version served for manifests and clients written before Kueue v0.16 (converted).
+KUEUE_V1BETA1_API_VERSION = GROUP + "/v1beta1"
 
 # Job-facing label: which LocalQueue a Job is submitted to.
 QUEUE_NAME_LABEL = PREFIX + "queue-name"
@@ -124,9 +128,9 @@ REASON_COHORT_CYCLE = "CohortHasCycle"  # ours: Kueue leaves such a queue inacti
 POD_COND_TERMINATED_BY_KUEUE = "TerminatedByKueue"
 REASON_UNSCHEDULABLE_ON_ASSIGNED_NODE = "UnschedulableOnAssignedNode"
 
-# ClusterQueue queueing strategies.
-STRICT_FIFO = "StrictFIFO"
-BEST_EFFORT_FIFO = "BestEffortFIFO"
+# ClusterQueue queueing strategies (Final: the literal types of ClusterQueue's field).
+STRICT_FIFO: Final = "StrictFIFO"
+BEST_EFFORT_FIFO: Final = "BestEffortFIFO"
 
 # ClusterQueue.spec.preemption policies.
 NEVER = "Never"

@@ -26,6 +26,7 @@ from tas.api import topologyassignment
 from tas.api.constants import (
     GROUP,
     KUEUE_API_VERSION,
+    KUEUE_V1BETA1_API_VERSION,
     MAY_STOP_SEARCH,
     POD_PRIORITY_CLASS,
     POD_PRIORITY_CLASS_SOURCE,
@@ -33,7 +34,7 @@ from tas.api.constants import (
     WORKLOAD_PRIORITY_CLASS_SOURCE,
 )
 
-V1BETA1, V1BETA2 = f"{GROUP}/v1beta1", KUEUE_API_VERSION
+V1BETA1, V1BETA2 = KUEUE_V1BETA1_API_VERSION, KUEUE_API_VERSION
 # Every apiVersion of ours an object may be converted to or from.
 SERVED = frozenset({f"{GROUP}/v1alpha1", V1BETA1, V1BETA2})
 
@@ -44,7 +45,10 @@ _PRIORITY_REFS = {
     WORKLOAD_PRIORITY_CLASS_SOURCE: WORKLOAD_PRIORITY_CLASS,
     POD_PRIORITY_CLASS_SOURCE: POD_PRIORITY_CLASS,
 }
-_PRIORITY_SOURCES = {ref: source for source, ref in _PRIORITY_REFS.items()}
+# Looked up with what a stored object holds, which may be anything.
+_PRIORITY_SOURCES: dict[tuple[object, object], str] = {
+    ref: source for source, ref in _PRIORITY_REFS.items()
+}
 _OLD_FUNGIBILITY = {"whenCanBorrow": "Borrow", "whenCanPreempt": "Preempt"}
 
 

@@ -20,7 +20,7 @@ from tas.api.constants import (
 from tas.solver.groups import GroupRules
 
 MAX_PARTITIONS = PLACEMENT_GROUP_MAX_PARTITIONS  # the PlacementGroup CRD's spec.partitions
-_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
+GROUP_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 # ASCII digits only: str.isdigit() takes "²" (which int() refuses) and "٣" (which it reads).
 _PARTITIONS = re.compile(r"[0-9]{1,3}")
 
@@ -95,7 +95,7 @@ def parse_annotations(annotations: Mapping[str, str]) -> GroupRef | None:
         if stray:
             raise _refuse(stray[0], None, f"is set without {PLACEMENT_GROUP}")
         return None
-    if len(name) > 253 or not _NAME.fullmatch(name):
+    if len(name) > 253 or not GROUP_NAME.fullmatch(name):
         raise _refuse(
             PLACEMENT_GROUP,
             name,

@@ -174,10 +174,10 @@ def status_now(state: ClusterState, key: Key, spec: GroupSpec, flavor: str | Non
     for member in sorted(state.group_members.get(key, ())):
         charge = charges.get(member)
         for ps in charge.pod_sets if charge is not None else ():
-            flavor = state.flavors.get(ps.flavor)
-            if ps.assignment is None or flavor is None or not flavor.topology_name:
+            held = state.flavors.get(ps.flavor)
+            if ps.assignment is None or held is None or not held.topology_name:
                 continue
-            levels = state.topologies.get(flavor.topology_name)
+            levels = state.topologies.get(held.topology_name)
             if levels is None:
                 continue
             return status(state, key, spec, levels, ps.flavor, state.snapshot(ps.flavor))

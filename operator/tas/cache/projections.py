@@ -664,7 +664,7 @@ class WorkloadInfo:
 
     def is_true(self, type_: str) -> bool:
         cond = self.condition(type_)
-        return bool(cond) and cond.get("status") == "True"
+        return cond is not None and cond.get("status") == "True"
 
     @cached_property
     def finished(self) -> bool:

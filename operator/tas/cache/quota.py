@@ -75,7 +75,7 @@ class QuotaTree:
     def _named_cohorts(self) -> set[str]:
         return set(self._children) | set(self._cohorts)
 
-    def _on_cycle(self, name: str) -> bool:
+    def _on_cycle(self, name: str | None) -> bool:
         seen = set()
         while name is not None:
             if name in seen:
@@ -93,11 +93,11 @@ class QuotaTree:
     def parent(self, node: Node) -> Node | None:
         kind, name = node
         if kind == "cq":
-            info = self._cqs.get(name)
-            cohort = info.cohort if info else None
+            cq_info = self._cqs.get(name)
+            cohort = cq_info.cohort if cq_info else None
         else:
-            info = self._cohorts.get(name)
-            cohort = info.parent if info else None
+            cohort_info = self._cohorts.get(name)
+            cohort = cohort_info.parent if cohort_info else None
         if not cohort or cohort in self._cyclic:
             return None
         return ("cohort", cohort)

@@ -249,8 +249,8 @@ class ClusterState:
                 zoned[((pod.namespace, pod.workload), pod.pod_set or "")] += 1
         out = []
         # in admission order, as `tas simulate` takes their zones
-        on_node = self._by_node.get(node, ())
-        for key in sorted(on_node, key=lambda k: (self._charged_at.get(k, -1), k)):
+        holding = self._by_node.get(node, ())
+        for key in sorted(holding, key=lambda k: (self._charged_at.get(k, -1), k)):
             workload = self.workloads.get(key)
             charge = self._charges.get(key)
             if workload is None or charge is None:
@@ -401,7 +401,7 @@ class ClusterState:
             del self.parents[child]
         else:
             self.parents[child] = parent
-        for uid in {old, parent} - {None}:
+        for uid in {u for u in (old, parent) if u is not None}:
             key = self.workload_by_owner.get(uid)
             if key is not None and key in self._charges:
                 self._cover(key)
@@ -425,8 +425,8 @@ class ClusterState:
         uncovered; if covered, what it requests beyond the requests of its slot, which its
         charge holds (a LimitRange default, a RuntimeClass overhead or an in-place resize the
         Workload did not ask for); nothing if unbound or finished. True if that changed."""
-        after = None
-        if pod and pod.holds_node:
+        after: tuple[str, dict[str, int]] | None = None
+        if pod and pod.node_name and pod.holds_node:
             usage = (
                 with_one_pod(pod.requests)
                 if slot_requests is None
@@ -436,13 +436,13 @@ class ClusterState:
         before = self._pod_usage.get(key)
         if before == after:
             return False
-        for usage, sign in ((before, -1), (after, 1)):
-            if usage:
-                node_usage = self._non_tas_usage[usage[0]]
-                for resource, value in usage[1].items():
+        for held, sign in ((before, -1), (after, 1)):
+            if held:
+                node_usage = self._non_tas_usage[held[0]]
+                for resource, value in held[1].items():
                     node_usage[resource] = node_usage.get(resource, 0) + sign * value
                 if not any(node_usage.values()):  # any node name a pod named: keep none empty
-                    del self._non_tas_usage[usage[0]]
+                    del self._non_tas_usage[held[0]]
         if after is None:
             del self._pod_usage[key]
         else:
@@ -455,8 +455,10 @@ class ClusterState:
     def _refill(self, workload: Key, slot: tuple) -> bool:
         """A covered pod left its slot: a pod of the workload waiting for one takes it."""
         cov = self._coverage.get(workload)
+        if cov is None:
+            return False
         changed = False
-        for key in sorted(cov.waiting) if cov else ():
+        for key in sorted(cov.waiting):
             pod = self.pods.get(key)
             if pod is not None and self._slot_of(pod, cov) == slot and cov.take(key, slot):
                 changed |= self._settle(key, pod, cov)
@@ -469,9 +471,9 @@ class ClusterState:
         charge = self._charges.get(workload)
         info = self.workloads.get(workload)
         if charge is not None and info is not None and info.owner_uids:
-            cov = _Coverage.of(charge, info.owner_uids)
-            if cov.slots:
-                self._coverage[workload] = cov
+            fresh = _Coverage.of(charge, info.owner_uids)
+            if fresh.slots:
+                self._coverage[workload] = fresh
         if old is None and workload not in self._coverage:
             return
         cov = self._coverage.get(workload)

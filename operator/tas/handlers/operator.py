@@ -2,23 +2,24 @@
 
 kopf does what it does well here: serving webhooks (on every replica) and the process's
 lifecycle. The cluster is not watched through kopf: each kind is listed and watched by a
-reflector on the same event loop (see runtime.py and watches.py), whose start-up cost is linear
-in the objects listed. Every handler is async, so none runs in kopf's thread pool.
+reflector on the same event loop (see tas.runtime), whose start-up cost is linear in the
+objects listed. Every handler is async, so none runs in kopf's thread pool.
 
 The webhook configurations belong to the chart. kopf only serves the webhooks; it never
 creates, fills or empties a configuration, so a replica that stops takes no webhook away from
-the others. webhookcert.py keeps the certificate and the configurations' CA bundle.
+the others. webhooks/rotation.py keeps the certificate and the configurations' CA bundle.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import kopf
 from kopf._cogs.structs import references  # for OffLoopReviews (no public name)
@@ -26,22 +27,21 @@ from kopf._core.engines.admission import AmbiguousResourceError, UnknownResource
 from kopf._core.reactor.inventory import ResourceMemories  # for ForgetfulMemories (no public name)
 
 from tas import metrics
-from tas.api.annotations import TopologyRequestError
+from tas.api.annotations import SlicingGates
 from tas.api.constants import QUEUE_NAME_LABEL
+from tas.api.frameworks import RESOURCES, Framework
 from tas.config import Settings
 from tas.features import Gate
-from tas.handlers.runtime import Runtime, slicing_gates
-from tas.handlers.watches import owned_by_jobset
-from tas.integrations import JOBSET, LEADERWORKERSET, Framework
-from tas.jobframework.workload import build_workload
-from tas.jobs.lifecycle import JOB
-from tas.jobset.jobset import JOB_SET
+from tas.integrations.job import webhook as job_webhook
+from tas.integrations.jobset import webhook as jobset_webhook
+from tas.integrations.leaderworkerset import webhook as lws_webhook
+from tas.integrations.pod import webhook as pod_webhook
+from tas.integrations.statefulset import webhook as sts_webhook
 from tas.kube import client_session
-from tas.kubeconfig import load_connection
-from tas.leaderworkerset import lws
-from tas.pods import webhook as pod_webhook
-from tas.statefulset import webhook as sts_webhook
-from tas.webhookcert import WebhookCertificates
+from tas.kube.kubeconfig import load_connection
+from tas.runtime.runtime import Runtime, slicing_gates
+from tas.runtime.watches import owned_by_jobset
+from tas.webhooks.rotation import WebhookCertificates
 from tas.webhooks.server import ReviewFn, WebhookServer, call_on
 
 log = logging.getLogger("tas.operator")
@@ -105,12 +105,14 @@ class OffLoopReviews:
             return await self.fn(request, insights=self.insights, **kwargs)
 
 
-def serving_off_loop(server: WebhookServer) -> Callable[[ReviewFn], AsyncIterator[dict]]:
+def serving_off_loop(server: WebhookServer) -> kopf.WebhookServerProtocol:
     """The server as kopf calls it (`settings.admission.server`), given kopf's review function
     made safe to call off kopf's loop."""
 
-    def serve(fn: ReviewFn) -> AsyncIterator[dict]:
-        return server(OffLoopReviews(fn, asyncio.get_running_loop()))
+    def serve(fn: ReviewFn) -> AsyncIterator[kopf.WebhookClientConfig]:
+        # Our server, which imports no kopf, yields kopf's client config as a plain dict.
+        configs = server(OffLoopReviews(fn, asyncio.get_running_loop()))
+        return cast(AsyncIterator[kopf.WebhookClientConfig], configs)
 
     return serve
 
@@ -207,7 +209,7 @@ async def workers_alive(memo: kopf.Memo, **_: Any) -> dict:
     return {"synced": all(r.synced.is_set() for r in runtime.reflectors), "leading": runtime.active}
 
 
-# ---- admission webhooks for Jobs ---------------------------------------------------------------
+# ---- admission webhooks ------------------------------------------------------------------------
 
 
 def enabled(memo: Any, framework: Framework) -> bool:
@@ -215,7 +217,7 @@ def enabled(memo: Any, framework: Framework) -> bool:
     return memo.settings.integrations.enabled(framework)
 
 
-def slicing(memo: Any) -> dict[str, bool]:
+def slicing(memo: Any) -> SlicingGates:
     return slicing_gates(memo.settings.gates)
 
 
@@ -235,99 +237,83 @@ def review_object(body: kopf.Body) -> dict:
     return obj
 
 
+Review = Callable[..., Awaitable[None]]
+
+
+def webhook(
+    on: Callable[..., Callable[[Review], Any]],
+    framework: Framework,
+    handler_id: str,
+    operations: list[str],
+    *,
+    queued_only: bool = True,
+) -> Callable[[Review], Review]:
+    """kopf's decorator (`on`: kopf.on.mutate or kopf.on.validate) for a webhook of one
+    integration: on its kind, under `handler_id` (the path the chart's webhook configuration
+    calls), without side effects, for objects with a queue name unless `queued_only` is False
+    (a pod may be queued by its parent's mark alone). The handler runs only while the
+    integration is enabled."""
+    resource = RESOURCES[framework]
+
+    def register(fn: Review) -> Review:
+        @functools.wraps(fn)
+        async def review(memo: kopf.Memo, **kwargs: Any) -> None:
+            if enabled(memo, framework):
+                await fn(memo=memo, **kwargs)
+
+        return on(
+            resource.group,
+            resource.version,
+            resource.plural,
+            id=handler_id,
+            operations=operations,
+            labels={QUEUE_NAME_LABEL: kopf.PRESENT} if queued_only else None,
+            side_effects=False,
+        )(review)
+
+    return register
+
+
 # ---- batch/v1 Jobs -----------------------------------------------------------------------------
 
 
-@kopf.on.mutate(
-    "batch",
-    "v1",
-    "jobs",
-    id=SUSPEND_WEBHOOK,
-    operations=["CREATE"],
-    labels={QUEUE_NAME_LABEL: kopf.PRESENT},
-    side_effects=False,
-)
-async def suspend_queued_job(
-    body: kopf.Body, spec: Any, patch: kopf.Patch, memo: kopf.Memo, **_: Any
-) -> None:
+@webhook(kopf.on.mutate, Framework.JOB, SUSPEND_WEBHOOK, ["CREATE"])
+async def suspend_queued_job(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
     """A queued Job starts suspended: its pods wait for admission. A JobSet's Job is left to its
     JobSet."""
-    if enabled(memo, Framework.JOB) and not owned_by_jobset(body) and not spec.get("suspend"):
-        patch.spec["suspend"] = True
+    if not owned_by_jobset(body):
+        patch.update(job_webhook.mutate(review_object(body)))
 
 
-@kopf.on.validate(
-    "batch",
-    "v1",
-    "jobs",
-    id=VALIDATE_WEBHOOK,
-    operations=["CREATE", "UPDATE"],
-    labels={QUEUE_NAME_LABEL: kopf.PRESENT},
-    side_effects=False,
-)
+@webhook(kopf.on.validate, Framework.JOB, VALIDATE_WEBHOOK, ["CREATE", "UPDATE"])
 async def validate_topology_request(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    if not enabled(memo, Framework.JOB) or owned_by_jobset(body):
-        return
-    try:
-        build_workload(JOB, review_object(body), **slicing(memo))
-    except TopologyRequestError as exc:
-        raise kopf.AdmissionError(str(exc), code=422) from None
+    if not owned_by_jobset(body):
+        refuse(job_webhook.validate(review_object(body), **slicing(memo)))
 
 
 # ---- JobSets -----------------------------------------------------------------------------------
 
 
-@kopf.on.mutate(
-    JOBSET.group,
-    JOBSET.version,
-    JOBSET.plural,
-    id=SUSPEND_JOBSET_WEBHOOK,
-    operations=["CREATE"],
-    labels={QUEUE_NAME_LABEL: kopf.PRESENT},
-    side_effects=False,
-)
-async def suspend_queued_jobset(spec: Any, patch: kopf.Patch, memo: kopf.Memo, **_: Any) -> None:
+@webhook(kopf.on.mutate, Framework.JOBSET, SUSPEND_JOBSET_WEBHOOK, ["CREATE"])
+async def suspend_queued_jobset(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
     """A queued JobSet starts suspended, and with it every Job it makes."""
-    if enabled(memo, Framework.JOBSET) and not spec.get("suspend"):
-        patch.spec["suspend"] = True
+    patch.update(jobset_webhook.mutate(review_object(body)))
 
 
-@kopf.on.validate(
-    JOBSET.group,
-    JOBSET.version,
-    JOBSET.plural,
-    id=VALIDATE_JOBSET_WEBHOOK,
-    operations=["CREATE", "UPDATE"],
-    labels={QUEUE_NAME_LABEL: kopf.PRESENT},
-    side_effects=False,
-)
+@webhook(kopf.on.validate, Framework.JOBSET, VALIDATE_JOBSET_WEBHOOK, ["CREATE", "UPDATE"])
 async def validate_jobset(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     """Every replicatedJob's topology annotations, with Kueue's rules; the message names the
     annotation and the replicatedJob."""
-    if not enabled(memo, Framework.JOBSET):
-        return
-    try:
-        JOB_SET.pod_sets(review_object(body), **slicing(memo))
-    except TopologyRequestError as exc:
-        raise kopf.AdmissionError(str(exc), code=422) from None
+    refuse(jobset_webhook.validate(review_object(body), **slicing(memo)))
 
 
 # ---- plain pods and pod groups -----------------------------------------------------------------
 
 
-@kopf.on.mutate(
-    "",
-    "v1",
-    "pods",
-    id=MUTATE_POD_WEBHOOK,
-    operations=["CREATE"],
-    side_effects=False,
-)
+@webhook(kopf.on.mutate, Framework.POD, MUTATE_POD_WEBHOOK, ["CREATE"], queued_only=False)
 async def gate_queued_pod(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any) -> None:
     """A queued pod is gated at creation until its Workload (its own, or its group's) is
     admitted; a pod of a Job or JobSet admitted as a whole is left alone."""
-    if not enabled(memo, Framework.POD):
-        return
     pod = review_object(body)
     controller = next(
         (o.get("uid") for o in body.meta.get("ownerReferences") or [] if o.get("controller")), None
@@ -339,53 +325,28 @@ async def gate_queued_pod(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, *
     )
 
 
-@kopf.on.validate(
-    "",
-    "v1",
-    "pods",
-    id=VALIDATE_POD_WEBHOOK,
-    operations=["CREATE", "UPDATE"],
-    side_effects=False,
+@webhook(
+    kopf.on.validate, Framework.POD, VALIDATE_POD_WEBHOOK, ["CREATE", "UPDATE"], queued_only=False
 )
-async def validate_pod(body: kopf.Body, old: Any, memo: kopf.Memo, **_: Any) -> None:
-    if enabled(memo, Framework.POD):
-        previous = {"metadata": dict(old.get("metadata") or {})} if old else None
-        refuse(pod_webhook.validate(review_object(body), previous, **slicing(memo)))
+async def validate_pod(body: kopf.Body, memo: kopf.Memo, old: Any = None, **_: Any) -> None:
+    previous = {"metadata": dict(old.get("metadata") or {})} if old else None
+    refuse(pod_webhook.validate(review_object(body), previous, **slicing(memo)))
 
 
 # ---- StatefulSets ------------------------------------------------------------------------------
 
 
-@kopf.on.mutate(
-    "apps",
-    "v1",
-    "statefulsets",
-    id=MUTATE_STATEFULSET_WEBHOOK,
-    operations=["CREATE", "UPDATE"],
-    labels={QUEUE_NAME_LABEL: kopf.PRESENT},
-    side_effects=False,
-)
-async def mark_queued_statefulset(
-    body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any
-) -> None:
+@webhook(kopf.on.mutate, Framework.STATEFULSET, MUTATE_STATEFULSET_WEBHOOK, ["CREATE", "UPDATE"])
+async def mark_queued_statefulset(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
     """Its pods become one pod group of `replicas`, admitted at the first pod."""
-    if enabled(memo, Framework.STATEFULSET):
-        patch.update(sts_webhook.mutate(review_object(body)))
+    patch.update(sts_webhook.mutate(review_object(body)))
 
 
-@kopf.on.validate(
-    "apps",
-    "v1",
-    "statefulsets",
-    id=VALIDATE_STATEFULSET_WEBHOOK,
-    operations=["UPDATE"],
-    labels={QUEUE_NAME_LABEL: kopf.PRESENT},
-    side_effects=False,
-)
-async def validate_statefulset(body: kopf.Body, old: Any, memo: kopf.Memo, **_: Any) -> None:
+@webhook(kopf.on.validate, Framework.STATEFULSET, VALIDATE_STATEFULSET_WEBHOOK, ["UPDATE"])
+async def validate_statefulset(body: kopf.Body, old: Any = None, **_: Any) -> None:
     """Decided from the reviewed object alone, never from the cache: see
     sts_webhook.validate_update."""
-    if not enabled(memo, Framework.STATEFULSET) or not old:
+    if not old:
         return
     previous = {k: dict(old.get(k) or {}) for k in ("metadata", "spec", "status")}
     refuse(sts_webhook.validate_update(previous, review_object(body)))
@@ -394,38 +355,20 @@ async def validate_statefulset(body: kopf.Body, old: Any, memo: kopf.Memo, **_: 
 # ---- LeaderWorkerSets --------------------------------------------------------------------------
 
 
-@kopf.on.mutate(
-    LEADERWORKERSET.group,
-    LEADERWORKERSET.version,
-    LEADERWORKERSET.plural,
-    id=MUTATE_LWS_WEBHOOK,
-    operations=["CREATE", "UPDATE"],
-    labels={QUEUE_NAME_LABEL: kopf.PRESENT},
-    side_effects=False,
-)
-async def mark_queued_leaderworkerset(
-    body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any
-) -> None:
+@webhook(kopf.on.mutate, Framework.LEADERWORKERSET, MUTATE_LWS_WEBHOOK, ["CREATE", "UPDATE"])
+async def mark_queued_leaderworkerset(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
     """Its pods are gated at creation and join their group's Workload."""
-    if enabled(memo, Framework.LEADERWORKERSET):
-        patch.update(lws.mutate(review_object(body)))
+    patch.update(lws_webhook.mutate(review_object(body)))
 
 
-@kopf.on.validate(
-    LEADERWORKERSET.group,
-    LEADERWORKERSET.version,
-    LEADERWORKERSET.plural,
-    id=VALIDATE_LWS_WEBHOOK,
-    operations=["CREATE", "UPDATE"],
-    labels={QUEUE_NAME_LABEL: kopf.PRESENT},
-    side_effects=False,
-)
-async def validate_leaderworkerset(body: kopf.Body, old: Any, memo: kopf.Memo, **_: Any) -> None:
-    if enabled(memo, Framework.LEADERWORKERSET):
-        previous = (
-            {"metadata": dict(old.get("metadata") or {}), "spec": dict(old.get("spec") or {})}
-            if old
-            else None
-        )
-        bound = memo.settings.max_leaderworkerset_replicas
-        refuse(lws.validate(review_object(body), previous, max_replicas=bound, **slicing(memo)))
+@webhook(kopf.on.validate, Framework.LEADERWORKERSET, VALIDATE_LWS_WEBHOOK, ["CREATE", "UPDATE"])
+async def validate_leaderworkerset(
+    body: kopf.Body, memo: kopf.Memo, old: Any = None, **_: Any
+) -> None:
+    previous = (
+        {"metadata": dict(old.get("metadata") or {}), "spec": dict(old.get("spec") or {})}
+        if old
+        else None
+    )
+    bound = memo.settings.max_leaderworkerset_replicas
+    refuse(lws_webhook.validate(review_object(body), previous, max_replicas=bound, **slicing(memo)))

@@ -14,15 +14,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from tas.api.conditions import pod_terminated_by_kueue
 from tas.api.constants import HOSTNAME_LABEL, REASON_UNSCHEDULABLE_ON_ASSIGNED_NODE
 from tas.cache.projections import PodInfo, WorkloadInfo
 from tas.cache.state import ClusterState
 from tas.hotswap.health import Health, node_health
 from tas.hotswap.replace import eviction_threshold, evicts_on_another_failure
-from tas.kube import STRATEGIC, Kube, KubeError, Ref, pod_path
+from tas.kube import Kube, Ref
 from tas.solver.types import Toleration
 from tas.workload import transitions
+from tas.workload.pods import fail_pod
 from tas.workload.writer import WorkloadWriter, evict
 
 log = logging.getLogger(__name__)
@@ -121,17 +121,14 @@ class NodeHealthController:
         for pod in pods:
             if pod.phase != "Pending" or pod.gated or pod.deleting:
                 continue
-            status = pod_terminated_by_kueue(
+            # Gone already: its owner makes the new one all the same.
+            await fail_pod(
+                self.kube,
+                pod.namespace,
+                pod.name,
                 REASON_UNSCHEDULABLE_ON_ASSIGNED_NODE,
                 f"Pod was pinned to node {node}, which failed under workload {workload.name}",
             )
-            try:
-                await self.kube.patch(
-                    pod_path(pod.namespace, pod.name) + "/status", status, STRATEGIC
-                )
-            except KubeError as exc:
-                if exc.status != 404:
-                    raise
             ref = Ref("v1", "Pod", pod.namespace, pod.name, pod.uid)
             await self.kube.event(
                 ref,

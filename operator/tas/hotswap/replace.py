@@ -141,6 +141,7 @@ def find_replacement(
     # not have them to give back).
     snapshots = {ps.flavor: state.snapshot(ps.flavor) for _, ps in affected}
     new_pod_sets = list(charge.pod_sets)
+    assignments: dict[str, TopologyAssignment] = {}
     held: list[PodSetCharge] = []
     try:
         for i, ps in affected:
@@ -155,12 +156,12 @@ def find_replacement(
                 )
                 return Replacement(failure=failure, node=head)
             new_pod_sets[i] = replace(ps, assignment=result.assignment)
+            assignments[ps.name] = result.assignment
             held.append(replace(ps, assignment=result.added))
             state.hold_in_snapshots(held[-1], 1)  # the next pod set is placed beside them
     finally:
         for ps in held:
             state.hold_in_snapshots(ps, -1)
-    assignments = {ps.name: new_pod_sets[i].assignment for i, ps in affected}
     return replace(
         settled, charge=replace(charge, pod_sets=tuple(new_pod_sets)), assignments=assignments
     )

@@ -12,12 +12,31 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from tas.api.constants import REASON_ERR_WORKLOAD_COMPOSE
-from tas.kube import KUEUE, Kube, KubeError, Ref
+from tas.api.annotations import TopologyRequestError
+from tas.api.constants import (
+    REASON_ERR_WORKLOAD_COMPOSE,
+    REASON_INVALID_TOPOLOGY_REQUEST,
+    REASON_PRIORITY_CLASS_NOT_FOUND,
+)
+from tas.jobframework.priority import PriorityClassMissing
+from tas.kube import Kube, KubeError, Ref, kueue_path
 
 log = logging.getLogger(__name__)
 
 REFUSED = (400, 422)  # the request itself is wrong: sending it again changes nothing
+
+# Why an owner's Workload could not be built, said in a Warning event on the owner. The
+# validating webhooks refuse a bad topology request, but an object can slip past them; a
+# Workload naming a missing priority class is built once the class appears (its watch syncs
+# the owners again), as Kueue.
+NOT_BUILT = (TopologyRequestError, PriorityClassMissing)
+
+
+def not_built_reason(exc: Exception) -> str:
+    """The event reason for one of NOT_BUILT."""
+    if isinstance(exc, TopologyRequestError):
+        return REASON_INVALID_TOPOLOGY_REQUEST
+    return REASON_PRIORITY_CLASS_NOT_FOUND
 
 
 async def create_workload(kube: Kube, workload: Mapping, owner: Ref, what: str) -> bool:
@@ -26,9 +45,9 @@ async def create_workload(kube: Kube, workload: Mapping, owner: Ref, what: str) 
     Other errors are raised, for the caller's retry."""
     meta = workload["metadata"]
     try:
-        await kube.create(f"{KUEUE}/namespaces/{meta['namespace']}/workloads", workload)
+        await kube.create(kueue_path("workloads", meta["namespace"]), workload)
     except KubeError as exc:
-        if exc.status == 409:  # already there: the watch will show it
+        if exc.conflict:  # already there: the watch will show it
             return True
         if exc.status not in REFUSED:
             raise

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from tas.api.frameworks import Resource
 from tas.cache.projections import FlavorInfo, WorkloadInfo
-from tas.integrations import Resource
 
 
 @dataclass(frozen=True)

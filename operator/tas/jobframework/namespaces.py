@@ -4,7 +4,7 @@ The chart renders the same selector into its webhooks' namespaceSelector, so an 
 other namespace (kube-system and the operator's own, by default) is neither suspended at
 creation nor touched later: it runs as if no queue were named. The controllers check it when
 they act, against the cache's namespaces; a namespace not seen yet is not ours until it is (its
-watch event brings its objects back, see handlers/watches.py).
+watch event brings its objects back, see runtime/watches.py).
 """
 
 from __future__ import annotations

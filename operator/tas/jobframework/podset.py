@@ -132,17 +132,17 @@ def restore_template(template: Mapping, pod_set: PodSetRequest | None) -> dict |
     return out or None
 
 
-def merge_patch(target: object, patch: object) -> object:
+def merge_patch(target: object, patch: Mapping) -> dict:
     """RFC 7386: `patch` applied to a copy of `target` (null deletes a key). A map emptied by
     deletions goes too, as the API server drops an empty map (`omitempty`)."""
-    if not isinstance(patch, Mapping):
-        return copy.deepcopy(patch)
     out = dict(target) if isinstance(target, Mapping) else {}
     for key, value in patch.items():
         if value is None:
             out.pop(key, None)
             continue
-        merged = merge_patch(out.get(key), value)
+        merged = (
+            merge_patch(out.get(key), value) if isinstance(value, Mapping) else copy.deepcopy(value)
+        )
         if merged == {} and isinstance(value, Mapping) and None in value.values():
             out.pop(key, None)
         else:

@@ -14,14 +14,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Container, Mapping
 
-from tas.api.annotations import TopologyRequestError
-from tas.api.constants import REASON_INVALID_TOPOLOGY_REQUEST, REASON_PRIORITY_CLASS_NOT_FOUND
 from tas.cache.projections import Key, WorkloadInfo
 from tas.cache.state import ClusterState
-from tas.jobframework.creation import create_workload
+from tas.jobframework.creation import NOT_BUILT, create_workload, not_built_reason
 from tas.jobframework.interface import GenericJob
 from tas.jobframework.namespaces import EVERY_NAMESPACE
-from tas.jobframework.priority import PriorityClassMissing
 from tas.jobframework.workload import (
     build_workload,
     needs_new_workload,
@@ -144,17 +141,8 @@ class JobReconciler:
                 classes=self.state.priority_classes(),
                 defaults=self.state.pod_defaults(meta["namespace"]),
             )
-        except TopologyRequestError as exc:
-            # The validating webhook refuses these; an object that slipped past it gets an event.
-            await self.kube.event(
-                self.ref(obj), "Warning", REASON_INVALID_TOPOLOGY_REQUEST, str(exc)
-            )
-            return
-        except PriorityClassMissing as exc:
-            # Created once the class appears (its watch syncs the objects again), as Kueue.
-            await self.kube.event(
-                self.ref(obj), "Warning", REASON_PRIORITY_CLASS_NOT_FOUND, str(exc)
-            )
+        except NOT_BUILT as exc:
+            await self.kube.event(self.ref(obj), "Warning", not_built_reason(exc), str(exc))
             return
         await create_workload(
             self.kube, workload, self.ref(obj), f"{self.kind} {meta['namespace']}/{meta['name']}"
@@ -165,7 +153,7 @@ class JobReconciler:
         try:
             await self.kube.patch(self.job.resource.path(meta["namespace"], meta["name"]), patch)
         except KubeError as exc:
-            if exc.status in (404, 409):
+            if exc.gone_or_changed:
                 return  # gone, or a newer object is on its way through the watch
             raise
         log.info("%s %s/%s: %s", self.kind, meta["namespace"], meta["name"], what)
@@ -178,7 +166,7 @@ class JobReconciler:
                 {"status": {"startTime": None}},
             )
         except KubeError as exc:
-            if exc.status in (404, 409):
+            if exc.gone_or_changed:
                 return
             raise
 

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from tas.api import topologyrequest
 from tas.api.annotations import TopologyRequestError, parse_topology_request
 from tas.api.constants import JOB_UID_LABEL, KUEUE_API_VERSION, PLACEMENT_GROUP, QUEUE_NAME_LABEL
+from tas.api.frameworks import Resource
 from tas.api.placementgroups import PlacementGroupError, parse_annotations
 from tas.cache.projections import (
     PodDefaults,
@@ -21,7 +22,6 @@ from tas.cache.projections import (
     WorkloadInfo,
     workload_from_object,
 )
-from tas.integrations import Resource
 from tas.jobframework.names import workload_name
 from tas.jobframework.priority import Priority
 from tas.jobframework.priority import resolve as resolve_priority
@@ -34,6 +34,16 @@ PriorityClasses = tuple[Mapping[str, int], Mapping[str, PodPriorityClass]]
 
 def queue_name(obj: Mapping) -> str | None:
     return ((obj.get("metadata") or {}).get("labels") or {}).get(QUEUE_NAME_LABEL)
+
+
+def pods_at_once(job_spec: Mapping) -> int:
+    """A batch/v1 JobSpec's pods at once (a Job's, a JobSet's replicatedJob's): parallelism
+    (default 1), never more than completions."""
+    parallelism = job_spec.get("parallelism")
+    count = 1 if parallelism is None else int(parallelism)
+    if job_spec.get("completions") is not None:
+        count = min(count, int(job_spec["completions"]))
+    return count
 
 
 def pod_set(

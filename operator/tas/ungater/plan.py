@@ -58,6 +58,7 @@ def plan(
     for pod in pods:
         if pod.terminal:
             continue  # a finished pod frees its slot for its replacement
+        domain: tuple[str, ...] | None
         if pod.uid in expected:
             domain = expected[pod.uid]
         elif pod.gated:

@@ -7,7 +7,6 @@ from collections import defaultdict
 from dataclasses import replace
 
 from tas import metrics
-from tas.api.conditions import pod_terminated_by_kueue
 from tas.api.constants import (
     HOSTNAME_LABEL,
     NUMA_ZONE_ANNOTATION,
@@ -22,6 +21,7 @@ from tas.cache.state import ClusterState
 from tas.kube import STRATEGIC, Kube, KubeError, gather_bounded, pod_path
 from tas.ungater.plan import Ungate, plan, stranded
 from tas.ungater.ranks import group_offsets, rule_for
+from tas.workload.pods import fail_pod
 
 log = logging.getLogger(__name__)
 PATCHES_IN_FLIGHT = 16  # pod patches of one workload at once
@@ -150,21 +150,21 @@ class Ungater:
         node's kubelet owns its phase and would write Running over a Failed one (seen with
         kwok in the chaos run)."""
         bound = bool(pod.node_name)
-        status = pod_terminated_by_kueue(
-            REASON_UNSCHEDULABLE_ON_ASSIGNED_NODE,
+        message = (
             f"Pod was pinned to {dict(pod.node_selector)}, which is no longer in the topology "
-            f"assignment of workload {workload}",
-            fail=not bound,
+            f"assignment of workload {workload}"
         )
-        path = pod_path(pod.namespace, pod.name)
-        try:
-            await self.kube.patch(path + "/status", status, STRATEGIC)
-        except KubeError as exc:
-            if not exc.not_found:
-                raise
+        if not await fail_pod(
+            self.kube,
+            pod.namespace,
+            pod.name,
+            REASON_UNSCHEDULABLE_ON_ASSIGNED_NODE,
+            message,
+            fail=not bound,
+        ):
             return
         if bound:
-            await self.kube.delete(path)
+            await self.kube.delete(pod_path(pod.namespace, pod.name))
         log.info(
             "%s %s/%s: pinned outside its workload's assignment",
             "deleted" if bound else "failed",

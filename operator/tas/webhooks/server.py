@@ -187,8 +187,9 @@ class WebhookServer:
     async def _admit(
         self, fn: ReviewFn, slots: asyncio.Semaphore, request: web.Request
     ) -> web.Response:
-        if (request.content_length or 0) > self.max_review_bytes:
-            raise self._too_large(request.content_length)
+        declared = request.content_length or 0
+        if declared > self.max_review_bytes:
+            raise self._too_large(declared)
         async with slots:
             raw = await self._read_review(request)
             try:
@@ -216,7 +217,7 @@ class WebhookServer:
             chunks.append(chunk)
         return b"".join(chunks)
 
-    def _too_large(self, size: int | None) -> web.HTTPRequestEntityTooLarge:
+    def _too_large(self, size: int) -> web.HTTPRequestEntityTooLarge:
         return web.HTTPRequestEntityTooLarge(max_size=self.max_review_bytes, actual_size=size)
 
 

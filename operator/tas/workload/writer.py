@@ -24,7 +24,7 @@ from tas.api.constants import (
     TAS_GROUP,
 )
 from tas.cache.projections import WorkloadInfo
-from tas.kube import KUEUE, Kube, KubeError, Ref, workload_path
+from tas.kube import Kube, KubeError, Ref, kueue_path, workload_path
 from tas.workload import transitions
 
 log = logging.getLogger(__name__)
@@ -96,7 +96,9 @@ class WorkloadWriter:
         await self.kube.event(ref, type_, reason, message)
 
     async def write_cluster_queue_status(self, name: str, status: Mapping[str, Any]) -> None:
-        await self.kube.patch(f"{KUEUE}/clusterqueues/{name}/status", {"status": dict(status)})
+        await self.kube.patch(
+            kueue_path("clusterqueues", name=name) + "/status", {"status": dict(status)}
+        )
 
     async def write_placement_group(
         self, namespace: str, name: str, spec: Mapping[str, Any], status: Mapping[str, Any]
@@ -127,7 +129,7 @@ class WorkloadWriter:
         self, namespace: str, name: str, status: Mapping[str, Any]
     ) -> None:
         await self.kube.patch(
-            f"{KUEUE}/namespaces/{namespace}/localqueues/{name}/status", {"status": dict(status)}
+            kueue_path("localqueues", namespace, name) + "/status", {"status": dict(status)}
         )
 
 

@@ -23,10 +23,10 @@ from tas.admission.decide import decide
 from tas.api.podrequests import pod_requests
 from tas.cache import projections as proj
 from tas.cache.state import ClusterState
+from tas.integrations.job.controller import JOB
+from tas.jobframework.reconciler import JobReconciler
 from tas.jobframework.resources import pod_spec_with_defaults
 from tas.jobframework.workload import build_workload, needs_new_workload
-from tas.jobs.controller import job_controller
-from tas.jobs.lifecycle import JOB
 from tas.workload import transitions
 from tests.unit.admission.fixtures import HOST, cluster_queue, make_state, node
 
@@ -95,7 +95,7 @@ class FakeKube:
 def created_workload(state: ClusterState, job_obj: dict) -> dict:
     """The Workload the Job reconciler creates for a queued Job, watched back into the cache."""
     kube = FakeKube()
-    reconciler = job_controller(state, kube, writer=None)  # type: ignore[arg-type]
+    reconciler = JobReconciler(JOB, state, kube, writer=None)  # type: ignore[arg-type]
     asyncio.run(reconciler.sync(reconciler.upsert(job_obj)))
     (obj,) = kube.created
     state.upsert_workload(proj.workload_from_object(obj))

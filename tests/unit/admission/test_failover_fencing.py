@@ -20,13 +20,13 @@ import pytest
 import tas.admission.loop as loop_module
 from tas.admission.loop import AdmissionLoop
 from tas.cache import projections as proj
-from tas.fence import FencedKube
 from tas.kube import Connection, Kube, KubeError
-from tas.leader import LeaderElector, LeaseSettings
+from tas.runtime.fence import FencedKube
+from tas.runtime.leader import LeaderElector, LeaseSettings
 from tas.workload.writer import WorkloadWriter
 from tests.unit.admission.fixtures import make_state, two_racks, workload
 from tests.unit.admission.test_loop_races import merge
-from tests.unit.test_leader import Clock, LeaseStore
+from tests.unit.runtime.test_leader_election import Clock, LeaseStore
 
 SETTINGS = LeaseSettings(namespace="tas-system")  # renew deadline 10 s, lease 15 s
 CPU_PER_NODE = 4  # two_racks(): 4 nodes of 4 cpu; x and y each need all 16

@@ -5,7 +5,7 @@ import tas.admission.loop as loop_module
 from tas.admission.loop import AdmissionLoop
 from tas.cache import projections as proj
 from tas.kube import KubeError
-from tas.retry import Backoff
+from tas.kube.retry import Backoff
 from tests.unit.admission.fixtures import RACK, cluster_queue, make_state, node, two_racks, workload
 
 
@@ -444,3 +444,33 @@ def test_a_watch_lagging_behind_a_version_read_after_a_conflict_never_frees_capa
     assert admitted(writer) == ["a"]
     assert state.workloads[("ns", "a")].resource_version == read_again
     assert state.is_assumed(("ns", "a"))
+
+
+def test_a_pending_status_refused_as_stale_is_written_on_the_next_cycle():
+    """Kueue marks every workload it cannot admit Pending. A refused write (409: the Workload
+    changed meanwhile, e.g. a label) must not leave it without the condition while nothing
+    else changes in the cluster."""
+    state = make_state(two_racks())
+    add(state, workload("big", pods=17))
+    writer = FakeWriter()
+    writer.refuse = 1
+    loop = AdmissionLoop(state, writer)
+    cycle(loop)
+    assert writer.statuses == []  # refused as stale
+    cycle(loop)
+    assert [name for name, _ in writer.statuses] == ["big"]
+    cycle(loop)
+    assert len(writer.statuses) == 1  # written once, not again
+
+
+def test_a_pending_status_that_failed_is_written_once_its_backoff_ends():
+    state = make_state(two_racks())
+    add(state, workload("big", pods=17))
+    writer = FakeWriter()
+    writer.raise_next = [KubeError(500, "boom")]
+    loop = AdmissionLoop(state, writer)
+    cycle(loop)
+    assert writer.statuses == []
+    loop._retry_at.clear()  # the backoff has ended
+    cycle(loop)
+    assert [name for name, _ in writer.statuses] == ["big"]

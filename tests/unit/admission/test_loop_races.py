@@ -23,7 +23,7 @@ import tas.admission.loop as loop_module
 from tas.admission.loop import AdmissionLoop
 from tas.cache import projections as proj
 from tas.kube import KubeError
-from tas.retry import Backoff
+from tas.kube.retry import Backoff
 from tas.workload.writer import WorkloadWriter
 from tests.unit.admission.fixtures import RACK, make_state, node, workload
 

@@ -102,7 +102,7 @@ int32 = st.integers(0, 2**31 - 1)
     st.sampled_from(["NonIndexed", "Indexed", None]),
 )
 def test_the_webhooks_job_check_refuses_cleanly(annotations, parallelism, completions, mode):
-    from tas.jobs.workload import build_workload
+    from tas.integrations.job.controller import build_workload
 
     spec = {
         "template": {

@@ -24,6 +24,7 @@ from tests.unit.api.kueue_objects import (
     topologies,
     workloads,
 )
+from tests.workloads import admitted_workload
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "kueue-tas"
 
@@ -236,84 +237,7 @@ def test_topology_assignment_values_match_levels() -> None:
 
 
 # --- a full Workload, Kueue-shaped ------------------------------------------------------------
-ADMITTED_WORKLOAD: dict[str, Any] = {
-    "apiVersion": "kueue.x-k8s.io/v1beta1",
-    "kind": "Workload",
-    "metadata": {"name": "job-sample-1a2b3", "namespace": "team-a"},
-    "spec": {
-        "queueName": "tas-user-queue",
-        "priority": 100,
-        "active": True,
-        "podSets": [
-            {
-                "name": "main",
-                "count": 6,
-                "template": {
-                    "metadata": {
-                        "annotations": {"kueue.x-k8s.io/podset-required-topology": "rack"}
-                    },
-                    "spec": {
-                        "containers": [
-                            {
-                                "name": "c",
-                                "image": "busybox",
-                                "resources": {"requests": {"cpu": "1"}},
-                            }
-                        ],
-                        "restartPolicy": "Never",
-                    },
-                },
-                "topologyRequest": {
-                    "required": "cloud.provider.com/topology-rack",
-                    "podIndexLabel": "batch.kubernetes.io/job-completion-index",
-                    "podsetSliceRequiredTopologyConstraints": [
-                        {"topology": "cloud.provider.com/topology-rack", "size": 6},
-                        {"topology": "kubernetes.io/hostname", "size": 2},
-                    ],
-                },
-            }
-        ],
-    },
-    "status": {
-        "conditions": [
-            {
-                "type": "QuotaReserved",
-                "status": "True",
-                "reason": "QuotaReserved",
-                "message": "Quota reserved in ClusterQueue tas-cluster-queue",
-                "lastTransitionTime": "2026-11-21T10:00:00Z",
-                "observedGeneration": 1,
-            },
-            {
-                "type": "Admitted",
-                "status": "True",
-                "reason": "Admitted",
-                "message": "The workload is admitted",
-                "lastTransitionTime": "2026-11-21T10:00:01Z",
-            },
-        ],
-        "admission": {
-            "clusterQueue": "tas-cluster-queue",
-            "podSetAssignments": [
-                {
-                    "name": "main",
-                    "flavors": {"cpu": "tas-flavor"},
-                    "resourceUsage": {"cpu": "6"},
-                    "count": 6,
-                    "topologyAssignment": {
-                        "levels": ["kubernetes.io/hostname"],
-                        "domains": [
-                            {"values": ["node-1"], "count": 4},
-                            {"values": ["node-2"], "count": 2},
-                        ],
-                    },
-                }
-            ],
-        },
-        "requeueState": {"count": 2, "requeueAt": "2026-11-21T09:59:00Z"},
-        "unhealthyNodes": [{"name": "node-3"}],
-    },
-}
+ADMITTED_WORKLOAD = admitted_workload()
 
 
 def test_admitted_workload_round_trips_exactly() -> None:

@@ -28,9 +28,9 @@ from tas.api.models.placementgroup import PlacementGroupSpec
 from tas.api.models.workload import PodSetTopologyRequest
 from tas.api.placementgroups import PlacementGroupError, parse_annotations, spec_to_object
 from tas.cache import projections as proj
+from tas.integrations.job.controller import JOB
+from tas.integrations.pod import webhook as pod_webhook
 from tas.jobframework.workload import build_workload
-from tas.jobs.lifecycle import JOB
-from tas.pods import webhook as pod_webhook
 
 
 def level_key(prefix_length: int, name_length: int) -> str:

@@ -30,7 +30,7 @@ from tas.api import crdgen
 from tas.api.models import RESOURCES
 from tas.cli import build_parser
 from tas.config import MAX_REVIEW_BYTES, Settings, parse_label_selector
-from tas.leader import LeaseSettings
+from tas.runtime.leader import LeaseSettings
 from tas.webhooks.server import READY_PATH
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -41,7 +41,8 @@ FULLNAME = "tas-tas-operator"  # <release>-<chart>, from _helpers.tpl
 CRD_NAMES = sorted(f"{resource.crd.plural}.{resource.crd.group}" for resource in RESOURCES)
 
 # (apiGroup, resource, verb, resourceName or None). Change it together with rbac.yaml and the
-# README's "Permissions" table: an added or dropped verb must be a decision, not an accident.
+# Permissions table in docs/reference/permissions.md: an added or dropped verb must be a
+# decision, not an accident.
 # What every configuration needs, then what each integration adds.
 BASE_RULES = {
     *{("", "nodes", v, None) for v in ("list", "watch")},
@@ -502,7 +503,7 @@ def test_rbac_is_bound_to_the_operators_service_account_only() -> None:
 
 
 def test_rbac_lets_the_operator_list_and_watch_everything_it_caches() -> None:
-    from tas.handlers.watches import WATCHES
+    from tas.runtime.watches import WATCHES
 
     watched = set()
     for watch in WATCHES.values():

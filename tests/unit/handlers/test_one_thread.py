@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from tas.cache.state import ClusterState, WrongThread
-from tas.handlers.watches import WATCHES
+from tas.runtime.watches import WATCHES
 from tas.solver.types import Node
 
 
@@ -61,7 +61,7 @@ def test_the_cache_refuses_a_mutation_from_another_thread() -> None:
 
 def test_watch_handlers_mutate_on_the_loop_thread() -> None:
     """Run a real handler through asyncio: the bound cache accepts it."""
-    from tas.handlers.watches import on_node
+    from tas.runtime.watches import on_node
 
     class Rt:
         def __init__(self):

@@ -28,7 +28,7 @@ from tas.handlers.operator import (
     ForgetfulMemories,
     OffLoopReviews,
 )
-from tas.statefulset import webhook as sts_webhook
+from tas.integrations.statefulset import webhook as sts_webhook
 
 STATEFULSETS = references.Resource(
     group="apps", version="v1", plural="statefulsets", kind="StatefulSet", namespaced=True

@@ -13,7 +13,7 @@ import pytest
 from tas.api.constants import IS_GROUP_WORKLOAD_ANNOTATION
 from tas.cache import projections as proj
 from tas.hotswap.replace import ReplacementRules, find_replacement
-from tas.pods import group as g
+from tas.integrations.pod import group as g
 from tas.workload import transitions
 from tests.unit.admission.fixtures import BLOCK, HOST, node
 from tests.unit.hotswap.harness import JOB, POD, Cluster, pod_set

@@ -6,6 +6,9 @@ import copy
 
 from tas.api.topologyassignment import v1beta1_to_v1beta2
 from tas.cache import projections as proj
+from tas.cache.state import ClusterState
+from tas.kube import KubeError
+from tas.solver.types import SolverOptions
 
 QUEUE = "kueue.x-k8s.io/queue-name"
 REQUIRED = "kueue.x-k8s.io/podset-required-topology"
@@ -136,3 +139,69 @@ def pod(
     if node:
         spec["nodeName"] = node
     return {"metadata": meta, "spec": spec, "status": {"phase": phase}}
+
+
+class RecordingKube:
+    """The API calls a controller makes, answered at once (`refuse`: creates answered so)."""
+
+    def __init__(self, refuse: KubeError | None = None) -> None:
+        self.created: list[dict] = []
+        self.events: list[tuple[str, str, str]] = []  # (object name, reason, message)
+        self.patches: list[tuple[str, dict]] = []
+        self.deleted: list[str] = []
+        self.refuse = refuse
+
+    async def create(self, path, body):
+        if self.refuse is not None:
+            raise self.refuse
+        self.created.append(body)
+        return body
+
+    async def event(self, ref, type_, reason, message):
+        self.events.append((ref.name, reason, message))
+
+    async def patch(self, path, body, content_type=None):
+        self.patches.append((path, body))
+        return {}
+
+    async def delete(self, path):
+        self.deleted.append(path)
+
+
+def state() -> ClusterState:
+    out = ClusterState(SolverOptions())
+    out.upsert_namespace("ns", {"kubernetes.io/metadata.name": "ns"})
+    return out
+
+
+def leaderworkerset(replicas=2, size=3, **extra) -> dict:
+    template = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
+    return {
+        "metadata": {"name": "lws", "namespace": "ns", "uid": "lws-uid", "labels": {QUEUE: "q"}},
+        "spec": {
+            "replicas": replicas,
+            "leaderWorkerTemplate": {"size": size, "workerTemplate": template, **extra},
+        },
+    }
+
+
+def leader_and_workers(
+    *, size=3, replicas=2, leader=True, leader_annotations=None, worker_annotations=None
+) -> dict:
+    """A LeaderWorkerSet with a leader template (unless `leader` is False) and a worker one."""
+    templates = {
+        "size": size,
+        "workerTemplate": {
+            "metadata": {"annotations": dict(worker_annotations or {})},
+            "spec": {"containers": [container("200m")]},
+        },
+    }
+    if leader:
+        templates["leaderTemplate"] = {
+            "metadata": {"annotations": dict(leader_annotations or {})},
+            "spec": {"containers": [container("100m")]},
+        }
+    return {
+        "metadata": {"name": "nginx", "namespace": "ns", "uid": "lws-uid", "labels": {QUEUE: "q"}},
+        "spec": {"replicas": replicas, "leaderWorkerTemplate": templates},
+    }

@@ -14,54 +14,20 @@ from hypothesis import strategies as st
 
 from tas.api.constants import INT32_MAX
 from tas.cache import projections as proj
-from tas.cache.state import ClusterState
+from tas.integrations.leaderworkerset import webhook as lws_webhook
+from tas.integrations.leaderworkerset import workload as L
+from tas.integrations.leaderworkerset.controller import LeaderWorkerSetController
+from tas.integrations.pod import group as g
+from tas.integrations.pod import pod as p
+from tas.integrations.pod import webhook
+from tas.integrations.pod.controller import PodController
 from tas.kube import KubeError
-from tas.leaderworkerset import lws as L
-from tas.leaderworkerset.controller import LeaderWorkerSetController
 from tas.pacing import YIELD_EVERY, paced
-from tas.pods import group as g
-from tas.pods import pod as p
-from tas.pods import webhook
-from tas.pods.controller import PodController
-from tas.solver.types import SolverOptions
-from tests.unit.integrations.builders import QUEUE, pod
+from tests.unit.integrations.builders import RecordingKube, leaderworkerset, pod, state
 
 COUNT = "kueue.x-k8s.io/pod-group-total-count"
 FAST = {"kueue.x-k8s.io/pod-group-fast-admission": "true"}
 BIG = 10**7  # today's [pod] * total: 76 MiB for this one pod group (999,999,999 is 7.5 GiB)
-
-
-class RecordingKube:
-    """The API calls a controller makes, answered at once (`refuse`: creates answered so)."""
-
-    def __init__(self, refuse: KubeError | None = None) -> None:
-        self.created: list[dict] = []
-        self.events: list[tuple[str, str, str]] = []  # (object name, reason, message)
-        self.patches: list[tuple[str, dict]] = []
-        self.deleted: list[str] = []
-        self.refuse = refuse
-
-    async def create(self, path, body):
-        if self.refuse is not None:
-            raise self.refuse
-        self.created.append(body)
-        return body
-
-    async def event(self, ref, type_, reason, message):
-        self.events.append((ref.name, reason, message))
-
-    async def patch(self, path, body, content_type=None):
-        self.patches.append((path, body))
-        return {}
-
-    async def delete(self, path):
-        self.deleted.append(path)
-
-
-def state() -> ClusterState:
-    out = ClusterState(SolverOptions())
-    out.upsert_namespace("ns", {"kubernetes.io/metadata.name": "ns"})
-    return out
 
 
 def peak_bytes(run) -> int:
@@ -212,17 +178,6 @@ def test_an_incomplete_groups_deleted_pods_are_let_go_and_then_forgotten():
 # ---- LeaderWorkerSets ----------------------------------------------------------------------------
 
 
-def leaderworkerset(replicas=2, size=3, **extra) -> dict:
-    template = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
-    return {
-        "metadata": {"name": "lws", "namespace": "ns", "uid": "lws-uid", "labels": {QUEUE: "q"}},
-        "spec": {
-            "replicas": replicas,
-            "leaderWorkerTemplate": {"size": size, "workerTemplate": template, **extra},
-        },
-    }
-
-
 @pytest.mark.parametrize(
     ("obj", "old", "field"),
     [
@@ -245,7 +200,7 @@ def leaderworkerset(replicas=2, size=3, **extra) -> dict:
     ],
 )
 def test_the_webhook_refuses_numbers_past_the_bound_naming_the_field_and_the_bound(obj, old, field):
-    [error] = L.validate(obj, old, max_replicas=1000)
+    [error] = lws_webhook.validate(obj, old, max_replicas=1000)
     assert error.startswith(f"{field}: Invalid value")
     assert ("1000" if field == "spec.replicas" else str(INT32_MAX)) in error
 
@@ -261,7 +216,7 @@ def test_the_webhook_refuses_numbers_past_the_bound_naming_the_field_and_the_bou
     ids=["at-the-bound", "zero", "over-a-lowered-bound-scaling-down", "over-it-unchanged"],
 )
 def test_an_object_within_the_bound_or_not_growing_past_it_passes(obj, old):
-    assert L.validate(obj, old, max_replicas=1000) == []
+    assert lws_webhook.validate(obj, old, max_replicas=1000) == []
 
 
 def count_calls(monkeypatch, module, name: str, limit: int) -> list[int]:

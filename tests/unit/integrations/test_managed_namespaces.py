@@ -12,16 +12,16 @@ import pytest
 
 from tas import cli
 from tas.config import Settings, default_managed_jobs_namespace_selector, parse_label_selector
-from tas.handlers import watches
-from tas.handlers.runtime import Runtime
+from tas.integrations.job.controller import JOB
+from tas.integrations.leaderworkerset.controller import LeaderWorkerSetController
+from tas.integrations.pod.controller import PodController
 from tas.jobframework.namespaces import ManagedNamespaces
-from tas.jobs.controller import job_controller
+from tas.jobframework.reconciler import JobReconciler
 from tas.kube import Kube
-from tas.kubeconfig import Connection
-from tas.leaderworkerset.controller import LeaderWorkerSetController
-from tas.pods.controller import PodController
-from tests.unit.integrations.builders import QUEUE, pod
-from tests.unit.integrations.test_hostile_bounds import RecordingKube, leaderworkerset, state
+from tas.kube.kubeconfig import Connection
+from tas.runtime import watches
+from tas.runtime.runtime import Runtime
+from tests.unit.integrations.builders import QUEUE, RecordingKube, leaderworkerset, pod, state
 
 NAME = "kubernetes.io/metadata.name"
 
@@ -92,7 +92,7 @@ def managed(st) -> ManagedNamespaces:
 def test_a_queued_job_outside_the_selector_runs_untouched(namespace):
     st = system_state()
     kube = RecordingKube()
-    jobs = job_controller(st, kube, writer=None, managed=managed(st))
+    jobs = JobReconciler(JOB, st, kube, writer=None, managed=managed(st))
     asyncio.run(jobs.sync(jobs.upsert(running_job(namespace))))
     assert (kube.created, kube.patches, kube.events) == ([], [], [])
     # the same Job in a tenant's namespace gets its Workload

@@ -10,13 +10,14 @@ import pytest
 from tas import features
 from tas.admission.decide import decide
 from tas.cache import projections as proj
-from tas.handlers.runtime import slicing_gates
-from tas.jobs.workload import build_workload
-from tas.leaderworkerset import lws as L
+from tas.integrations.job.controller import build_workload
+from tas.integrations.leaderworkerset import webhook as lws_webhook
+from tas.integrations.leaderworkerset import workload as L
+from tas.runtime.runtime import slicing_gates
 from tas.solver.types import SolverOptions
 from tests.unit.admission.fixtures import BLOCK, RACK, make_state, node, workload
 from tests.unit.integrations.builders import GROUP, QUEUE, REQUIRED, SLICE_SIZE, SLICE_TOPOLOGY
-from tests.unit.integrations.test_lws_and_statefulset import leaderworkerset
+from tests.unit.integrations.builders import leader_and_workers as leaderworkerset
 
 BOTH_ON = {"partial_slices_enabled": True, "grouped_slicing_enabled": True}
 
@@ -89,12 +90,12 @@ def lws_with_sliced_workers() -> dict:
 
 
 def test_the_lws_webhook_follows_the_gates() -> None:
-    [error] = L.validate(lws_with_sliced_workers())
+    [error] = lws_webhook.validate(lws_with_sliced_workers())
     assert "workerTemplate.metadata.annotations" in error
     assert f'may not be set together with "{SLICE_SIZE}"' in error
-    [error] = L.validate(lws_with_sliced_workers(), grouped_slicing_enabled=True)
+    [error] = lws_webhook.validate(lws_with_sliced_workers(), grouped_slicing_enabled=True)
     assert "must divide the pod set count 15" in error
-    assert L.validate(lws_with_sliced_workers(), **BOTH_ON) == []
+    assert lws_webhook.validate(lws_with_sliced_workers(), **BOTH_ON) == []
 
 
 def test_the_lws_workload_carries_the_sliced_workers() -> None:

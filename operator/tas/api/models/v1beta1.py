@@ -20,7 +20,11 @@ from typing import ClassVar, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from tas.api.constants import POD_PRIORITY_CLASS_SOURCE, WORKLOAD_PRIORITY_CLASS_SOURCE
+from tas.api.constants import (
+    KUEUE_V1BETA1_API_VERSION,
+    POD_PRIORITY_CLASS_SOURCE,
+    WORKLOAD_PRIORITY_CLASS_SOURCE,
+)
 from tas.api.models import clusterqueue, localqueue, workload
 from tas.api.models.common import CRDInfo, Int32, KubeModel, ObjectName, cel, schema
 
@@ -71,11 +75,12 @@ class Admission(workload.Admission):
 
 
 class WorkloadStatus(workload.WorkloadStatus):
-    admission: Admission | None = None  # type: ignore[assignment]
+    admission: Admission | None = None
     """Set when quota is reserved; cleared on eviction."""
 
 
-PriorityClassSource = Literal[WORKLOAD_PRIORITY_CLASS_SOURCE, POD_PRIORITY_CLASS_SOURCE, ""]
+# mypy takes only literal values in Literal[...], not constants; pydantic reads these at run time.
+PriorityClassSource = Literal[WORKLOAD_PRIORITY_CLASS_SOURCE, POD_PRIORITY_CLASS_SOURCE, ""]  # type: ignore[valid-type]
 
 
 class WorkloadSpec(workload.WorkloadSpecBase):
@@ -96,9 +101,9 @@ class WorkloadSpec(workload.WorkloadSpecBase):
 
 class Workload(workload.Workload):
     crd: ClassVar[CRDInfo] = workload.Workload.crd
-    api_version: str = "kueue.x-k8s.io/v1beta1"
+    api_version: str = KUEUE_V1BETA1_API_VERSION
     spec: WorkloadSpec  # type: ignore[assignment]
-    status: WorkloadStatus = Field(default_factory=WorkloadStatus)  # type: ignore[assignment]
+    status: WorkloadStatus = Field(default_factory=WorkloadStatus)
 
 
 # --- ClusterQueue ---------------------------------------------------------------------------
@@ -129,7 +134,7 @@ class ClusterQueueSpec(clusterqueue.ClusterQueueSpecBase):
 
     cohort: ObjectName | None = None
     """The cohort whose members lend each other their unused quota."""
-    flavor_fungibility: FlavorFungibility | None = None  # type: ignore[assignment]
+    flavor_fungibility: FlavorFungibility | None = None
     """Whether to try the next flavor before borrowing or preempting."""
 
 
@@ -138,7 +143,7 @@ class ClusterQueue(clusterqueue.ClusterQueue):
         clusterqueue.ClusterQueue.crd,
         printer_columns=clusterqueue.cluster_queue_columns(".spec.cohort"),
     )
-    api_version: str = "kueue.x-k8s.io/v1beta1"
+    api_version: str = KUEUE_V1BETA1_API_VERSION
     spec: ClusterQueueSpec = Field(default_factory=ClusterQueueSpec)  # type: ignore[assignment]
 
 
@@ -150,7 +155,7 @@ class LocalQueueStatus(localqueue.LocalQueueStatusBase):
 
 
 class LocalQueue(localqueue.LocalQueue):
-    api_version: str = "kueue.x-k8s.io/v1beta1"
+    api_version: str = KUEUE_V1BETA1_API_VERSION
     status: LocalQueueStatus = Field(default_factory=LocalQueueStatus)  # type: ignore[assignment]
 
 

@@ -137,7 +137,7 @@ class PodTemplateMeta(KubeModel):
 
 
 PodSpec = dict[str, Any]
-POD_SPEC_SCHEMA = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+POD_SPEC_SCHEMA: dict[str, Any] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
 
 
 class PodTemplate(KubeModel):

@@ -1,0 +1,132 @@
+"""Which kinds the operator admits: the one registry of integrations and `--integrations`, with
+each kind's group, version and resource (the API paths the operator reads and writes).
+
+Handed on as `tas.integrations`, whose folders hold each kind's controller and webhook
+(docs/integrations.md). It is defined down here, beside the API, because the settings
+(config.py) and jobframework read it, and they stand below the integrations.
+
+Names are Kueue's `integrations.frameworks` entries, verbatim. As in Kueue, StatefulSet and
+LeaderWorkerSet enable the pod integration implicitly: their pods are admitted as pod groups.
+
+A kind served by a CRD (JobSet, LeaderWorkerSet) may not be installed: the operator logs it
+once and handles the kind when its CRD appears (see runtime/runtime.py).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+ENV_VAR = "TAS_INTEGRATIONS"
+
+
+class Framework(StrEnum):
+    JOB = "batch/job"
+    JOBSET = "jobset.x-k8s.io/jobset"
+    LEADERWORKERSET = "leaderworkerset.x-k8s.io/leaderworkerset"
+    POD = "pod"
+    STATEFULSET = "statefulset"
+
+
+@dataclass(frozen=True)
+class Resource:
+    group: str  # "" for the core group
+    version: str
+    plural: str
+    kind: str
+    crd: bool = False  # served by a CustomResourceDefinition that may be missing
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def crd_name(self) -> str:
+        return f"{self.plural}.{self.group}"
+
+    def collection(self, namespace: str | None = None) -> str:
+        """The API path of the collection, in every namespace or in one."""
+        prefix = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        return (
+            f"{prefix}/namespaces/{namespace}/{self.plural}"
+            if namespace
+            else f"{prefix}/{self.plural}"
+        )
+
+    def path(self, namespace: str, name: str) -> str:
+        return f"{self.collection(namespace)}/{name}"
+
+
+JOB = Resource("batch", "v1", "jobs", "Job")
+JOBSET = Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet", crd=True)
+LEADERWORKERSET = Resource(
+    "leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet", crd=True
+)
+POD = Resource("", "v1", "pods", "Pod")
+# Not an integration: the nodes' NUMA zones (gate TASNUMAZones), published by node agents.
+NODE_RESOURCE_TOPOLOGY = Resource(
+    "topology.node.k8s.io", "v1alpha2", "noderesourcetopologies", "NodeResourceTopology", crd=True
+)
+STATEFULSET = Resource("apps", "v1", "statefulsets", "StatefulSet")
+
+RESOURCES: Mapping[Framework, Resource] = {
+    Framework.JOB: JOB,
+    Framework.JOBSET: JOBSET,
+    Framework.LEADERWORKERSET: LEADERWORKERSET,
+    Framework.POD: POD,
+    Framework.STATEFULSET: STATEFULSET,
+}
+# Kueue's ImplicitlyEnabledFrameworkNames: their pods are pod groups.
+IMPLIES: Mapping[Framework, tuple[Framework, ...]] = {
+    Framework.STATEFULSET: (Framework.POD,),
+    Framework.LEADERWORKERSET: (Framework.POD,),
+}
+# Without the flag: Kueue's own default (its Configuration's integrations.frameworks).
+DEFAULT = (Framework.JOB,)
+
+
+class IntegrationsError(ValueError):
+    """An unknown framework name."""
+
+
+@dataclass(frozen=True)
+class Integrations:
+    """The frameworks asked for; `enabled` also answers for those enabled implicitly."""
+
+    frameworks: frozenset[Framework]
+
+    def enabled(self, framework: Framework) -> bool:
+        return framework in self.frameworks or any(
+            framework in IMPLIES.get(f, ()) for f in self.frameworks
+        )
+
+    def names(self) -> list[str]:
+        return [str(f) for f in Framework if f in self.frameworks]
+
+
+def parse(spec: str | Iterable[str]) -> Integrations:
+    """`batch/job,pod` (or a list of names) as Kueue's integrations.frameworks."""
+    items = spec.split(",") if isinstance(spec, str) else list(spec)
+    names = [item.strip() for item in items if item.strip()]
+    known = {str(f): f for f in Framework}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise IntegrationsError(
+            f"unknown integration(s) {', '.join(map(repr, unknown))} (known: {', '.join(known)})"
+        )
+    return Integrations(frozenset(known[n] for n in names))
+
+
+def defaults() -> Integrations:
+    return Integrations(frozenset(DEFAULT))
+
+
+def from_env_and_flag(flag: str | None, environ: Mapping[str, str] = os.environ) -> Integrations:
+    """The flag if given, else TAS_INTEGRATIONS, else Kueue's default (batch/job)."""
+    if flag is not None:
+        return parse(flag)
+    if ENV_VAR in environ:
+        return parse(environ[ENV_VAR])
+    return defaults()

@@ -1,1 +1,0 @@
-"""`tas contest`: seed 001's VM placement protocol, with our own input generator and output checker."""

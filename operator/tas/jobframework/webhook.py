@@ -1,0 +1,36 @@
+"""The webhooks of a kind held suspended until admitted (Kueue's jobframework BaseWebhook), pure:
+the reviewed object in, a merge patch or the reasons to refuse it out."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from tas.api.annotations import TopologyRequestError
+from tas.jobframework.interface import GenericJob
+
+
+def suspend(job: GenericJob, obj: Mapping) -> dict:
+    """A queued object is created suspended: its pods wait for its Workload's admission."""
+    return {} if job.suspended(obj) else {"spec": {"suspend": True}}
+
+
+def validate(
+    job: GenericJob,
+    obj: Mapping,
+    *,
+    multi_layer_enabled: bool = True,
+    partial_slices_enabled: bool = False,
+    grouped_slicing_enabled: bool = False,
+) -> list[str]:
+    """The topology annotations of every pod template, with Kueue's rules; the message names the
+    annotation (and the template, for a kind with several)."""
+    try:
+        job.pod_sets(
+            obj,
+            multi_layer_enabled=multi_layer_enabled,
+            partial_slices_enabled=partial_slices_enabled,
+            grouped_slicing_enabled=grouped_slicing_enabled,
+        )
+    except TopologyRequestError as exc:
+        return [str(exc)]
+    return []

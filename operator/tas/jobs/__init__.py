@@ -1,1 +1,0 @@
-"""batch/v1 Job integration."""

@@ -1,1 +1,0 @@
-"""LeaderWorkerSet integration: one Workload per group, its pods a pod group (Kueue's leaderworkerset)."""

@@ -1,0 +1,318 @@
+"""`tas contest`: the VM placement-group protocol on stdin/stdout, placed by our placement-group planner.
+
+The pool maps onto a four-level topology (network domain, pod, rack, server); a server's two
+NUMA nodes are the level below, handled here: a VM of NUMA count 2 takes its share on both
+nodes of one server, a VM of count 1 on one node (the fuller one that still fits, so that the
+other stays whole). The planner sees per server how many VMs of the request's type fit.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import IO
+
+import numpy as np
+
+from tas import features
+from tas.offline.contest.generator import MAX_BATCH, MAX_SERVERS
+from tas.solver.groups import (
+    GroupPlacementFailure,
+    GroupRules,
+    GroupState,
+    Layout,
+    excluded_leaves,
+    place,
+)
+
+LEVELS = ("network-domain", "pod", "rack", "server")
+ND, POD, RACK, SERVER = range(4)
+
+# Seed 001's group types as our constraints.
+RULES_BY_TYPE = {
+    0: GroupRules(),
+    1: GroupRules(affinity=RACK),
+    2: GroupRules(affinity=POD, exclusive=POD, whole=True),
+    3: GroupRules(affinity=ND),
+    4: GroupRules(anti_affinity=SERVER),
+    5: GroupRules(anti_affinity=RACK),
+    7: GroupRules(affinity=RACK, anti_affinity=SERVER),
+    8: GroupRules(affinity=ND, anti_affinity=RACK),
+    9: GroupRules(affinity=ND, exclusive=POD, whole=True),
+}
+
+
+# CPU and memory amounts: far above the statement's (at most 500), and small enough that no sum
+# over the pool leaves 64 bits.
+MAX_AMOUNT = 2**31 - 1
+MAX_DIGITS = 19  # the longest integer the protocol carries (64 bits)
+
+
+class ProtocolError(ValueError):
+    """The input does not follow the statement."""
+
+
+def _in_range(what: str, value: int, low: int, high: int) -> int:
+    if not low <= value <= high:
+        raise ProtocolError(f"{what} must be {low} to {high}, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class VmType:
+    numa_count: int
+    cpu: int
+    memory: int
+
+
+@dataclass
+class Group:
+    rules: GroupRules
+    state: GroupState = field(default_factory=GroupState)
+
+
+@dataclass(frozen=True)
+class Vm:
+    server: int
+    numa: tuple[int, ...]  # 0-based NUMA nodes
+    type: VmType
+    group: int
+    partition: int
+
+
+def vm_type(index: int, numa_count: int, cpu: int, memory: int) -> VmType:
+    """VM type `index` (1-based) as its line gives it, checked."""
+    _in_range(f"VM type {index}: NUMA count", numa_count, 1, 2)
+    _in_range(f"VM type {index}: CPU", cpu, 1, MAX_AMOUNT)
+    _in_range(f"VM type {index}: memory", memory, 1, MAX_AMOUNT)
+    return VmType(numa_count, cpu, memory)
+
+
+class Pool:
+    def __init__(self, n: int, p: int, r: int, s: int, numa: int, cpu: int, memory: int) -> None:
+        if numa != 2:
+            raise ProtocolError(f"K must be 2, got {numa}")
+        for name, value in zip("NPRS", (n, p, r, s), strict=True):
+            _in_range(name, value, 1, MAX_SERVERS)
+        if n * p * r * s > MAX_SERVERS:  # checked before a server is made
+            raise ProtocolError(
+                f"N*P*R*S must be at most {MAX_SERVERS} servers, got {n * p * r * s}"
+            )
+        _in_range("C", cpu, 1, MAX_AMOUNT)
+        _in_range("M", memory, 1, MAX_AMOUNT)
+        self.shape = (n, p, r, s)
+        self.index: list[tuple[int, int, int, int]] = [
+            (a, b, c, d) for a in range(n) for b in range(p) for c in range(r) for d in range(s)
+        ]
+        paths = [
+            (f"n{a}", f"n{a}p{b}", f"n{a}p{b}r{c}", f"n{a}p{b}r{c}s{d}")
+            for a, b, c, d in self.index
+        ]
+        self.layout = Layout(LEVELS, paths)
+        self.cpu = np.full((len(paths), 2), cpu, dtype=np.int64)
+        self.memory = np.full((len(paths), 2), memory, dtype=np.int64)
+        self.vms_on = np.zeros(len(paths), dtype=np.int64)
+
+    def per_node(self, vm: VmType) -> np.ndarray:
+        """VMs of the type that fit on each NUMA node, one row per server."""
+        return np.minimum(self.cpu // vm.cpu, self.memory // vm.memory)
+
+    def capacity(self, vm: VmType) -> np.ndarray:
+        fits = self.per_node(vm)
+        return fits.min(axis=1) if vm.numa_count == 2 else fits.sum(axis=1)
+
+    def take(self, server: int, vm: VmType) -> tuple[int, ...]:
+        if vm.numa_count == 2:
+            nodes: tuple[int, ...] = (0, 1)
+        else:
+            fits = self.per_node(vm)[server]
+            candidates = [k for k in (0, 1) if fits[k] > 0]
+            # the node with less room left: the other keeps space for larger VMs
+            nodes = (min(candidates, key=lambda k: (int(self.cpu[server, k]), k)),)
+        for k in nodes:
+            self.cpu[server, k] -= vm.cpu
+            self.memory[server, k] -= vm.memory
+        self.vms_on[server] += 1
+        return nodes
+
+    def release(self, vm: Vm) -> None:
+        for k in vm.numa:
+            self.cpu[vm.server, k] += vm.type.cpu
+            self.memory[vm.server, k] += vm.type.memory
+        self.vms_on[vm.server] -= 1
+
+
+class Contest:
+    """The state of one run: pool, VM types, groups and the VMs alive."""
+
+    def __init__(self, pool: Pool, types: list[VmType], fragmentation_aware: bool = False) -> None:
+        self.fragmentation_aware = fragmentation_aware
+        self.pool = pool
+        self.types = types
+        self.groups: dict[int, Group] = {}
+        self.vms: dict[int, Vm] = {}
+
+    def create_group(self, index: int, kind: int, partitions: int) -> None:
+        if index in self.groups:
+            raise ProtocolError(f"placement group {index} created twice")
+        if kind == 6:
+            if not 1 <= partitions <= 7:
+                raise ProtocolError(f"group {index}: type 6 needs 1-7 partitions")
+            rules = GroupRules(partitions=partitions, partition_level=RACK)
+        elif kind in RULES_BY_TYPE:
+            rules = RULES_BY_TYPE[kind]
+        else:
+            raise ProtocolError(f"group {index}: unknown type {kind}")
+        self.groups[index] = Group(rules)
+
+    def create_vms(self, type_index: int, group_index: int, ids: list[int]) -> list[str] | None:
+        """Output lines for the VMs, or None when they cannot all be placed."""
+        group = self.groups.get(group_index)
+        if group is None:
+            raise ProtocolError(f"VM creation in unknown group {group_index}")
+        if not 1 <= type_index <= len(self.types):
+            raise ProtocolError(f"unknown VM type {type_index}")
+        vm_type = self.types[type_index - 1]
+        pool = self.pool
+        try:
+            placement = place(
+                pool.layout,
+                pool.capacity(vm_type),
+                len(ids),
+                group.rules,
+                group.state,
+                occupied=pool.vms_on > 0,
+                foreign=self._foreign(group_index),
+                fragmentation_aware=self.fragmentation_aware,
+                reserved=self._reserved(group_index) if self.fragmentation_aware else None,
+            )
+        except GroupPlacementFailure:
+            return None
+        group.state.add(placement)
+        lines = []
+        slots = [
+            (pool.layout.leaf_of[path], count, placement.partition_of_leaf.get(path, 0))
+            for path, count in sorted(placement.pods.items())
+        ]
+        queue = iter([(server, partition) for server, n, partition in slots for _ in range(n)])
+        for vm_id in ids:
+            server, partition = next(queue)
+            nodes = pool.take(server, vm_type)
+            self.vms[vm_id] = Vm(server, nodes, vm_type, group_index, partition)
+            a, b, c, d = pool.index[server]
+            numa = " ".join(str(k + 1) for k in nodes)
+            lines.append(f"{a + 1} {b + 1} {c + 1} {d + 1} {numa} {partition}")
+        return lines
+
+    def delete_vms(self, ids: list[int]) -> None:
+        by_group: dict[int, dict[tuple[str, ...], int]] = {}
+        for vm_id in ids:
+            vm = self.vms.pop(vm_id, None)
+            if vm is None:
+                raise ProtocolError(f"deletion of unknown VM {vm_id}")
+            self.pool.release(vm)
+            path = self.pool.layout.leaf_paths[vm.server]
+            pods = by_group.setdefault(vm.group, {})
+            pods[path] = pods.get(path, 0) + 1
+        for index, pods in by_group.items():
+            group = self.groups[index]
+            group.state.remove(pods, group.rules.partition_level)
+
+    def _reserved(self, me: int) -> np.ndarray:
+        """The affinity domains of other groups that get more than one creation request (types
+        3, 8, 9: network domain): room they will want to grow in."""
+        held: dict[int, set[tuple[str, ...]]] = {}
+        for index, group in self.groups.items():
+            depth = group.rules.affinity
+            if index == me or depth is None or depth != ND or group.state.empty:
+                continue
+            held.setdefault(depth, set()).update(group.state.domains_at(depth))
+        return excluded_leaves(self.pool.layout, held)
+
+    def _foreign(self, me: int) -> np.ndarray:
+        owned: dict[int, set[tuple[str, ...]]] = {}
+        for index, group in self.groups.items():
+            if index != me and group.rules.exclusive is not None:
+                depth = group.rules.exclusive
+                owned.setdefault(depth, set()).update(group.state.domains_at(depth))
+        return excluded_leaves(self.pool.layout, owned)
+
+
+def _tokens(stream: IO[str]) -> Iterator[int]:
+    """Integers one line at a time: never reads past the current request (the judge is
+    interactive)."""
+    for line in stream:
+        for token in line.split():
+            if len(token.lstrip("+-")) > MAX_DIGITS:
+                raise ProtocolError(f"integer out of range: {token[:20]}... ({len(token)} digits)")
+            try:
+                yield int(token)
+            except ValueError:
+                raise ProtocolError(f"not an integer: {token[:40]!r}") from None
+
+
+def run(stdin: IO[str], stdout: IO[str], fragmentation_aware: bool = False) -> int:
+    """Serve one run; returns the number of VMs placed."""
+    tokens = _tokens(stdin)
+
+    def take(count: int) -> list[int]:
+        try:
+            return [next(tokens) for _ in range(count)]
+        except StopIteration:
+            raise ProtocolError("input ended in the middle of a request") from None
+
+    n, p, r, s, k = take(5)
+    cpu, memory = take(2)
+    (type_count,) = take(1)
+    types = [vm_type(index, *take(3)) for index in range(1, type_count + 1)]
+    contest = Contest(Pool(n, p, r, s, k, cpu, memory), types, fragmentation_aware)
+    placed = 0
+    while True:
+        try:
+            (kind,) = take(1)
+        except ProtocolError:
+            return placed  # no termination request: stop at the end of input
+        if kind == 1:
+            index, group_type, partitions = take(3)
+            contest.create_group(index, group_type, partitions)
+        elif kind == 2:
+            count, type_index, group_index = take(3)
+            ids = take(_in_range("VM creation: count", count, 1, MAX_BATCH))
+            lines = contest.create_vms(type_index, group_index, ids)
+            if lines is None:
+                stdout.write("-1\n")
+                stdout.flush()
+                return placed
+            stdout.write("\n".join(lines) + "\n")
+            stdout.flush()
+            placed += count
+        elif kind == 3:
+            (count,) = take(1)
+            contest.delete_vms(take(_in_range("VM deletion: count", count, 1, len(contest.vms))))
+        elif kind == 4:
+            return placed
+        else:
+            raise ProtocolError(f"unknown request type {kind}")
+
+
+def main(
+    stdin: IO[str] = sys.stdin,
+    stdout: IO[str] = sys.stdout,
+    stderr: IO[str] = sys.stderr,
+    gates: str | None = None,
+) -> int:
+    """`gates`: `A=true,...` as `tas operator --feature-gates`; TASProfileFragmentationAware
+    is the one that changes placement here."""
+    try:
+        enabled = features.from_env_and_flag(gates)
+        fragmentation_aware = enabled.solver_options().fragmentation_aware
+    except features.FeatureGateError as error:
+        print(f"tas contest: --feature-gates: {error}", file=stderr)
+        return 2
+    try:
+        run(stdin, stdout, fragmentation_aware)
+    except ProtocolError as error:
+        print(f"tas contest: {error}", file=stderr)
+        return 2
+    return 0

@@ -1,1 +1,0 @@
-"""Pods and pod groups (Kueue's pod integration): plain pods, and the pods of StatefulSets and LeaderWorkerSets."""

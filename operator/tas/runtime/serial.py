@@ -1,0 +1,96 @@
+"""A keyed worker: keys in, an async handler call per key, duplicates folded.
+
+Events for a key that arrive while it waits are folded into one call; a key that arrives while
+it is being handled is handled again afterwards, so no change is missed. Up to `concurrency`
+different keys are handled at once, never the same key twice at once: handlers read the newest
+state from the cache when they run, so folding loses nothing.
+
+A key whose handler fails waits out a capped, jittered backoff (or the server's Retry-After)
+before it is handled again; events for it meanwhile do not cut the wait short, so a failing
+object cannot storm the API server however busy its watch is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Generic, TypeVar
+
+from tas.kube.retry import Backoff, PerKeyBackoff
+
+log = logging.getLogger(__name__)
+
+K = TypeVar("K", bound=Hashable)  # what one handler call is for: a name, a (namespace, name)
+
+
+class SerialWorker(Generic[K]):
+    def __init__(
+        self,
+        name: str,
+        handle: Callable[[K], Awaitable[None]],
+        *,
+        concurrency: int = 1,
+        backoff: Backoff | None = None,
+    ) -> None:
+        self.name = name
+        self._handle = handle
+        self.concurrency = concurrency
+        self._pending: dict[K, None] = {}  # insertion-ordered set
+        self._running: set[K] = set()
+        self._waiting: set[K] = set()  # backing off after a failure
+        self._wake = asyncio.Event()
+        self.started = asyncio.Event()  # handling begins once the caches are synced (and leading)
+        self.retries = PerKeyBackoff(backoff or Backoff(base=0.5, cap=30.0))
+        self.handled = 0
+        self.failed = 0
+
+    def submit(self, key: K) -> None:
+        if key in self._waiting:
+            return  # its retry is already scheduled and will read the newest state
+        self._pending[key] = None
+        self._wake.set()
+
+    async def run(self) -> None:
+        await self.started.wait()
+        await asyncio.gather(*(self._consume() for _ in range(self.concurrency)))
+
+    async def _next(self) -> K:
+        while True:
+            for key in self._pending:
+                if key not in self._running:
+                    del self._pending[key]
+                    return key
+            self._wake.clear()
+            await self._wake.wait()
+
+    async def _consume(self) -> None:
+        while True:
+            key = await self._next()
+            self._running.add(key)
+            try:
+                await self._handle(key)
+                self.retries.succeeded(key)
+                self.handled += 1
+            except Exception as exc:  # one bad object must not stop the others
+                self.failed += 1
+                delay = self.retries.failed(key, getattr(exc, "retry_after", None))
+                log.warning(
+                    "%s: handling %s failed (%s); retrying in %.1fs", self.name, key, exc, delay
+                )
+                log.debug("%s: %s failure", self.name, key, exc_info=True)
+                self._waiting.add(key)
+                self._pending.pop(key, None)  # an event during the call must not skip the wait
+                asyncio.get_running_loop().call_later(delay, self._retry, key)
+            finally:
+                self._running.discard(key)
+                if key in self._pending:
+                    self._wake.set()
+
+    def _retry(self, key: K) -> None:
+        self._waiting.discard(key)
+        self.submit(key)
+
+    @property
+    def idle(self) -> bool:
+        return not self._pending and not self._running

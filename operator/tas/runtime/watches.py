@@ -1,0 +1,439 @@
+"""What each watched change does: update the cache, then wake whoever may decide differently.
+
+One async function per kind, called by that kind's reflector on the event loop. None of them
+awaits between reading and changing the cache, and none runs in a thread (a test checks both).
+A DELETED event may carry only metadata (an object that vanished during an outage), so the
+deletions read what they need from the cache's own projections.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from tas.admission.loop import AdmissionLoop
+from tas.api.constants import HOSTNAME_LABEL, MANAGED_LABEL, QUEUE_NAME_LABEL, TAS_GROUP
+from tas.api.frameworks import JOBSET, LEADERWORKERSET, NODE_RESOURCE_TOPOLOGY, Framework
+from tas.cache import projections as proj
+from tas.cache.state import ClusterState
+from tas.features import Gate
+from tas.integrations.leaderworkerset.controller import LeaderWorkerSetController, waiting_pod
+from tas.integrations.pod.controller import PodController, work_key
+from tas.jobframework.namespaces import ManagedNamespaces
+from tas.jobframework.reconciler import JobReconciler
+from tas.kube import Kube, Ref, kueue_path
+from tas.runtime.serial import SerialWorker
+from tas.ungater.worker import Ungater
+
+log = logging.getLogger(__name__)
+
+Obj = Mapping[str, Any]
+
+
+class WatchContext(Protocol):
+    """What a watch handler reads and wakes; `runtime.Runtime` is it (and a test's fake can be:
+    the handlers know nothing of how the runtime is assembled)."""
+
+    state: ClusterState
+    admission: AdmissionLoop
+    kube: Kube
+    managed: ManagedNamespaces
+    active: bool
+    jobs: JobReconciler
+    jobsets: JobReconciler
+    pod_groups: PodController
+    leaderworkersets: LeaderWorkerSetController
+    ungater: Ungater
+    child_jobs: dict[tuple[str, str], str]
+    numa_problems: dict[str, str]
+    job_worker: SerialWorker
+    jobset_worker: SerialWorker
+    pod_worker: SerialWorker
+    lws_worker: SerialWorker
+    ungate_worker: SerialWorker
+
+    def owner_changed(self, workload: Any) -> None: ...
+
+    def check_node(self, name: str | None) -> None: ...
+
+    async def sync_unqueued(self) -> None: ...
+
+
+async def on_namespace(rt: WatchContext, kind: str, obj: Obj) -> None:
+    name = obj["metadata"]["name"]
+    was_managed = name in rt.managed
+    if kind == "DELETED":
+        rt.state.delete_namespace(name)
+    else:
+        rt.state.upsert_namespace(name, dict(obj["metadata"].get("labels") or {}))
+    if rt.active and kind != "DELETED" and (name in rt.managed) != was_managed:
+        resync_namespace(rt, name)
+    rt.admission.wake()
+
+
+def resync_namespace(rt: WatchContext, namespace: str) -> None:
+    """The namespace became ours (new, or relabelled into managedJobsNamespaceSelector) or
+    stopped being: its queued objects are looked at again. Before activation everything is
+    looked at anyway."""
+    for reconciler, worker in ((rt.jobs, rt.job_worker), (rt.jobsets, rt.jobset_worker)):
+        for key in [k for k in reconciler.objects if k[0] == namespace]:
+            worker.submit(key)
+    for key, pod in list(rt.pod_groups.pods.items()):
+        if key[0] == namespace:
+            if (wk := work_key(pod)) is not None:
+                rt.pod_worker.submit(wk)
+            if waiting_pod(pod):
+                rt.lws_worker.submit(("pod", *key))
+    for key in [k for k in rt.leaderworkersets.objects if k[0] == namespace]:
+        rt.lws_worker.submit(("lws", *key))
+
+
+async def on_node(rt: WatchContext, kind: str, obj: Obj) -> None:
+    name = obj["metadata"]["name"]
+    if kind == "DELETED":
+        changed = rt.state.delete_node(name)
+    else:
+        changed = rt.state.upsert_node(proj.node_from_object(obj))
+    if changed:  # heartbeats change nothing placement reads
+        rt.check_node(name)
+        for key in rt.state.workloads_on_node(name):
+            workload = rt.state.workloads.get(key)
+            if workload and workload.admitted:
+                rt.ungate_worker.submit(key)  # pods held back from a node not ready may go now
+            if workload and workload.evicted:
+                # its pods terminating here may stop holding the quota (node gone or not ready)
+                rt.owner_changed(workload)
+        rt.admission.wake()
+
+
+async def on_pod(rt: WatchContext, kind: str, obj: Obj) -> None:
+    key = proj.key_of(obj)
+    if kind == "DELETED":
+        pod = rt.state.pods.get(key)
+        if pod is None:
+            return
+        rt.state.delete_pod(*key)
+        rt.ungater.forget_pod(pod.uid)
+    else:
+        pod = proj.pod_from_object(obj)
+        if rt.state.pods.get(key) == pod:
+            return  # nothing admission, ungating or hot swap reads has changed
+        rt.state.upsert_pod(pod)
+    if pod.workload:
+        rt.ungate_worker.submit((pod.namespace, pod.workload))
+        workload = rt.state.workloads.get((pod.namespace, pod.workload))
+        if workload and workload.evicted:
+            rt.owner_changed(workload)  # waiting for its pods to go
+        rt.check_node(pod.node_name or pod.node_selector.get(HOSTNAME_LABEL))
+    rt.admission.wake()
+
+
+async def on_topology(rt: WatchContext, kind: str, obj: Obj) -> None:
+    name = obj["metadata"]["name"]
+    if kind == "DELETED":
+        rt.state.delete_topology(name)
+    else:
+        levels = (obj.get("spec") or {}).get("levels") or []
+        rt.state.upsert_topology(name, [level["nodeLabel"] for level in levels])
+    rt.admission.wake()
+
+
+async def on_flavor(rt: WatchContext, kind: str, obj: Obj) -> None:
+    if kind == "DELETED":
+        rt.state.delete_flavor(obj["metadata"]["name"])
+    else:
+        rt.state.upsert_flavor(proj.flavor_from_object(obj))
+    rt.admission.wake()
+
+
+async def on_cluster_queue(rt: WatchContext, kind: str, obj: Obj) -> None:
+    if kind == "DELETED":
+        rt.state.delete_cluster_queue(obj["metadata"]["name"])
+    else:
+        rt.state.upsert_cluster_queue(proj.cluster_queue_from_object(obj))
+    rt.admission.wake()
+
+
+async def on_cohort(rt: WatchContext, kind: str, obj: Obj) -> None:
+    if kind == "DELETED":
+        rt.state.delete_cohort(obj["metadata"]["name"])
+    else:
+        rt.state.upsert_cohort(proj.cohort_from_object(obj))
+    rt.admission.wake()
+
+
+async def on_placement_group(rt: WatchContext, kind: str, obj: Obj) -> None:
+    namespace, name = proj.key_of(obj)
+    if kind == "DELETED":
+        rt.state.delete_placement_group(namespace, name)
+    else:
+        rt.state.upsert_placement_group(proj.placement_group_from_object(obj))
+    rt.admission.wake()
+
+
+async def on_local_queue(rt: WatchContext, kind: str, obj: Obj) -> None:
+    namespace, name = proj.key_of(obj)
+    if kind == "DELETED":
+        rt.state.delete_local_queue(namespace, name)
+    else:
+        rt.state.upsert_local_queue(
+            namespace, name, (obj.get("spec") or {}).get("clusterQueue") or ""
+        )
+    rt.admission.wake()
+
+
+async def on_workload(rt: WatchContext, kind: str, obj: Obj) -> None:
+    key = proj.key_of(obj)
+    if kind == "DELETED":
+        workload = rt.state.workloads.get(key)
+        rt.state.delete_workload(*key)
+    else:
+        workload = proj.workload_from_object(obj)
+        if workload.admission_error:
+            log.warning("workload %s/%s: %s", *workload.key, workload.admission_error)
+        rt.state.upsert_workload(workload)
+        if workload.admitted:
+            rt.ungate_worker.submit(workload.key)
+    if workload:
+        rt.leaderworkersets.workload_changed(workload)
+        rt.owner_changed(workload)
+    rt.admission.wake()
+
+
+async def on_job(rt: WatchContext, kind: str, obj: Obj) -> None:
+    if kind == "DELETED":
+        rt.jobs.forget(*proj.key_of(obj))
+        return
+    if not owned_by_jobset(obj):  # a JobSet's Job is admitted with its JobSet
+        rt.job_worker.submit(rt.jobs.upsert(obj))
+
+
+def owned_by_jobset(obj: Obj) -> str | None:
+    """The uid of the JobSet controlling this Job, if one does."""
+    return next(
+        (
+            o.get("uid")
+            for o in obj["metadata"].get("ownerReferences") or []
+            if o.get("controller")
+            and o.get("kind") == JOBSET.kind
+            and (o.get("apiVersion") or "").startswith(JOBSET.group + "/")
+        ),
+        None,
+    )
+
+
+async def on_jobset(rt: WatchContext, kind: str, obj: Obj) -> None:
+    if kind == "DELETED":
+        rt.jobsets.forget(*proj.key_of(obj))
+        return
+    rt.jobset_worker.submit(rt.jobsets.upsert(obj))
+
+
+async def on_jobset_job(rt: WatchContext, kind: str, obj: Obj) -> None:
+    """A JobSet's Job: its pods are the JobSet's workload's (capacity accounting)."""
+    uid = obj["metadata"].get("uid")
+    if kind == "DELETED":
+        uid = rt.child_jobs.pop(proj.key_of(obj), uid)
+        if uid:
+            rt.state.link_owner(uid, None)
+    elif uid:
+        rt.child_jobs[proj.key_of(obj)] = uid
+        rt.state.link_owner(uid, owned_by_jobset(obj))
+    rt.admission.wake()
+
+
+async def on_managed_pod(rt: WatchContext, kind: str, obj: Obj) -> None:
+    """A pod of the pod integration (finished ones too: a group counts its succeeded pods)."""
+    key = proj.key_of(obj)
+    if kind == "DELETED":
+        keys = rt.pod_groups.forget(*key)
+        rt.leaderworkersets.pod_changed(key, None)
+    else:
+        keys = rt.pod_groups.upsert(obj)
+        if rt.leaderworkersets.pod_changed(key, rt.pod_groups.pods[key]):
+            rt.lws_worker.submit(("pod", *key))
+    for work in keys:
+        rt.pod_worker.submit(work)
+
+
+async def on_leaderworkerset(rt: WatchContext, kind: str, obj: Obj) -> None:
+    if kind == "DELETED":
+        rt.leaderworkersets.forget(*proj.key_of(obj))
+        return
+    for key in rt.leaderworkersets.upsert(obj):
+        rt.lws_worker.submit(key)
+
+
+async def on_node_resource_topology(rt: WatchContext, kind: str, obj: Obj) -> None:
+    """A node's NUMA zones. One that cannot be read, or that goes away, leaves the node
+    counted by its totals, with a Warning event (once per cause)."""
+    name = obj["metadata"]["name"]
+    zones, problem = None, None
+    if kind == "DELETED":
+        if name in rt.state.numa.reports:
+            problem = "its NodeResourceTopology was deleted"
+    else:
+        try:
+            zones = proj.numa_from_object(obj)
+        except proj.NumaReportError as exc:
+            problem = f"NodeResourceTopology {name}: {exc}"
+    if rt.state.upsert_numa_report(name, zones):
+        rt.admission.wake()
+    if problem is None:
+        rt.numa_problems.pop(name, None)
+    elif rt.numa_problems.get(name) != problem:
+        rt.numa_problems[name] = problem
+        ref = Ref("v1", "Node", "default", name, "")
+        if kind != "DELETED":
+            meta = obj["metadata"]
+            ref = Ref(
+                NODE_RESOURCE_TOPOLOGY.api_version,
+                NODE_RESOURCE_TOPOLOGY.kind,
+                "default",
+                name,
+                meta.get("uid", ""),
+            )
+        await rt.kube.event(
+            ref,
+            "Warning",
+            "NUMAZonesIgnored",
+            f"node {name} is counted by its totals, not by NUMA zones: {problem}",
+        )
+
+
+async def on_workload_priority_class(rt: WatchContext, kind: str, obj: Obj) -> None:
+    value = obj.get("value")
+    rt.state.upsert_workload_priority_class(
+        obj["metadata"]["name"], None if kind == "DELETED" or value is None else int(value)
+    )
+    await rt.sync_unqueued()  # objects that named a missing class get their Workload now
+
+
+async def on_priority_class(rt: WatchContext, kind: str, obj: Obj) -> None:
+    rt.state.upsert_pod_priority_class(
+        obj["metadata"]["name"],
+        None if kind == "DELETED" else proj.pod_priority_class_from_object(obj),
+    )
+    await rt.sync_unqueued()
+
+
+async def on_limit_range(rt: WatchContext, kind: str, obj: Obj) -> None:
+    """A namespace's LimitRange: what its new pods get. Pending Workloads built before are
+    built again (Kueue adjusts its pending workloads' requests)."""
+    key = proj.key_of(obj)
+    defaults = None
+    if kind != "DELETED":
+        try:
+            defaults = proj.limit_range_from_object(obj)
+        except ValueError as exc:
+            log.warning("LimitRange %s/%s not read: %s", *key, exc)
+    if rt.state.upsert_limit_range(key, defaults):
+        resubmit_pending(rt, key[0])
+
+
+async def on_runtime_class(rt: WatchContext, kind: str, obj: Obj) -> None:
+    """A RuntimeClass: the overhead its pods get. Pending Workloads are built again."""
+    name = obj["metadata"]["name"]
+    overhead = None
+    if kind != "DELETED":
+        try:
+            overhead = proj.runtime_class_overhead(obj)
+        except ValueError as exc:
+            log.warning("RuntimeClass %s not read: %s", name, exc)
+    if rt.state.upsert_runtime_class(name, overhead):
+        resubmit_pending(rt, None)
+
+
+def resubmit_pending(rt: WatchContext, namespace: str | None) -> None:
+    """Queued Jobs and JobSets (of `namespace`, or all) whose Workload holds no quota are
+    looked at again: a Workload that no longer asks for what their pods will is re-created."""
+    for reconciler, worker in ((rt.jobs, rt.job_worker), (rt.jobsets, rt.jobset_worker)):
+        for key, obj in list(reconciler.objects.items()):
+            if namespace is not None and key[0] != namespace:
+                continue
+            workload = reconciler.workload_of(obj)
+            if workload is not None and not workload.has_quota:
+                worker.submit(key)
+
+
+WatchHandler = Callable[[WatchContext, str, Obj], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Watch:
+    path: str  # the API path of the collection
+    params: Mapping[str, str]
+    handler: WatchHandler
+    framework: Framework | None = None  # only when this integration is enabled (None: always)
+    crd: str | None = None  # listed only while this CRD is established (see runtime.py)
+    gate: Gate | None = None  # only when this feature gate is on (None: always)
+
+
+# kind -> what to list and watch. Server-side selectors cut volume without losing usage: a
+# Succeeded or Failed pod holds nothing on its node (and leaves the watch as DELETED), and only
+# Jobs with a queue-name label are ours.
+WATCHES: dict[str, Watch] = {
+    "namespaces": Watch("/api/v1/namespaces", {}, on_namespace),
+    "nodes": Watch("/api/v1/nodes", {}, on_node),
+    "pods": Watch(
+        "/api/v1/pods",
+        {"fieldSelector": "status.phase!=Succeeded,status.phase!=Failed"},
+        on_pod,
+    ),
+    "topologies": Watch(kueue_path("topologies"), {}, on_topology),
+    "resourceflavors": Watch(kueue_path("resourceflavors"), {}, on_flavor),
+    "clusterqueues": Watch(kueue_path("clusterqueues"), {}, on_cluster_queue),
+    "localqueues": Watch(kueue_path("localqueues"), {}, on_local_queue),
+    "cohorts": Watch(kueue_path("cohorts"), {}, on_cohort),
+    "workloads": Watch(kueue_path("workloads"), {}, on_workload),
+    "workloadpriorityclasses": Watch(
+        kueue_path("workloadpriorityclasses"), {}, on_workload_priority_class
+    ),
+    "priorityclasses": Watch("/apis/scheduling.k8s.io/v1/priorityclasses", {}, on_priority_class),
+    # What the API server adds to pods at creation, folded into the Workloads we build.
+    "limitranges": Watch("/api/v1/limitranges", {}, on_limit_range),
+    "runtimeclasses": Watch("/apis/node.k8s.io/v1/runtimeclasses", {}, on_runtime_class),
+    "jobs": Watch(
+        "/apis/batch/v1/jobs", {"labelSelector": QUEUE_NAME_LABEL}, on_job, Framework.JOB
+    ),
+    # The Jobs a JobSet makes (they carry its name), for their pods' capacity.
+    "jobset-jobs": Watch(
+        "/apis/batch/v1/jobs",
+        {"labelSelector": "jobset.sigs.k8s.io/jobset-name"},
+        on_jobset_job,
+        Framework.JOBSET,
+    ),
+    "jobsets": Watch(
+        JOBSET.collection(),
+        {"labelSelector": QUEUE_NAME_LABEL},
+        on_jobset,
+        Framework.JOBSET,
+        crd=JOBSET.crd_name,
+    ),
+    # Managed pods, finished ones included (a pod group counts its succeeded pods).
+    "managed-pods": Watch(
+        "/api/v1/pods", {"labelSelector": f"{MANAGED_LABEL}=true"}, on_managed_pod, Framework.POD
+    ),
+    "leaderworkersets": Watch(
+        LEADERWORKERSET.collection(),
+        {"labelSelector": QUEUE_NAME_LABEL},
+        on_leaderworkerset,
+        Framework.LEADERWORKERSET,
+        crd=LEADERWORKERSET.crd_name,
+    ),
+    "noderesourcetopologies": Watch(
+        NODE_RESOURCE_TOPOLOGY.collection(),
+        {},
+        on_node_resource_topology,
+        crd=NODE_RESOURCE_TOPOLOGY.crd_name,
+        gate=Gate.TAS_NUMA_ZONES,
+    ),
+    "placementgroups": Watch(
+        f"/apis/{TAS_GROUP}/v1alpha1/placementgroups",
+        {},
+        on_placement_group,
+        gate=Gate.TAS_PLACEMENT_GROUPS,
+    ),
+}

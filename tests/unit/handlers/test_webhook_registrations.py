@@ -1,0 +1,69 @@
+"""Every webhook is registered with kopf on its integration's kind, under the path the chart's
+configuration calls, for the operations the chart sends it; one of a disabled integration passes
+everything."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+
+import kopf
+import pytest
+
+from tas.api.constants import QUEUE_NAME_LABEL
+from tas.handlers import operator as op
+from tas.integrations import parse
+from tests.unit.chart.test_chart import webhook_table
+
+
+def registered() -> dict:
+    return {h.id: h for h in kopf.get_default_registry()._webhooks.get_all_handlers()}
+
+
+@pytest.mark.parametrize(
+    ("framework", "handler_id", "kind", "group", "plural", "operations"),
+    webhook_table(),
+    ids=[row[1] for row in webhook_table()],
+)
+def test_each_webhook_is_registered_as_the_chart_calls_it(
+    framework, handler_id, kind, group, plural, operations
+):
+    handler = registered()[handler_id]
+    assert (handler.selector.group, handler.selector.any_name) == (group, plural)
+    assert handler.operations == operations
+    assert handler.reason == ("mutating" if kind.startswith("Mutating") else "validating")
+    assert handler.side_effects is False
+    # Pods are reviewed whether or not they carry a queue name: a parent's mark queues them.
+    queued_only = None if plural == "pods" else {QUEUE_NAME_LABEL: kopf.PRESENT}
+    assert handler.labels == queued_only
+
+
+def job(suspend: bool = False) -> kopf.Body:
+    return kopf.Body(
+        {
+            "metadata": {"name": "j", "namespace": "ns", "labels": {QUEUE_NAME_LABEL: "q"}},
+            "spec": {"suspend": suspend, "template": {}},
+        }
+    )
+
+
+def suspend_patch(integrations: str, body: kopf.Body) -> dict:
+    patch = kopf.Patch()
+    memo = SimpleNamespace(settings=SimpleNamespace(integrations=parse(integrations)))
+    asyncio.run(op.suspend_queued_job(body=body, patch=patch, memo=memo))
+    return dict(patch)
+
+
+@pytest.mark.parametrize(
+    ("integrations", "suspended", "wanted"),
+    [
+        ("batch/job", False, {"spec": {"suspend": True}}),
+        ("batch/job", True, {}),
+        ("pod", False, {}),
+    ],
+    ids=["queued-job-suspended", "already-suspended", "integration-disabled"],
+)
+def test_a_queued_job_is_suspended_only_while_its_integration_is_enabled(
+    integrations, suspended, wanted
+):
+    assert suspend_patch(integrations, job(suspended)) == wanted
