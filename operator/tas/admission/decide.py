@@ -7,8 +7,9 @@ assumes the returned charge in the cache before it writes the status.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from tas.admission import preemption
 from tas.admission.preemption import Preemption
@@ -26,16 +27,22 @@ from tas.api.placementgroups import SPEC_FIELDS, GroupSpec, PlacementGroupError,
 from tas.cache import placementgroups
 from tas.cache.projections import ClusterQueueInfo, FlavorQuota, ResourceGroup, WorkloadInfo
 from tas.cache.quota import QuotaTree
-from tas.cache.state import Charge, ClusterState, PodSetCharge, with_pod
+from tas.cache.state import Charge, ClusterState, PodSetCharge
 from tas.solver import groups
-from tas.solver.types import PODS, PodSetRequest
+from tas.solver.types import (
+    PODS,
+    PodSetRequest,
+    TopologyAssignment,
+    WorkloadPlacement,
+    with_one_pod,
+)
 
 
 @dataclass(frozen=True)
 class Decision:
     admitted: bool
     message: str  # why not, or a note on success
-    admission: dict | None = None  # status.admission, Kueue's v1beta1 shape
+    admission: dict[str, Any] | None = None  # status.admission, Kueue's v1beta1 shape
     charge: Charge | None = None
     invalid: bool = False  # the request itself is wrong: no capacity change will help
     # Not admitted, but these victims' eviction makes room; `charge` is then what the
@@ -61,7 +68,9 @@ def _shaped_by_groups(state: ClusterState, workload: WorkloadInfo, flavor: str) 
     return bool(placementgroups.owned_by_others(state, None, flavor, state.snapshot(flavor)))
 
 
-def _place(state: ClusterState, workload: WorkloadInfo, cq: ClusterQueueInfo, flavor: str):
+def _place(
+    state: ClusterState, workload: WorkloadInfo, cq: ClusterQueueInfo, flavor: str
+) -> tuple[WorkloadPlacement, GroupDecision | None]:
     """The flavor's placement of the workload: (WorkloadPlacement, GroupDecision | None).
     With placement groups on, every workload keeps out of domains exclusive groups hold, and
     a member is placed by its group's constraints; raises PlacementGroupError."""
@@ -156,7 +165,7 @@ def _exclusive_quota(
 def _total(pod_sets: tuple[PodSetRequest, ...]) -> dict[str, int]:
     total: dict[str, int] = {}
     for ps in pod_sets:
-        for resource, value in with_pod(ps.requests).items():
+        for resource, value in with_one_pod(ps.requests).items():
             total[resource] = total.get(resource, 0) + ps.count * value
     return total
 
@@ -175,10 +184,18 @@ def _group_for(cq: ClusterQueueInfo, need: Mapping[str, int]) -> ResourceGroup |
     return next((g for g in cq.resource_groups if requested <= g.covered), None)
 
 
-def _quota_fit(tree: QuotaTree, cq: ClusterQueueInfo, fq: FlavorQuota, covered, need) -> _QuotaFit:
+def _quota_fit(
+    tree: QuotaTree,
+    cq: ClusterQueueInfo,
+    fq: FlavorQuota,
+    covered: frozenset[str],
+    need: Mapping[str, int],
+) -> _QuotaFit:
     """The flavor's quota for this request, cohort included (Kueue's fitsResourceQuota):
     fits now, fits once others are preempted, or never fits (beyond all it could borrow)."""
-    first, short, borrows, preemptible = None, set(), False, True
+    first: str | None = None
+    short: set[str] = set()
+    borrows, preemptible = False, True
     node = ("cq", cq.name)
     for resource in sorted(covered):
         want = need.get(resource, 0)
@@ -210,12 +227,18 @@ def _preempts(cq: ClusterQueueInfo) -> bool:
     )
 
 
-def _admission(cq: str, workload: WorkloadInfo, flavor: str, covered, placements) -> dict:
+def _admission(
+    cq: str,
+    workload: WorkloadInfo,
+    flavor: str,
+    covered: frozenset[str],
+    placements: Mapping[str, TopologyAssignment] | None,
+) -> dict[str, Any]:
     by_name = placements or {}
     out = []
     for ps in workload.pod_sets:
         # As Kueue: `pods` is listed only when the ClusterQueue covers it.
-        per_pod = with_pod(ps.requests) if PODS in covered else ps.requests
+        per_pod = with_one_pod(ps.requests) if PODS in covered else ps.requests
         usage = {r: format_milli(r, ps.count * v) for r, v in sorted(per_pod.items())}
         flavors = {r: flavor for r in sorted(per_pod) if r in covered}
         if not flavors:
@@ -248,12 +271,22 @@ def decide(
 ) -> Decision:
     """Admit on the first flavor that fits; failing that, find whom to preempt in the first
     flavor where preemption makes room. `now` orders victims never admitted by a written
-    QuotaReserved time (Kueue takes the current time for them)."""
+    QuotaReserved time (Kueue takes the current time for them).
+
+    The steps for one workload, as Kueue's scheduler takes them in schedule():
+    1. a request that cannot be read is refused for good;
+    2. the resource group covering every requested resource is found, or none is;
+    3. its flavors are tried in order (topology request, quota, placement: _FlavorSearch);
+    4. a fit by borrowing, kept while a later flavor might fit without, wins over preemption;
+    5. failing a fit, preemption, in the first flavor where evicting others makes room;
+    6. failing that, the reasons every flavor gave."""
     now = now or datetime.now(UTC).replace(tzinfo=None)
+    # 1. The request itself.
     if workload.spec_error:
         return Decision(False, workload.spec_error, invalid=True)
     if not workload.pod_sets:
         return Decision(False, "spec.podSets is empty", invalid=True)
+    # 2. The resource group.
     need = _total(workload.pod_sets)
     group = _group_for(cq, need)
     if group is None:
@@ -262,108 +295,144 @@ def decide(
         return Decision(
             False, f"resource(s) {', '.join(missing)} not covered by ClusterQueue {cq.name}"
         )
+    # 3. The flavors, in order.
+    search = _FlavorSearch(state, workload, cq, group, need, now, state.quota_tree())
+    for fq in group.flavors:
+        decision = search.try_flavor(fq)
+        if decision is not None:
+            return decision
+    # 4. Kueue's default preference: borrowing over preemption.
+    if search.borrowing is not None:
+        return search.borrowing
+    # 5. Preemption, where it makes room.
+    for fq, short in search.preemptible:
+        decision = search.preempt_in(fq, short)
+        if decision is not None:
+            return decision
+    # 6. Why not.
+    message = _unassigned(workload, search.reasons)
+    if search.why:  # beyond Kueue, which says nothing more: why evicting others would not help
+        message += f". No preemption: {'; '.join(dict.fromkeys(search.why))}"
+    return Decision(False, message)
 
-    tree = state.quota_tree()
-    reasons: list[str] = []  # why each flavor does not fit now
-    why: list[str] = []  # why preemption found no victims, per flavor where it was tried
+
+@dataclass
+class _FlavorSearch:
+    """One decision's walk over the flavors of a resource group, and what it learns on the
+    way."""
+
+    state: ClusterState
+    workload: WorkloadInfo
+    cq: ClusterQueueInfo
+    group: ResourceGroup
+    need: dict[str, int]
+    now: datetime
+    tree: QuotaTree
+    reasons: list[str] = field(default_factory=list)  # why each flavor does not fit now
+    why: list[str] = field(default_factory=list)  # why preemption found no victims, per flavor
     borrowing: Decision | None = None  # a fit by borrowing, kept while a later flavor may fit
     # Flavors where evicting others could make room, with the (flavor, resource) pairs short
     # there: tried once no flavor fits (whenCanPreempt: TryNextFlavor), or at once when the
     # queue stops at the first flavor where preemption makes room (MayStopSearch).
-    preemptible: list[tuple[FlavorQuota, frozenset[tuple[str, str]]]] = []
+    preemptible: list[tuple[FlavorQuota, frozenset[tuple[str, str]]]] = field(default_factory=list)
 
-    def preempt_in(fq: FlavorQuota, short: frozenset[tuple[str, str]]) -> Decision | None:
-        requests = {(fq.flavor, r): need[r] for r in group.covered if need.get(r)}
-        found = preemption.find(state, tree, workload, cq, fq, requests, short, now)
-        if isinstance(found, str):
-            why.append(found)
-            return None
-        charge = _charge(cq, workload, fq.flavor, found.placements)
-        return Decision(False, _unassigned(workload, reasons), charge=charge, preemption=found)
-
-    for fq in group.flavors:
-        flavor = state.flavors[fq.flavor]
+    def try_flavor(self, fq: FlavorQuota) -> Decision | None:
+        """The decision to return now, or None to go on to the next flavor."""
+        flavor = self.state.flavors[fq.flavor]
         # As Kueue, the flavor must suit the topology request before its quota is looked at.
         if flavor.topology_name:
             try:
                 _check_requests(
-                    workload,
-                    state.topologies[flavor.topology_name],
-                    state.options.grouped_pod_set_slicing,
+                    self.workload,
+                    self.state.topologies[flavor.topology_name],
+                    self.state.options.grouped_pod_set_slicing,
                 )
             except TopologyRequestError as exc:
                 return Decision(False, str(exc), invalid=True)
-        elif any(not ps.topology.implied for ps in workload.pod_sets):
-            reasons.append(f"flavor {fq.flavor} does not support TopologyAwareScheduling")
-            continue
-        fit = _quota_fit(tree, cq, fq, group.covered, need)
-        short: frozenset[tuple[str, str]] | None = None
-        placements = None
-        group_decision = None
+        elif any(not ps.topology.implied for ps in self.workload.pod_sets):
+            self.reasons.append(f"flavor {fq.flavor} does not support TopologyAwareScheduling")
+            return None
+        fit = _quota_fit(self.tree, self.cq, fq, self.group.covered, self.need)
         if fit.message:
-            reasons.append(fit.message)
+            self.reasons.append(fit.message)
             if not fit.preemptible:
-                continue
-            short = frozenset((fq.flavor, r) for r in fit.short)
-        elif flavor.topology_name:
-            try:
-                result, group_decision = _place(state, workload, cq, fq.flavor)
-            except PlacementGroupError as exc:
-                return Decision(False, str(exc), invalid=True)
-            if result.admitted:
-                placements = {p.name: p.assignment for p in result.podsets}
-                held = group_decision and _exclusive_quota(
-                    state,
-                    tree,
-                    cq,
-                    group.covered,
-                    _charge(cq, workload, fq.flavor, placements),
-                    group_decision,
-                )
-                if held:
-                    reasons.append(held)
-                    continue
-            elif _shaped_by_groups(state, workload, fq.flavor):
+                return None
+            return self._preempt_or_queue(fq, frozenset((fq.flavor, r) for r in fit.short))
+        if not flavor.topology_name:
+            return self._fits(fq, fit, None, None)
+        return self._place(fq, fit)
+
+    def _place(self, fq: FlavorQuota, fit: _QuotaFit) -> Decision | None:
+        """Within quota on a TAS flavor: the topology's placement."""
+        try:
+            result, group_decision = _place(self.state, self.workload, self.cq, fq.flavor)
+        except PlacementGroupError as exc:
+            return Decision(False, str(exc), invalid=True)
+        if not result.admitted:
+            self.reasons.append(result.failure or "does not fit")
+            if _shaped_by_groups(self.state, self.workload, fq.flavor):
                 # Preemption simulates plain placements: it would evict for room the group's
                 # constraints (or exclusive domains) keep the workload from using.
-                reasons.append(result.failure or "does not fit")
-                continue
-            else:
-                reasons.append(result.failure or "does not fit")
-                # Kueue: every resource of the pod set in this flavor needs preemption.
-                short = frozenset((fq.flavor, r) for r in group.covered if need.get(r))
-        if short is None:
-            charge = _charge(cq, workload, fq.flavor, placements)
-            admission = _admission(cq.name, workload, fq.flavor, group.covered, placements)
-            decision = Decision(
-                True,
-                f"Quota reserved in ClusterQueue {cq.name}",
-                admission=admission,
-                charge=charge,
-                group=group_decision,
+                return None
+            # Kueue: every resource of the pod set in this flavor needs preemption.
+            short = frozenset((fq.flavor, r) for r in self.group.covered if self.need.get(r))
+            return self._preempt_or_queue(fq, short)
+        placements = {p.name: p.assignment for p in result.podsets}
+        if group_decision is not None:
+            charge = _charge(self.cq, self.workload, fq.flavor, placements)
+            held = _exclusive_quota(
+                self.state, self.tree, self.cq, self.group.covered, charge, group_decision
             )
-            if fit.borrows and cq.when_can_borrow == TRY_NEXT_FLAVOR:
-                borrowing = borrowing or decision  # a later flavor may fit without borrowing
-                continue
-            return decision
-        if not _preempts(cq):
-            continue
-        if cq.when_can_preempt == MAY_STOP_SEARCH:
-            decision = preempt_in(fq, short)
-            if decision is not None:
-                return decision
-        else:
-            preemptible.append((fq, short))
-    if borrowing is not None:  # Kueue's default preference: borrowing over preemption
-        return borrowing
-    for fq, short in preemptible:
-        decision = preempt_in(fq, short)
-        if decision is not None:
-            return decision
-    message = _unassigned(workload, reasons)
-    if why:  # beyond Kueue, which says nothing more: why evicting others would not help
-        message += f". No preemption: {'; '.join(dict.fromkeys(why))}"
-    return Decision(False, message)
+            if held:
+                self.reasons.append(held)
+                return None
+        return self._fits(fq, fit, placements, group_decision)
+
+    def _fits(
+        self,
+        fq: FlavorQuota,
+        fit: _QuotaFit,
+        placements: Mapping[str, TopologyAssignment] | None,
+        group_decision: GroupDecision | None,
+    ) -> Decision | None:
+        """Admitted in this flavor; but a fit by borrowing waits while a later flavor may fit
+        without (whenCanBorrow: TryNextFlavor)."""
+        covered = self.group.covered
+        decision = Decision(
+            True,
+            f"Quota reserved in ClusterQueue {self.cq.name}",
+            admission=_admission(self.cq.name, self.workload, fq.flavor, covered, placements),
+            charge=_charge(self.cq, self.workload, fq.flavor, placements),
+            group=group_decision,
+        )
+        if fit.borrows and self.cq.when_can_borrow == TRY_NEXT_FLAVOR:
+            self.borrowing = self.borrowing or decision
+            return None
+        return decision
+
+    def _preempt_or_queue(
+        self, fq: FlavorQuota, short: frozenset[tuple[str, str]]
+    ) -> Decision | None:
+        """Short of room in this flavor: preempt now (MayStopSearch), or after every flavor."""
+        if not _preempts(self.cq):
+            return None
+        if self.cq.when_can_preempt == MAY_STOP_SEARCH:
+            return self.preempt_in(fq, short)
+        self.preemptible.append((fq, short))
+        return None
+
+    def preempt_in(self, fq: FlavorQuota, short: frozenset[tuple[str, str]]) -> Decision | None:
+        requests = {(fq.flavor, r): self.need[r] for r in self.group.covered if self.need.get(r)}
+        found = preemption.find(
+            self.state, self.tree, self.workload, self.cq, fq, requests, short, self.now
+        )
+        if isinstance(found, str):
+            self.why.append(found)
+            return None
+        charge = _charge(self.cq, self.workload, fq.flavor, found.placements)
+        return Decision(
+            False, _unassigned(self.workload, self.reasons), charge=charge, preemption=found
+        )
 
 
 def _unassigned(workload: WorkloadInfo, reasons: list[str]) -> str:
@@ -372,7 +441,10 @@ def _unassigned(workload: WorkloadInfo, reasons: list[str]) -> str:
 
 
 def _charge(
-    cq: ClusterQueueInfo, workload: WorkloadInfo, flavor: str, placements: Mapping | None
+    cq: ClusterQueueInfo,
+    workload: WorkloadInfo,
+    flavor: str,
+    placements: Mapping[str, TopologyAssignment] | None,
 ) -> Charge:
     return Charge(
         cluster_queue=cq.name,
@@ -381,7 +453,7 @@ def _charge(
                 name=ps.name,
                 flavor=flavor,
                 count=ps.count,
-                per_pod=with_pod(ps.requests),
+                per_pod=with_one_pod(ps.requests),
                 assignment=(placements or {}).get(ps.name),
             )
             for ps in workload.pod_sets

@@ -134,7 +134,7 @@ def _amounts(charge: Charge, sign: int) -> Iterator[tuple[str, tuple[str, str], 
 
 def _covered(state: ClusterState, cq: str, fr: tuple[str, str]) -> bool:
     info = state.cluster_queues.get(cq)
-    return bool(info) and any(
+    return info is not None and any(
         fr[1] in g.covered and any(f.flavor == fr[0] for f in g.flavors)
         for g in info.resource_groups
     )

@@ -22,13 +22,16 @@ import heapq
 import logging
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable, Coroutine
 from datetime import UTC, datetime
+from typing import Any
 
 from tas import metrics
 from tas.admission import queue_metrics
 from tas.admission.decide import Decision, borrows_first, decide, pending_order
 from tas.admission.holds import Holds
 from tas.admission.ports import WorkloadStatusWriter
+from tas.admission.preemption import Target
 from tas.admission.preemption import message as preemption_message
 from tas.api import conditions as cond
 from tas.api.constants import (
@@ -41,7 +44,7 @@ from tas.api.constants import (
     REASON_READY,
 )
 from tas.api.format import format_milli
-from tas.api.placementgroups import PlacementGroupError, spec_to_object
+from tas.api.placementgroups import GroupSpec, PlacementGroupError, spec_to_object
 from tas.cache import placementgroups
 from tas.cache.projections import (
     ClusterQueueInfo,
@@ -61,6 +64,9 @@ from tas.kube.retry import Backoff, PerKeyBackoff
 from tas.pacing import Pacer
 from tas.workload import transitions
 from tas.workload.writer import evict, preempt
+
+# Kueue's order of the queues' heads in a cycle: (borrows, -priority, created, name)
+HeadKey = tuple[bool, int, datetime, str]
 
 log = logging.getLogger(__name__)
 
@@ -84,14 +90,13 @@ class AdmissionLoop:
         self.replacement = replacement or ReplacementRules()  # the hot swap gates
         self.synced = asyncio.Event()  # set once every watched kind has been listed
         self._wake = asyncio.Event()
-        self._tried: dict[
-            Key, tuple[int, int, str]
-        ] = {}  # key -> (generation, spec generation, message)
-        self._cq_status: dict[str, dict] = {}
-        self._group_status: dict[tuple[str, str], dict] = {}  # as last written
-        self._group_specs: dict[tuple[str, str], object] = {}  # the spec it was written with
-        self._lq_status: dict[Key, dict] = {}
-        self._writes: set[asyncio.Task] = set()
+        # key -> (generation, spec generation, message)
+        self._tried: dict[Key, tuple[int, int, str]] = {}
+        self._cq_status: dict[str, dict[str, Any]] = {}
+        self._group_status: dict[Key, dict[str, Any]] = {}  # as last written
+        self._group_specs: dict[Key, GroupSpec] = {}  # the spec it was written with
+        self._lq_status: dict[Key, dict[str, Any]] = {}
+        self._writes: set[asyncio.Task[None]] = set()
         self._write_slots = asyncio.Semaphore(16)  # workload status writes in flight at once
         self._pending_writes: set[Key] = set()  # one pending-status write per workload at once
         self._backoff = PerKeyBackoff()
@@ -179,7 +184,7 @@ class AdmissionLoop:
         fit. Returns each queue's problem (None: active)."""
         state = self.state
         problems: dict[str, tuple[str, str] | None] = {}
-        heads: list[tuple[tuple, str, int]] = []
+        heads: list[tuple[HeadKey, str, int]] = []
         queues: dict[str, list[WorkloadInfo]] = {}
         for cq_name, waiting in by_cq.items():
             cq = state.cluster_queues.get(cq_name)
@@ -257,7 +262,7 @@ class AdmissionLoop:
             ):
                 await self._guarded(self._replace(workload), workload)
 
-    def _head_key(self, cq: ClusterQueueInfo, workload: WorkloadInfo) -> tuple:
+    def _head_key(self, cq: ClusterQueueInfo, workload: WorkloadInfo) -> HeadKey:
         """Kueue's order of the queues' heads in a cycle."""
         borrows = borrows_first(self.state, workload, cq)
         return (borrows, -workload.priority, workload.created, workload.name)
@@ -271,13 +276,13 @@ class AdmissionLoop:
         self._tried = {k: v for k, v in self._tried.items() if k in workloads}
         # Queue keys ("cq", name) and ("lq", key) are few and kept.
         self._retry_at = {
-            k: v for k, v in self._retry_at.items() if k in workloads or k[0] in ("cq", "lq")
+            k: v for k, v in self._retry_at.items() if k in workloads or _is_queue_key(k)
         }
         failures = self._backoff.failures
-        for k in [k for k in failures if k not in workloads and k[0] not in ("cq", "lq")]:
+        for k in [k for k in failures if k not in workloads and not _is_queue_key(k)]:
             del failures[k]
 
-    async def _guarded(self, step, workload: WorkloadInfo) -> bool:
+    async def _guarded(self, step: Awaitable[object], workload: WorkloadInfo) -> bool:
         """One workload's trouble (a bug, an API error) must not stop the others' admission;
         it backs off on its own."""
         try:
@@ -356,16 +361,19 @@ class AdmissionLoop:
         )
         return False
 
-    async def _preempt(self, workload: WorkloadInfo, cq: ClusterQueueInfo, decision) -> None:
+    async def _preempt(
+        self, workload: WorkloadInfo, cq: ClusterQueueInfo, decision: Decision
+    ) -> None:
         """Evict the victims not evicted yet, and hold the preemptor's room for the rest of
         the cycle. Its quota is reserved only once the victims' pods are gone and it fits."""
         preemption = decision.preemption
+        assert preemption is not None, "called for a decision to preempt"
         self._holds.add(workload.key, decision)
         tree = self.state.quota_tree()
         errors: list[BaseException] = []
         slots = asyncio.Semaphore(PARALLEL_PREEMPTIONS)
 
-        async def evict_one(target) -> None:
+        async def evict_one(target: Target) -> None:
             victim = target.workload
             victim_cq = victim.admission_cq or cq.name
             text = preemption_message(
@@ -469,7 +477,7 @@ class AdmissionLoop:
         return True
 
     async def _write_admission(
-        self, workload: WorkloadInfo, decision: Decision, status: dict
+        self, workload: WorkloadInfo, decision: Decision, status: dict[str, Any]
     ) -> None:
         try:
             async with self._write_slots:
@@ -492,6 +500,7 @@ class AdmissionLoop:
             return
         self._backoff.succeeded(workload.key)
         self._tried.pop(workload.key, None)
+        assert decision.admission is not None, "an admitted decision carries its admission"
         cq = decision.admission["clusterQueue"]
         self._count_admission(workload, cq)
         log.info("admitted %s/%s in %s", workload.namespace, workload.name, cq)
@@ -552,7 +561,7 @@ class AdmissionLoop:
         self._spawn(self._write_pending(workload, status, reason, message))
 
     async def _write_pending(
-        self, workload: WorkloadInfo, status: dict, reason: str, message: str
+        self, workload: WorkloadInfo, status: dict[str, Any], reason: str, message: str
     ) -> None:
         try:
             async with self._write_slots:
@@ -567,7 +576,7 @@ class AdmissionLoop:
         finally:
             self._pending_writes.discard(workload.key)
 
-    def _spawn(self, coro) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(coro)
         self._writes.add(task)
         task.add_done_callback(self._writes.discard)
@@ -653,7 +662,7 @@ class AdmissionLoop:
         ):
             self._cq_status[cq.name] = status
 
-    async def _write_group(self, key: tuple[str, str], spec, flavor: str) -> None:
+    async def _write_group(self, key: Key, spec: GroupSpec, flavor: str) -> None:
         status = placementgroups.status_now(self.state, key, spec, flavor)
         await self.writer.write_placement_group(key[0], key[1], spec_to_object(spec), status)
         self._group_status[key] = status
@@ -706,7 +715,9 @@ class AdmissionLoop:
                 self._group_status.pop(key)
                 self._group_specs.pop(key)
 
-    async def _write_queue_status(self, key: tuple, write, *args) -> bool:
+    async def _write_queue_status(
+        self, key: tuple[str, object], write: Callable[..., Awaitable[None]], *args: Any
+    ) -> bool:
         """A queue's status is remembered only once written; a failure backs off, and its
         timer wakes the loop to write it again (the status is computed afresh then)."""
         try:
@@ -717,3 +728,8 @@ class AdmissionLoop:
             return False
         self._backoff.succeeded(key)
         return True
+
+
+def _is_queue_key(key: object) -> bool:
+    """A backoff key of a ClusterQueue's or LocalQueue's status, ("cq", name) or ("lq", key)."""
+    return isinstance(key, tuple) and key[0] in ("cq", "lq")

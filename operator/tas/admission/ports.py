@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 from tas.cache.projections import WorkloadInfo
 
 
 class WorkloadStatusWriter(Protocol):
-    async def write_status(self, workload: WorkloadInfo, status: Mapping) -> bool:
+    async def write_status(self, workload: WorkloadInfo, status: Mapping[str, Any]) -> bool:
         """Merge-patch status guarded by the workload's resourceVersion. False when the decision
         was stale (conflict: re-read) or the workload is gone; raises on any other failure."""
 
@@ -21,13 +21,13 @@ class WorkloadStatusWriter(Protocol):
         self, workload: WorkloadInfo, type_: str, reason: str, message: str
     ) -> None: ...
 
-    async def write_cluster_queue_status(self, name: str, status: Mapping) -> None: ...
+    async def write_cluster_queue_status(self, name: str, status: Mapping[str, Any]) -> None: ...
 
     async def write_local_queue_status(
-        self, namespace: str, name: str, status: Mapping
+        self, namespace: str, name: str, status: Mapping[str, Any]
     ) -> None: ...
 
     async def write_placement_group(
-        self, namespace: str, name: str, spec: Mapping, status: Mapping
+        self, namespace: str, name: str, spec: Mapping[str, Any], status: Mapping[str, Any]
     ) -> None:
         """Write a PlacementGroup's status, making the object first when it does not exist."""

@@ -19,7 +19,7 @@ always restores it before returning.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -70,11 +70,17 @@ def allowed(policy: str, preemptor: WorkloadInfo, candidate: WorkloadInfo) -> bo
     return policy == ANY
 
 
-def candidate_order(cq_name: str, now: datetime):
+# what Kueue's CandidatesOrdering compares, in order
+CandidateKey = tuple[bool, bool, int, float, str]
+
+
+def candidate_order(
+    cq_name: str, now: datetime
+) -> Callable[[tuple[WorkloadInfo, Charge]], CandidateKey]:
     """Kueue's CandidatesOrdering as a sort key: evicted first, other queues before the
     preemptor's own, lower priority first, most recently admitted first, then by uid."""
 
-    def key(item: tuple[WorkloadInfo, Charge]):
+    def key(item: tuple[WorkloadInfo, Charge]) -> CandidateKey:
         workload, charge = item
         reserved = workload.reserved_at or now
         return (
@@ -163,7 +169,17 @@ class _Simulation:
 class _Search:
     """One preemptor's search (Kueue's classical preemption with hierarchical reclaim)."""
 
-    def __init__(self, state, tree, preemptor, cq, flavor, requests, short, now) -> None:
+    def __init__(
+        self,
+        state: ClusterState,
+        tree: QuotaTree,
+        preemptor: WorkloadInfo,
+        cq: ClusterQueueInfo,
+        flavor: str,
+        requests: Mapping[FlavorResource, int],
+        short: frozenset[FlavorResource],
+        now: datetime,
+    ) -> None:
         self.state = state
         self.tree = tree
         self.preemptor = preemptor
@@ -210,7 +226,9 @@ class _Search:
                 out.append(_Candidate(workload, charge, variant, lca))
         return out
 
-    def _in_subtree(self, cohort: Node, root: Node, skip: Node | None, advantage, out) -> None:
+    def _in_subtree(
+        self, cohort: Node, root: Node, skip: Node | None, advantage: bool, out: list[_Candidate]
+    ) -> None:
         for child in self.tree.children(cohort[1]):
             if child == skip or child == self.node:
                 continue

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from tas import metrics
-from tas.cache.projections import ClusterQueueInfo, Key, WorkloadInfo
+from tas.cache.projections import ClusterQueueInfo, CohortInfo, Key, WorkloadInfo
 from tas.cache.quota import FlavorResource, QuotaTree, quotas_of
 from tas.cache.state import Charge, ClusterState
 from tas.pacing import Pacer
@@ -205,14 +205,16 @@ def _report_local_queues(
             )
 
 
-def _report_cohorts(state: ClusterState, tree: QuotaTree, cq_holding: Mapping[str, Holding]):
+def _report_cohorts(
+    state: ClusterState, tree: QuotaTree, cq_holding: Mapping[str, Holding]
+) -> None:
     """Per cohort, over its whole subtree: admitted workloads, and per flavor and resource the
     quota (as the quota tree counts it) and what its ClusterQueues reserve."""
     for name in tree.cohorts():
         below = list(tree.descendants(name))
         held = [cq_holding[n] for kind, n in below if kind == "cq" and n in cq_holding]
         metrics.report_cohort(name, admitted=sum(h.admitted for h in held))
-        infos = [state.cohorts.get(name)]
+        infos: list[ClusterQueueInfo | CohortInfo | None] = [state.cohorts.get(name)]
         infos += [
             state.cluster_queues.get(n) if kind == "cq" else state.cohorts.get(n)
             for kind, n in below

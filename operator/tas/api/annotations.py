@@ -29,7 +29,7 @@ from tas.api.constants import (
     PODSET_SLICE_SIZE,
     PODSET_UNCONSTRAINED_TOPOLOGY,
 )
-from tas.features import Gate
+from tas.features import FeatureGates, Gate
 from tas.solver.types import PodSetRequest, SliceLayer, TopologyRequest
 
 MAX_SLICE_LAYERS = 3
@@ -42,6 +42,15 @@ class SlicingGates(TypedDict):
     multi_layer_enabled: bool
     partial_slices_enabled: bool
     grouped_slicing_enabled: bool
+
+
+def slicing_gates(gates: FeatureGates) -> SlicingGates:
+    """The one mapping of those gates to the keyword arguments (operator and offline alike)."""
+    return {
+        "multi_layer_enabled": gates.enabled(Gate.TAS_MULTI_LAYER_TOPOLOGY),
+        "partial_slices_enabled": gates.enabled(Gate.TAS_PARTIAL_SLICES),
+        "grouped_slicing_enabled": gates.enabled(Gate.TAS_GROUPED_POD_SET_SLICING),
+    }
 
 
 MAX_CONSTRAINTS_TEXT = 4096  # three layers fit in a few hundred characters
@@ -366,34 +375,40 @@ def _parse_constraints(
 
     layers: list[SliceLayer] = []
     for index, entry in enumerate(entries):
-        if not isinstance(entry, dict):
-            raise fail(f"layer {index}: must be an object with topology and size")
-        level = _json_field(entry, "topology")
-        size = _json_field(entry, "size")
-        if level is None:
-            raise fail(f"layer {index}: topology must be set")
-        if not isinstance(level, str):
-            raise fail(f"layer {index}: topology must be a string")
-        problem = label_key_problem(level)
-        if problem is not None:
-            raise fail(f"layer {index}: topology {quote(level)} {problem}")
-        if size is None:
-            raise fail(f"layer {index}: size must be set")
-        if isinstance(size, bool) or not isinstance(size, int) or abs(size) > INT32_MAX:
-            raise fail(f"layer {index}: size must be an integer")
-        if size < 1:
-            raise fail(f"layer {index}: size {size} must be at least 1")
-        if any(layer.level == level for layer in layers):
-            raise fail(f"layer {index}: topology {quote(level)} appears twice")
-        if layers and layers[-1].size % size != 0:
-            raise fail(
-                f"layer {index}: size {size} must divide the outer layer's size {layers[-1].size}"
-            )
-        layers.append(SliceLayer(level=level, size=size))
+        layer = _slice_layer(entry, layers)
+        if isinstance(layer, str):
+            raise fail(f"layer {index}: {layer}")
+        layers.append(layer)
     problem = _outer_size_problem(layers, count, partial_slices)
     if problem is not None:
         raise fail(problem)
     return tuple(layers)
+
+
+def _slice_layer(entry: object, outer: list[SliceLayer]) -> SliceLayer | str:
+    """One entry of the slice constraints, below the layers `outer`; or what is wrong with it."""
+    if not isinstance(entry, dict):
+        return "must be an object with topology and size"
+    level = _json_field(entry, "topology")
+    size = _json_field(entry, "size")
+    if level is None:
+        return "topology must be set"
+    if not isinstance(level, str):
+        return "topology must be a string"
+    problem = label_key_problem(level)
+    if problem is not None:
+        return f"topology {quote(level)} {problem}"
+    if size is None:
+        return "size must be set"
+    if isinstance(size, bool) or not isinstance(size, int) or abs(size) > INT32_MAX:
+        return "size must be an integer"
+    if size < 1:
+        return f"size {size} must be at least 1"
+    if any(layer.level == level for layer in outer):
+        return f"topology {quote(level)} appears twice"
+    if outer and outer[-1].size % size != 0:
+        return f"size {size} must divide the outer layer's size {outer[-1].size}"
+    return SliceLayer(level=level, size=size)
 
 
 def _outer_size_problem(layers: list[SliceLayer], count: int, partial_slices: bool) -> str | None:

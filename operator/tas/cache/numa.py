@@ -6,9 +6,11 @@ placed there that the report may not show yet:
   unless the node's latest report arrived while they were Running there: the exporter counts
   running pods. The cache says which pods are ours (a charge covers them): a zone annotation on
   any other pod counts for nothing, whoever wrote it;
-- pods of admitted workloads on the node that are not bound there yet, in workload order: those
-  the ungater already pinned in the zones it gave them, the others packed into the zones first
-  fit; the ungater pins each of those to the zone this packing gives it.
+- pods of admitted workloads on the node that are not bound there yet, in admission order and
+  in each in the order placement counted them (solver leader_first): those the ungater already
+  pinned in the zones it gave them, the others packed into the zones first fit (solver
+  numa.pack, as `tas solve` and `tas simulate` pack them); the ungater pins each of those to
+  the zone this packing gives it.
 
 Pure bookkeeping: ClusterState feeds it and asks it; it never writes.
 """
@@ -105,25 +107,15 @@ class NumaLedger:
             )
         for shape, pod_zones in pinned.values():
             zones = numa.taken(zones, shape, pod_zones)
-        plans: dict[PodSetKey, list[tuple[str, ...]]] = {}
-        for item in pending:
-            if item.pinned:  # on their way to the zones the ungater gave them
-                zones = numa.taken(zones, item.shape, item.pinned)
-            count = item.count - len(item.pinned)
-            if count <= 0:
-                continue
-            chosen = numa.plan(zones, item.shape, count)
-            if chosen is None:  # the report shows less than we counted on: pin what fits
-                chosen = []
-                while len(chosen) < count:
-                    one = numa.plan(zones, item.shape, 1)
-                    if one is None:
-                        break
-                    chosen += one
-                    zones = numa.taken(zones, item.shape, one)
-            else:
-                zones = numa.taken(zones, item.shape, chosen)
-            plans[item.podset] = chosen
+        items = list(pending)
+        zones, chosen = numa.pack(
+            zones, [numa.Batch(item.shape, item.count, item.pinned) for item in items]
+        )
+        plans = {
+            item.podset: pods
+            for item, pods in zip(items, chosen, strict=True)
+            if item.count > len(item.pinned)
+        }
         return zones, plans
 
 

@@ -736,45 +736,8 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
     meta = obj["metadata"]
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
-    pod_sets: list[PodSetRequest] = []
-    error = None
-    group: GroupRef | None = None
-    group_error = None
-    for ps in spec.get("podSets") or []:
-        template = ps.get("template") or {}
-        pod_spec = template.get("spec") or {}
-        try:
-            ref = parse_annotations((template.get("metadata") or {}).get("annotations") or {})
-        except Exception as exc:
-            # Whatever a tenant's annotation holds, the Workload enters the cache: admission
-            # reports the problem on it as a condition, instead of never seeing it.
-            group_error = f"spec.podSets[{ps.get('name', '?')}].template: {exc}"
-            ref = None
-        if ref is not None:
-            if group is not None or len(spec.get("podSets") or []) > 1:
-                group_error = group_error or (
-                    f"spec.podSets[{ps.get('name', '?')}].template: a placement group takes "
-                    "workloads of one pod set"
-                )
-            group = ref
-        try:
-            pod_sets.append(
-                PodSetRequest(
-                    name=ps["name"],
-                    count=int(ps.get("count", 1)),
-                    requests=pod_requests(pod_spec),
-                    topology=topologyrequest.from_api(ps.get("topologyRequest")),
-                    node_selector=dict(pod_spec.get("nodeSelector") or {}),
-                    tolerations=tuple(
-                        toleration_from_object(t) for t in pod_spec.get("tolerations") or []
-                    ),
-                    required_affinity=required_affinity_from_spec(pod_spec),
-                    preferred_affinity=preferred_affinity_from_spec(pod_spec),
-                    numa=numa_shape(pod_spec),
-                )
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            error = f"spec.podSets[{ps.get('name', '?')}]: {exc}"
+    pod_sets, error = _pod_set_requests(spec.get("podSets") or [])
+    group, group_error = _placement_group_of(spec.get("podSets") or [])
     admission = status.get("admission") or {}
     assignments = admission.get("podSetAssignments") or []
     # A workload is admitted to one flavor; a pod set that records none (a BestEffort pod set
@@ -783,12 +746,7 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
         (f for a in assignments for f in (a.get("flavors") or {}).values() if f), None
     )
     admissions, admission_error = _admissions(assignments, one_flavor)
-    refs = [o for o in meta.get("ownerReferences") or [] if o.get("uid")]
-    owners = tuple(
-        OwnerRef(o.get("apiVersion") or "", o.get("kind") or "", o.get("name") or "", o["uid"])
-        for o in refs
-    )
-    owner = next((o for o, ref in zip(owners, refs, strict=True) if ref.get("controller")), None)
+    owners, owner = _owners(meta)
     return WorkloadInfo(
         namespace=meta.get("namespace", ""),
         name=meta["name"],
@@ -818,6 +776,67 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
         active=spec.get("active") is not False,
         priority_class=(spec.get("priorityClassRef") or {}).get("name") or "",
     )
+
+
+def _pod_set_requests(pod_sets: list[dict]) -> tuple[list[PodSetRequest], str | None]:
+    """The pod sets the spec can be read into, and the last one it cannot (why)."""
+    out: list[PodSetRequest] = []
+    error = None
+    for ps in pod_sets:
+        pod_spec = (ps.get("template") or {}).get("spec") or {}
+        try:
+            out.append(
+                PodSetRequest(
+                    name=ps["name"],
+                    count=int(ps.get("count", 1)),
+                    requests=pod_requests(pod_spec),
+                    topology=topologyrequest.from_api(ps.get("topologyRequest")),
+                    node_selector=dict(pod_spec.get("nodeSelector") or {}),
+                    tolerations=tuple(
+                        toleration_from_object(t) for t in pod_spec.get("tolerations") or []
+                    ),
+                    required_affinity=required_affinity_from_spec(pod_spec),
+                    preferred_affinity=preferred_affinity_from_spec(pod_spec),
+                    numa=numa_shape(pod_spec),
+                )
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            error = f"spec.podSets[{ps.get('name', '?')}]: {exc}"
+    return out, error
+
+
+def _placement_group_of(pod_sets: list[dict]) -> tuple[GroupRef | None, str | None]:
+    """The placement group the pod templates' annotations name, and what is wrong with them."""
+    group: GroupRef | None = None
+    group_error = None
+    for ps in pod_sets:
+        template = ps.get("template") or {}
+        try:
+            ref = parse_annotations((template.get("metadata") or {}).get("annotations") or {})
+        except Exception as exc:
+            # Whatever a tenant's annotation holds, the Workload enters the cache: admission
+            # reports the problem on it as a condition, instead of never seeing it.
+            group_error = f"spec.podSets[{ps.get('name', '?')}].template: {exc}"
+            ref = None
+        if ref is not None:
+            if group is not None or len(pod_sets) > 1:
+                group_error = group_error or (
+                    f"spec.podSets[{ps.get('name', '?')}].template: a placement group takes "
+                    "workloads of one pod set"
+                )
+            group = ref
+    return group, group_error
+
+
+def _owners(meta: Mapping) -> tuple[tuple[OwnerRef, ...], OwnerRef | None]:
+    """The owner references (those with a uid), and the controller among them."""
+    refs = [o for o in meta.get("ownerReferences") or [] if o.get("uid")]
+    owners = tuple(
+        OwnerRef(o.get("apiVersion") or "", o.get("kind") or "", o.get("name") or "", o["uid"])
+        for o in refs
+    )
+    owner = next((o for o, ref in zip(owners, refs, strict=True) if ref.get("controller")), None)
+    return owners, owner
 
 
 def _admissions(assignments: list, one_flavor: str | None) -> tuple[tuple, str | None]:

@@ -33,6 +33,7 @@ Capacity bookkeeping:
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 from collections import defaultdict
@@ -63,8 +64,10 @@ from tas.cache.projections import (
 )
 from tas.cache.quota import QuotaTree
 from tas.solver import TopologySnapshot
+from tas.solver.placement import leader_first
 from tas.solver.types import (
     HOSTNAME_LEVEL,
+    ONE_POD,
     PODS,
     FlavorSpec,
     Node,
@@ -72,9 +75,8 @@ from tas.solver.types import (
     NumaShape,
     SolverOptions,
     TopologyAssignment,
+    with_one_pod,
 )
-
-ONE_POD = 1000  # milli-units of the "pods" resource
 
 log = logging.getLogger(__name__)
 
@@ -103,12 +105,6 @@ class Charge:
     pod_sets: tuple[PodSetCharge, ...]
 
 
-def with_pod(requests: Mapping[str, int]) -> dict[str, int]:
-    out = dict(requests)
-    out[PODS] = out.get(PODS, 0) + ONE_POD
-    return out
-
-
 def charge_of(workload: WorkloadInfo) -> Charge | None:
     """What a workload holding quota takes, read from its status.admission."""
     if not workload.has_quota:
@@ -119,7 +115,7 @@ def charge_of(workload: WorkloadInfo) -> Charge | None:
             name=a.name,
             flavor=a.flavor or "",
             count=a.count,
-            per_pod=with_pod(requests.get(a.name, {})),
+            per_pod=with_one_pod(requests.get(a.name, {})),
             assignment=a.assignment,
         )
         for a in workload.admissions
@@ -152,18 +148,15 @@ class ClusterState:
         self.workload_by_owner: dict[str, Key] = {}  # controlling owner uid -> workload
         # Owners of owners, from our own watches: a JobSet's Job uid -> the JobSet's uid.
         self.parents: dict[str, str] = {}
-        # Indexes kept on every change, so that an admission cycle or a node check costs what
-        # changed, not every workload: waiting ones, ones with a node to replace, and the
-        # workloads holding capacity on each node.
+        # Indexes kept on every change (an admission cycle or a node check costs what changed):
+        # waiting workloads, ones with a node to replace, and those holding capacity per node.
         self.pending: set[Key] = set()
         self.to_replace: set[Key] = set()
         # spec.active changed: workloads to evict (deactivated) and to requeue (reactivated)
         self.to_deactivate: set[Key] = set()
         self.to_reactivate: set[Key] = set()
         self._by_node: dict[str, set[Key]] = defaultdict(set)
-        self._non_tas_usage: dict[str, dict[str, int]] = defaultdict(
-            dict
-        )  # node -> resource -> milli
+        self._non_tas_usage: dict[str, dict[str, int]] = defaultdict(dict)  # pods outside TAS
         self._pods_by_workload: dict[Key, set[Key]] = defaultdict(set)
         self._pod_usage: dict[Key, tuple[str, dict[str, int]]] = {}  # pod -> (node, usage)
         self._coverage: dict[Key, _Coverage] = {}  # workload -> the pods its charge covers
@@ -172,6 +165,8 @@ class ClusterState:
         self._assumed: dict[Key, Charge] = {}
         self._assumed_on: dict[Key, str] = {}  # the resourceVersion each assumption was made on
         self._charges: dict[Key, Charge] = {}
+        self._charged_at: dict[Key, int] = {}  # admission order, NUMA zones' packing order
+        self._charge_count = itertools.count()
         self._quota_usage: dict[str, dict[str, dict[str, int]]] = defaultdict(
             lambda: defaultdict(dict)
         )
@@ -180,12 +175,10 @@ class ClusterState:
         # Read when a Workload is created (its priority), never by admission itself.
         self.workload_priority_classes: dict[str, int] = {}
         self.pod_priority_classes: dict[str, PodPriorityClass] = {}
-        # Read when a Workload is built, for what the API server adds to its pods: each
-        # namespace's LimitRanges by name, and each RuntimeClass's overhead.
+        # Read when a Workload is built: LimitRanges per namespace by name, RuntimeClass overheads
         self.limit_ranges: dict[str, dict[str, ContainerDefaults]] = {}
         self.runtime_class_overheads: dict[str, Mapping[str, str]] = {}
-        # Placement groups (ours): the objects, each group's members, and the partitions of
-        # domains decided for members whose admission (and group status) is still being written.
+        # Placement groups (ours): the objects, members, partitions of admissions being written.
         self.placement_groups: dict[Key, PlacementGroupInfo] = {}
         self.group_members: dict[Key, set[Key]] = defaultdict(set)
         self.placement_groups_deleted: set[Key] = set()  # for the loop to write them again
@@ -255,13 +248,16 @@ class ClusterState:
             if pod is not None and pod.workload:
                 zoned[((pod.namespace, pod.workload), pod.pod_set or "")] += 1
         out = []
-        for key in sorted(self._by_node.get(node, ())):
+        # in admission order, as `tas simulate` takes their zones
+        holding = self._by_node.get(node, ())
+        for key in sorted(holding, key=lambda k: (self._charged_at.get(k, -1), k)):
             workload = self.workloads.get(key)
             charge = self._charges.get(key)
             if workload is None or charge is None:
                 continue
             shapes = {ps.name: ps.numa for ps in workload.pod_sets}
-            for ps in charge.pod_sets:
+            order = {ps.name: i for i, ps in enumerate(leader_first(workload.pod_sets))}
+            for ps in sorted(charge.pod_sets, key=lambda p: order.get(p.name, len(order))):
                 shape = shapes.get(ps.name)
                 if shape is None or ps.assignment is None:
                     continue
@@ -432,7 +428,7 @@ class ClusterState:
         after: tuple[str, dict[str, int]] | None = None
         if pod and pod.node_name and pod.holds_node:
             usage = (
-                with_pod(pod.requests)
+                with_one_pod(pod.requests)
                 if slot_requests is None
                 else _beyond(pod.requests, slot_requests)
             )
@@ -762,7 +758,10 @@ class ClusterState:
                 if not self._by_node[node]:
                     del self._by_node[node]
             self.generation += 1  # released capacity may let waiting workloads in
-        if new:
+        if new is None:
+            self._charged_at.pop(key, None)
+        else:
+            self._charged_at.setdefault(key, next(self._charge_count))
             self._apply(new, 1)
             self._charges[key] = new
             for node in _hosts(new):

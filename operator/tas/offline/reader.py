@@ -13,6 +13,7 @@ from tas.api.annotations import (
     TopologyRequestError,
     label_key_problem,
     parse_topology_request,
+    slicing_gates,
     validate_levels,
     validate_pod_set_groups,
 )
@@ -272,9 +273,7 @@ def _podset(
         topology = parse_topology_request(
             annotations,
             count,
-            multi_layer_enabled=gates.enabled(Gate.TAS_MULTI_LAYER_TOPOLOGY),
-            partial_slices_enabled=gates.enabled(Gate.TAS_PARTIAL_SLICES),
-            grouped_slicing_enabled=gates.enabled(Gate.TAS_GROUPED_POD_SET_SLICING),
+            **slicing_gates(gates),
         )
         validate_levels(topology, levels, annotations)
     except TopologyRequestError as error:

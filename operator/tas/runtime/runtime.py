@@ -16,12 +16,12 @@ import signal
 
 from tas import metrics
 from tas.admission.loop import AdmissionLoop
-from tas.api.annotations import SlicingGates
+from tas.api.annotations import slicing_gates
 from tas.api.frameworks import Framework
 from tas.cache import projections as proj
 from tas.cache.state import ClusterState
 from tas.config import Settings
-from tas.features import FeatureGates, Gate
+from tas.features import Gate
 from tas.hotswap.controller import NodeHealthController
 from tas.hotswap.replace import ReplacementRules
 from tas.integrations.job.controller import JOB
@@ -61,15 +61,6 @@ NAMESPACED = (
 )
 # The workers that write: cancelled at once when the lease is lost.
 WRITERS = ("admission", "jobs", "jobsets", "pods", "leaderworkersets", "ungater", "hotswap")
-
-
-def slicing_gates(gates: FeatureGates) -> SlicingGates:
-    """The gates that change which slice annotations validate, as keyword arguments."""
-    return {
-        "multi_layer_enabled": gates.enabled(Gate.TAS_MULTI_LAYER_TOPOLOGY),
-        "partial_slices_enabled": gates.enabled(Gate.TAS_PARTIAL_SLICES),
-        "grouped_slicing_enabled": gates.enabled(Gate.TAS_GROUPED_POD_SET_SLICING),
-    }
 
 
 class Runtime:

@@ -142,24 +142,51 @@ def roll_up(
             domain.slice_count = domain.pod_count // slice_size
             domain.slice_count_with_leader = domain.pod_count_with_leader // slice_size
         return
-    child_level = level + 1
-    inner_size = slice_size_at_level.get(child_level) if slice_size_at_level else None
+    inner_size = slice_size_at_level.get(level + 1) if slice_size_at_level else None
     if not leader_required and not inner_size:
-        # Without a leader every with-leader count equals the plain one: plain sums suffice.
-        pods = slices = 0
-        for child in domain.children:
-            if recursive:
-                roll_up(child, child_level, slice_size, slice_level, slice_size_at_level, False)
-            pods += child.pod_count
-            slices += child.slice_count
-        if level == slice_level:
-            slices = pods // slice_size
-        domain.pod_count = domain.pod_count_with_leader = pods
-        domain.slice_count = domain.slice_count_with_leader = slices
-        domain.leader_count = 0
-        if domain.capacity_bound is not None:
-            apply_bound(domain, level == slice_level, slice_size, False)
+        _sum_children(domain, level, slice_size, slice_level, slice_size_at_level, recursive)
         return
+    if recursive:
+        for child in domain.children:
+            roll_up(child, level + 1, slice_size, slice_level, slice_size_at_level, leader_required)
+    _sum_with_leader(domain, level, slice_size, slice_level, inner_size, leader_required)
+
+
+def _sum_children(
+    domain: Domain,
+    level: int,
+    slice_size: int,
+    slice_level: int,
+    slice_size_at_level: dict[int, int] | None,
+    recursive: bool,
+) -> None:
+    """roll_up without a leader or inner slices: every with-leader count equals the plain one,
+    plain sums suffice."""
+    pods = slices = 0
+    for child in domain.children:
+        if recursive:
+            roll_up(child, level + 1, slice_size, slice_level, slice_size_at_level, False)
+        pods += child.pod_count
+        slices += child.slice_count
+    if level == slice_level:
+        slices = pods // slice_size
+    domain.pod_count = domain.pod_count_with_leader = pods
+    domain.slice_count = domain.slice_count_with_leader = slices
+    domain.leader_count = 0
+    if domain.capacity_bound is not None:
+        apply_bound(domain, level == slice_level, slice_size, False)
+
+
+def _sum_with_leader(
+    domain: Domain,
+    level: int,
+    slice_size: int,
+    slice_level: int,
+    inner_size: int | None,
+    leader_required: bool,
+) -> None:
+    """roll_up with a leader or inner slices, from the children's counts: the with-leader
+    counts less the smallest penalty among the children able to host the leader."""
     pods = 0
     slices = 0
     has_contributor = False
@@ -167,10 +194,6 @@ def roll_up(
     min_slice_penalty = MAX_INT32
     leaders = 0
     for child in domain.children:
-        if recursive:
-            roll_up(
-                child, child_level, slice_size, slice_level, slice_size_at_level, leader_required
-            )
         child_pods = child.pod_count
         child_pods_with_leader = child.pod_count_with_leader
         if inner_size:

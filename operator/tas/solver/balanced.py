@@ -9,6 +9,7 @@ Works on cloned subtrees so pruning never touches the shared tree.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from tas.solver.algorithm import (
     PlacementParams,
@@ -94,7 +95,7 @@ def _children_entropy(domain: Domain) -> float:
     return round(entropy, 9)
 
 
-def _capacity_and_entropy_key(domain: Domain) -> tuple:
+def _capacity_and_entropy_key(domain: Domain) -> tuple[int, int, float, tuple[str, ...]]:
     return (
         -domain.leader_count,
         -domain.slice_count_with_leader,
@@ -204,7 +205,8 @@ class _Candidates:
         self.params = params
         self.deep = ALWAYS_DEEP_COPY or bool(params.slice_size_at_level)
         self.domains = [d.clone_subtree() for d in siblings] if self.deep else list(siblings)
-        self._undo: list[tuple] = []
+        # each domain changed in place and its five counts before: put back by `fresh`
+        self._undo: list[tuple[Domain, int, int, int, int, int]] = []
 
     def fresh(self) -> _Candidates:
         """The group as it was before any pruning."""
@@ -264,7 +266,7 @@ class _Candidates:
             self._save(domain)
             self._clear(domain, _clear_leader_capacity)
 
-    def _clear(self, domain: Domain, clear) -> None:
+    def _clear(self, domain: Domain, clear: Callable[[Domain], None]) -> None:
         clear(domain)
         if self.deep:
             for child in domain.children:

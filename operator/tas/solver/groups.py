@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
@@ -129,9 +130,7 @@ class Layout:
             kids: list[set[int]] = [set() for _ in self.domains[d]]
             for parent, child in zip(self.codes[d], self.codes[d + 1], strict=True):
                 kids[int(parent)].add(int(child))
-            self.children.append(
-                [sorted(k, key=lambda c, d=d: self.domains[d + 1][c]) for k in kids]
-            )
+            self.children.append([sorted(k, key=self.domains[d + 1].__getitem__) for k in kids])
         self.leaf_of = {path: leaf for leaf, path in enumerate(self.leaf_paths)}
 
     def leaves_under(self, depth: int, paths: set[Path]) -> np.ndarray:
@@ -202,10 +201,11 @@ def _takeable(
     """Leaves in domains the group owns, or in domains with no pod at all."""
     owned = layout.leaves_under(depth, state.domains_at(depth))
     if occupied is None:
-        return owned | True
+        return np.ones_like(owned)
     busy = np.zeros(len(layout.domains[depth]), dtype=bool)
     busy[layout.codes[depth][occupied]] = True
-    return owned | ~busy[layout.codes[depth]]
+    free: np.ndarray = owned | ~busy[layout.codes[depth]]
+    return free
 
 
 def _scopes(
@@ -258,7 +258,7 @@ def _scope_order(
         for _, code in scopes
         if room[code] >= count
     ]
-    return [(depth, entry[-1]) for entry in sorted(ranked)]
+    return [(depth, cast(int, entry[-1])) for entry in sorted(ranked)]
 
 
 def _no_scope_reason(
@@ -332,7 +332,8 @@ class _Plan:
     def _inside(self, depth: int, code: int) -> np.ndarray:
         if depth < 0:
             return np.ones(len(self.layout.leaf_paths), dtype=bool)
-        return self.layout.codes[depth] == code
+        inside: np.ndarray = self.layout.codes[depth] == code
+        return inside
 
     def _descend(self, cap: np.ndarray, count: int) -> dict[int, int]:
         """Leaf -> pods for `count` pods over the leaves with `cap` > 0 (BestFit descent)."""

@@ -16,18 +16,21 @@ Pure: no Kubernetes objects, no I/O.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from tas.solver.types import CONTAINER_SCOPE, POD_SCOPE, NodeNuma, NumaShape, NumaZone
 
 __all__ = [
     "CONTAINER_SCOPE",
     "POD_SCOPE",
+    "Batch",
     "NodeNuma",
     "NumaShape",
     "count",
     "fill_zones",
     "flows",
+    "pack",
     "place",
     "plan",
     "taken",
@@ -208,3 +211,36 @@ def taken(
             for name, value in unit.items():
                 free[name] = free.get(name, 0) - sign * value * times
     return NodeNuma(numa.scope, tuple(NumaZone(z.name, frees[z.name]) for z in numa.zones))
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Pods of one pod set on one node: `count` pods of `shape`, of which those in `pinned`
+    already have their zones (one zone name per unit, "" for none)."""
+
+    shape: NumaShape
+    count: int
+    pinned: tuple[tuple[str, ...], ...] = ()
+
+
+def pack(numa: NodeNuma, batches: Iterable[Batch]) -> tuple[NodeNuma, list[list[tuple[str, ...]]]]:
+    """The one packing of admitted pods into a node's zones, used by the operator (cache/numa.py)
+    and by `tas solve` and `tas simulate` (TopologySnapshot.numa_zones) alike: batch by batch in
+    the order given, the pinned pods keeping their zones, the others first fit. The zones left,
+    and the zones of every batch's pods not pinned yet; when the zones hold fewer than that (a
+    report shows less than was counted on), of those that fit."""
+    plans: list[list[tuple[str, ...]]] = []
+    for batch in batches:
+        if batch.pinned:
+            numa = taken(numa, batch.shape, batch.pinned)
+        wanted = batch.count - len(batch.pinned)
+        chosen = plan(numa, batch.shape, wanted) if wanted > 0 else []
+        if chosen is None:  # pin what fits, one pod at a time
+            chosen = []
+            while len(chosen) < wanted and (one := plan(numa, batch.shape, 1)) is not None:
+                chosen += one
+                numa = taken(numa, batch.shape, one)
+        elif chosen:
+            numa = taken(numa, batch.shape, chosen)
+        plans.append(chosen)
+    return numa, plans

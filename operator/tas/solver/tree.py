@@ -128,7 +128,7 @@ class DomainTree:
                 prefix = path[: level + 1]
                 parent = by_path[level].get(prefix)
                 created = parent is None
-                if created:
+                if parent is None:
                     parent = Domain(prefix, level)
                     by_path[level][prefix] = parent
                     self.levels[level].append(parent)

@@ -12,8 +12,14 @@ from functools import cached_property
 
 HOSTNAME_LEVEL = "kubernetes.io/hostname"
 PODS = "pods"
+ONE_POD = 1000  # milli-units of the "pods" resource: every pod takes one
 
 Resources = Mapping[str, int]  # resource name -> milli-units
+
+
+def with_one_pod(requests: Resources) -> dict[str, int]:
+    """A pod's requests plus the one "pods" every pod takes (Kueue adds it to every pod set)."""
+    return {**requests, PODS: requests.get(PODS, 0) + ONE_POD}
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ fields (`LevelCounts.fill`). Choices and messages are the plain path's, exactly:
 test compares both.
 
 Arrays hold int64. The snapshot keeps every quantity within +-2**62 on this path (see
-`snapshot.EXACT_LIMIT`), so the differences taken here cannot overflow.
+`capacity.EXACT_LIMIT`), so the differences taken here cannot overflow.
 """
 
 from __future__ import annotations
@@ -67,7 +67,8 @@ def pods_that_fit(fits: list[Array]) -> Array:
     counts = fits[0]
     for more in fits[1:]:
         counts = np.minimum(counts, more)
-    return np.maximum(counts, 0)
+    fit: Array = np.maximum(counts, 0)
+    return fit
 
 
 def limiting_resources(names: list[str], fits: list[Array], leaves: Array) -> dict[str, int]:
@@ -97,7 +98,7 @@ class LevelCounts:
     leaders: list[Array]
     # NUMA zones each leaf's pods need at the fewest (TASNUMAZones), a tie-break after the
     # counts; None: no leaf is counted by zones
-    leaf_zones: Any = None  # indexable by positions (snapshot._LeafZones), or None
+    leaf_zones: Any = None  # indexable by positions (numa_counting.LeafZones), or None
     # With a partial last slice: whole slices beside it, and beside it and the leader
     # (solver/partial_slices.py), for every level (0 below the slice level); else None.
     slices_with_tail: list[Array] | None = None
@@ -152,13 +153,16 @@ def roll_up(
     last = tree.level_count - 1
     size, slice_level = params.slice_size, params.slice_level
     with_leader = leaf_leaders is not None
-    pods, slices, leaders = list(tree.zeros), list(tree.zeros), list(tree.zeros)
+    pods: list[Array] = list(tree.zeros)
+    slices: list[Array] = list(tree.zeros)
+    leaders: list[Array] = list(tree.zeros)
     pods[last] = leaf_pods
     if slice_level == last:
         slices[last] = leaf_pods // size
     # Without a leader every with-leader count is the plain one: the same lists.
     pods_wl, slices_wl = pods, slices
-    if with_leader:
+    if leaf_leaders is not None:
+        assert leaf_pods_with_leader is not None, "a leader's counts come together"
         pods_wl, slices_wl = list(pods), list(slices)
         pods_wl[last] = leaf_pods_with_leader
         if slice_level == last:
@@ -252,7 +256,8 @@ def _both_penalty(
     )
     found = (leader_best < _NONE) & (tail_best < _NONE)
     penalty = np.minimum(together, np.where(found, apart, _NONE))
-    return np.minimum(penalty, _NONE)
+    capped: Array = np.minimum(penalty, _NONE)
+    return capped
 
 
 def _cheapest_two(penalty: Array, starts: Array) -> tuple[Array, Array, Array]:
@@ -301,6 +306,7 @@ def _first(keys: list[Array], candidates: Array | None = None) -> int:
         positions = _nonzero(best) if positions is None else positions[best]
         if len(positions) == 1:
             break
+    assert positions is not None, "at least one key"
     return int(positions[0])
 
 
@@ -311,6 +317,7 @@ def _last(keys: list[Array]) -> int:
         values = key if positions is None else key[positions]
         best = values == values.max()
         positions = _nonzero(best) if positions is None else positions[best]
+    assert positions is not None, "at least one key"
     return int(positions[-1])
 
 
@@ -442,8 +449,9 @@ def _spread(
         # changes nothing but the work (LeastFreeCapacity would list every full domain first).
         candidates &= slices > 0
     ordered = _in_order(counts, level, _nonzero(candidates), params)
-    chosen, _ = _cover(ordered, slices[ordered], remaining, params.best_fit)
-    return chosen
+    covering = _cover(ordered, slices[ordered], remaining, params.best_fit)
+    assert covering is not None, "the candidates' total covers it (checked above)"
+    return covering[0]
 
 
 # ---------------------------------------------------------------------------------------------

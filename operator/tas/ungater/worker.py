@@ -64,15 +64,7 @@ class Ungater:
             pod_set_pods = [p for p in pods if p.pod_set == admission.name]
             offset, max_index = offsets.get(admission.name, (0, None))
             rule = rule_for(requests.get(admission.name), admission.count, offset, max_index)
-            ungates.extend(
-                plan(
-                    admission.assignment,
-                    pod_set_pods,
-                    self.expected,
-                    unhealthy,
-                    rule,
-                )
-            )
+            ungates.extend(plan(admission.assignment, pod_set_pods, self.expected, unhealthy, rule))
             strays.extend(stranded(admission.assignment, pod_set_pods, self.expected))
         for pod in strays:
             await self._fail_stray(pod, workload.name)

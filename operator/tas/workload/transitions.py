@@ -8,6 +8,7 @@ are Kueue's, so `kubectl describe workload` reads the same.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from tas.api import conditions as cond
 from tas.api import topologyassignment
@@ -34,7 +35,7 @@ from tas.cache.projections import WorkloadInfo
 from tas.solver.types import TopologyAssignment
 
 
-def admitted(workload: WorkloadInfo, admission: Mapping, message: str) -> dict:
+def admitted(workload: WorkloadInfo, admission: Mapping[str, Any], message: str) -> dict[str, Any]:
     """Quota reserved and admitted in one step (no admission checks), with the assignment."""
     g = workload.generation
     conditions = cond.set_condition(
@@ -53,10 +54,12 @@ def admitted(workload: WorkloadInfo, admission: Mapping, message: str) -> dict:
             "Previously: " + previous,
             generation=g,
         )
-    return {"admission": dict(admission), "conditions": conditions}
+    return {"admission": dict[str, Any](admission), "conditions": conditions}
 
 
-def pending(workload: WorkloadInfo, message: str, reason: str = REASON_PENDING) -> dict | None:
+def pending(
+    workload: WorkloadInfo, message: str, reason: str = REASON_PENDING
+) -> dict[str, Any] | None:
     """QuotaReserved=False with why; None when the workload already says exactly that."""
     current = workload.condition(COND_QUOTA_RESERVED)
     if current and current.get("status") == "False" and current.get("message") == message:
@@ -72,7 +75,9 @@ def pending(workload: WorkloadInfo, message: str, reason: str = REASON_PENDING) 
     return {"conditions": conditions}
 
 
-def evicted(workload: WorkloadInfo, message: str, reason: str = REASON_NODE_FAILURES) -> dict:
+def evicted(
+    workload: WorkloadInfo, message: str, reason: str = REASON_NODE_FAILURES
+) -> dict[str, Any]:
     """Eviction, first step: the Job is to stop. The quota stays reserved until its pods are
     gone (see `released`), so a new admission never lands on capacity that terminating pods
     still hold.
@@ -95,7 +100,7 @@ def evicted(workload: WorkloadInfo, message: str, reason: str = REASON_NODE_FAIL
     return {"conditions": conditions, "unhealthyNodes": None}
 
 
-def preempted(workload: WorkloadInfo, reason: str, message: str) -> dict:
+def preempted(workload: WorkloadInfo, reason: str, message: str) -> dict[str, Any]:
     """Eviction by preemption: Evicted (reason Preempted) and Preempted (why: InClusterQueue,
     ...), both with the message naming the preemptor. The quota is released as for any
     eviction, once the pods are gone."""
@@ -119,13 +124,13 @@ DEACTIVATED_MESSAGE = "The workload is deactivated"
 REACTIVATED_MESSAGE = "The workload was reactivated"
 
 
-def deactivated(workload: WorkloadInfo) -> dict:
+def deactivated(workload: WorkloadInfo) -> dict[str, Any]:
     """spec.active is false: evicted as Kueue does (reason Deactivated); the quota is released
     once the pods are gone, and the workload is not queued until it is active again."""
     return evicted(workload, DEACTIVATED_MESSAGE, REASON_DEACTIVATED)
 
 
-def reactivated(workload: WorkloadInfo) -> dict:
+def reactivated(workload: WorkloadInfo) -> dict[str, Any]:
     """spec.active is true again after a deactivation: Requeued=True, reason Reactivated."""
     conditions = cond.set_condition(
         workload.conditions,
@@ -138,7 +143,7 @@ def reactivated(workload: WorkloadInfo) -> dict:
     return {"conditions": conditions}
 
 
-def released(workload: WorkloadInfo) -> dict:
+def released(workload: WorkloadInfo) -> dict[str, Any]:
     """Eviction, second step, once the Job's pods are gone: the quota is released, and, as in
     Kueue, Requeued says whether the workload waits in its queue again: True after a
     preemption or node failures, False (with the eviction's reason) after a deactivation."""
@@ -163,7 +168,7 @@ def released(workload: WorkloadInfo) -> dict:
     return {"conditions": conditions, "admission": None}
 
 
-def finished(workload: WorkloadInfo, succeeded: bool, message: str) -> dict:
+def finished(workload: WorkloadInfo, succeeded: bool, message: str) -> dict[str, Any]:
     conditions = cond.set_condition(
         workload.conditions,
         COND_FINISHED,
@@ -175,7 +180,9 @@ def finished(workload: WorkloadInfo, succeeded: bool, message: str) -> dict:
     return {"conditions": conditions}
 
 
-def condition(workload: WorkloadInfo, type_: str, status: bool, reason: str, message: str) -> dict:
+def condition(
+    workload: WorkloadInfo, type_: str, status: bool, reason: str, message: str
+) -> dict[str, Any]:
     """One more condition an integration keeps (a pod group's WaitingForReplacementPods)."""
     conditions = cond.set_condition(
         workload.conditions, type_, status, reason, message, generation=workload.generation
@@ -183,7 +190,7 @@ def condition(workload: WorkloadInfo, type_: str, status: bool, reason: str, mes
     return {"conditions": conditions}
 
 
-def unhealthy_nodes(nodes: list[str]) -> dict:
+def unhealthy_nodes(nodes: list[str]) -> dict[str, Any]:
     """status.unhealthyNodes as Kueue lists it; an empty list clears the field."""
     return {"unhealthyNodes": [{"name": n} for n in nodes] or None}
 
@@ -192,7 +199,7 @@ def replaced(
     workload: WorkloadInfo,
     assignments: Mapping[str, TopologyAssignment],
     remaining: Sequence[str] = (),
-) -> dict:
+) -> dict[str, Any]:
     """status.admission with the new assignments of the pod sets that moved, and
     unhealthyNodes cleared but for `remaining`, the failed nodes left for later passes."""
     admission = dict(workload.admission_raw or {})

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from tas import metrics
 from tas.api.constants import (
@@ -33,13 +33,23 @@ log = logging.getLogger(__name__)
 Refresh = Callable[[Mapping[str, Any], str], Awaitable[None]]
 
 
+class StatusWriter(Protocol):
+    """What evict and preempt write through: WorkloadWriter, or a test's fake."""
+
+    async def write_status(self, workload: WorkloadInfo, status: Mapping[str, Any]) -> bool: ...
+
+    async def record_event(
+        self, workload: WorkloadInfo, type_: str, reason: str, message: str
+    ) -> None: ...
+
+
 class WorkloadWriter:
     def __init__(self, kube: Kube, refresh: Refresh | None = None) -> None:
         self.kube = kube
         self.refresh = refresh  # takes a freshly read Workload into the cache
         self.conflicts = 0
 
-    async def write_status(self, workload: WorkloadInfo, status: Mapping) -> bool:
+    async def write_status(self, workload: WorkloadInfo, status: Mapping[str, Any]) -> bool:
         """True when written; False when the decision was stale (409, and the re-read shows a
         newer version) or the Workload is gone (404). Raises KubeError for anything else."""
         body = {"metadata": {"resourceVersion": workload.resource_version}, "status": dict(status)}
@@ -85,13 +95,13 @@ class WorkloadWriter:
         ref = Ref(KUEUE_API_VERSION, "Workload", workload.namespace, workload.name, workload.uid)
         await self.kube.event(ref, type_, reason, message)
 
-    async def write_cluster_queue_status(self, name: str, status: Mapping) -> None:
+    async def write_cluster_queue_status(self, name: str, status: Mapping[str, Any]) -> None:
         await self.kube.patch(
             kueue_path("clusterqueues", name=name) + "/status", {"status": dict(status)}
         )
 
     async def write_placement_group(
-        self, namespace: str, name: str, spec: Mapping, status: Mapping
+        self, namespace: str, name: str, spec: Mapping[str, Any], status: Mapping[str, Any]
     ) -> None:
         """Write a PlacementGroup's status, creating the group (from its first member's
         annotations) when it does not exist yet."""
@@ -115,14 +125,16 @@ class WorkloadWriter:
                 raise
         await self.kube.patch(f"{collection}/{name}/status", {"status": dict(status)})
 
-    async def write_local_queue_status(self, namespace: str, name: str, status: Mapping) -> None:
+    async def write_local_queue_status(
+        self, namespace: str, name: str, status: Mapping[str, Any]
+    ) -> None:
         await self.kube.patch(
             kueue_path("localqueues", namespace, name) + "/status", {"status": dict(status)}
         )
 
 
 async def evict(
-    writer: WorkloadWriter, workload: WorkloadInfo, message: str, reason: str = REASON_NODE_FAILURES
+    writer: StatusWriter, workload: WorkloadInfo, message: str, reason: str = REASON_NODE_FAILURES
 ) -> bool:
     """Evict (Kueue's reason and event, EvictedDueTo<reason>): the Job stops, and the quota is
     released once its pods are gone (the Job integration writes `transitions.released`)."""
@@ -135,7 +147,7 @@ async def evict(
     return True
 
 
-async def preempt(writer: WorkloadWriter, victim: WorkloadInfo, reason: str, message: str) -> bool:
+async def preempt(writer: StatusWriter, victim: WorkloadInfo, reason: str, message: str) -> bool:
     """Evict a victim of preemption (Kueue's conditions and events); False when the write was
     stale or the workload is gone. Its quota is released once its pods are gone."""
     if not await writer.write_status(victim, transitions.preempted(victim, reason, message)):

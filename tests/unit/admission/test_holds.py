@@ -6,8 +6,8 @@ from tas.admission.decide import Decision
 from tas.admission.holds import HELD_MESSAGE, OVERLAP_MESSAGE, Holds
 from tas.admission.preemption import Preemption, Target
 from tas.cache import projections as proj
-from tas.cache.state import Charge, ClusterState, PodSetCharge, with_pod
-from tas.solver.types import DomainAssignment, TopologyAssignment
+from tas.cache.state import Charge, ClusterState, PodSetCharge
+from tas.solver.types import DomainAssignment, TopologyAssignment, with_one_pod
 from tests.unit.admission.fixtures import workload
 
 
@@ -42,7 +42,7 @@ def charge(cq: str, cpu: int, hosts: tuple[str, ...] = ()) -> Charge:
         if hosts
         else None
     )
-    return Charge(cq, (PodSetCharge("main", "f", cpu, with_pod({"cpu": 1000}), assignment),))
+    return Charge(cq, (PodSetCharge("main", "f", cpu, with_one_pod({"cpu": 1000}), assignment),))
 
 
 def running(state: ClusterState, name: str, c: Charge) -> proj.WorkloadInfo:

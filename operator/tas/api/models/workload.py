@@ -152,7 +152,9 @@ class PodSet(KubeModel):
 
     model_config = ConfigDict(json_schema_extra=schema(MIN_COUNT_AT_MOST_COUNT))
 
-    name: PodSetName = Field(DEFAULT_PODSET_NAME, json_schema_extra=schema(default="main"))
+    name: PodSetName = Field(
+        DEFAULT_PODSET_NAME, json_schema_extra=schema(default=DEFAULT_PODSET_NAME)
+    )
     template: PodTemplate
     """The pods' template."""
     count: Int32 = Field(1, ge=0, json_schema_extra=schema(default=1, required=True))
@@ -298,7 +300,7 @@ class TopologyAssignment(KubeModel):
 
 class PodSetAssignment(KubeModel):
     name: PodSetName = Field(
-        DEFAULT_PODSET_NAME, json_schema_extra=schema(default="main", required=True)
+        DEFAULT_PODSET_NAME, json_schema_extra=schema(default=DEFAULT_PODSET_NAME, required=True)
     )
     """The PodSet this assignment is for."""
     flavors: dict[str, ObjectName] = Field(default_factory=dict)

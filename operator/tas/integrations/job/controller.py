@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from tas.api.constants import JOB_COMPLETION_INDEX_LABEL
+from tas.api.constants import DEFAULT_PODSET_NAME, JOB_COMPLETION_INDEX_LABEL
 from tas.api.frameworks import JOB as JOB_RESOURCE
 from tas.cache.projections import FlavorInfo, PodInfo, WorkloadInfo
 from tas.jobframework import podset
@@ -23,7 +23,7 @@ from tas.solver.types import Node
 
 __all__ = ["JOB", "Finished", "toleration_to_api"]
 
-POD_SET_NAME = "main"
+POD_SET_NAME = DEFAULT_PODSET_NAME
 
 
 def pod_count(job: Mapping) -> int:

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 
 from tas.api.annotations import TopologyRequestError, validate_pod_set_groups
 from tas.api.constants import (
+    DEFAULT_PODSET_NAME,
     INT32_MAX,
     IS_GROUP_WORKLOAD_ANNOTATION,
     LWS_WORKER_INDEX_LABEL,
@@ -38,7 +39,7 @@ from tas.jobframework.resources import with_pod_defaults
 NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
 LEADER_NAME_ANNOTATION = "leaderworkerset.sigs.k8s.io/leader-name"  # on workers only
-LEADER, WORKER, MAIN = "leader", "worker", "main"
+LEADER, WORKER, MAIN = "leader", "worker", DEFAULT_PODSET_NAME
 TEMPLATES = "spec.leaderWorkerTemplate"
 
 

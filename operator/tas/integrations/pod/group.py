@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from tas.api.constants import (
     COND_WAITING_FOR_REPLACEMENT_PODS,
+    DEFAULT_PODSET_NAME,
     INT32_MAX,
     IS_GROUP_WORKLOAD_ANNOTATION,
     MANAGED_LABEL,
@@ -37,7 +38,7 @@ from tas.jobframework import workload as framework
 from tas.jobframework.interface import Finished
 from tas.jobframework.names import workload_name
 
-SINGLE_POD_SET = "main"
+SINGLE_POD_SET = DEFAULT_PODSET_NAME
 MAX_ROLES = 8  # Kueue: "pod group can't include more than 8 roles"
 
 

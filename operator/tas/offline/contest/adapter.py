@@ -306,7 +306,7 @@ def main(
     is the one that changes placement here."""
     try:
         enabled = features.from_env_and_flag(gates)
-        fragmentation_aware = enabled.enabled(features.Gate.TAS_PROFILE_FRAGMENTATION_AWARE)
+        fragmentation_aware = enabled.solver_options().fragmentation_aware
     except features.FeatureGateError as error:
         print(f"tas contest: --feature-gates: {error}", file=stderr)
         return 2

@@ -50,8 +50,8 @@ from tas.solver import (
     WorkloadPlacement,
     groups,
 )
+from tas.solver.types import ONE_POD, with_one_pod
 
-ONE_POD = 1000  # milli-units of the "pods" resource every pod takes
 DECIMALS = 6  # of the fractions in the report
 WIDE = 400  # characters: a report's value up to this long takes one line
 Path = tuple[str, ...]  # a leaf's values at every level
@@ -306,7 +306,7 @@ class Ledger:
 
     def add(self, uses: Iterable[PodSetUse], sign: int = 1) -> None:
         for use in uses:
-            per_pod = {**use.requests, PODS: use.requests.get(PODS, 0) + ONE_POD}
+            per_pod = with_one_pod(use.requests)
             for domain in use.assignment.domains:
                 values = tuple(domain.values)
                 key = (values[-1],) if self.hostname_lowest else values
