@@ -56,8 +56,6 @@ def _migrate_storage(args: argparse.Namespace) -> int:
 
 
 def _operator(args: argparse.Namespace) -> int:
-    import logging
-
     from tas import features, integrations
     from tas.config import Settings
     from tas.kube.kubeconfig import default_namespace
@@ -73,30 +71,8 @@ def _operator(args: argparse.Namespace) -> int:
     except integrations.IntegrationsError as exc:
         print(f"tas operator: --integrations: {exc}", file=sys.stderr)
         return 2
-    webhook_service = None
-    if args.webhook_service:
-        try:
-            namespace, rest = args.webhook_service.split("/", 1)
-            name, _, port = rest.partition(":")
-            webhook_service = (namespace, name, int(port or 443))
-        except ValueError:
-            print(
-                f"tas operator: --webhook-service: {args.webhook_service!r} is not NAMESPACE/NAME[:PORT]",
-                file=sys.stderr,
-            )
-            return 2
-    webhook_cert_secret = None
-    if args.webhook_cert_secret:
-        namespace, _, name = args.webhook_cert_secret.partition("/")
-        if not namespace or not name or "/" in name:
-            print(
-                f"tas operator: --webhook-cert-secret: {args.webhook_cert_secret!r} is not NAMESPACE/NAME",
-                file=sys.stderr,
-            )
-            return 2
-        webhook_cert_secret = (namespace, name)
     try:
-        tenants = _tenant_settings(args)
+        webhooks, tenants = _webhook_addresses(args), _tenant_settings(args)
     except ValueError as exc:
         print(f"tas operator: {exc}", file=sys.stderr)
         return 2
@@ -109,8 +85,7 @@ def _operator(args: argparse.Namespace) -> int:
         webhook_port=args.webhook_port,
         webhook_host=args.webhook_host,
         webhook_cert_dir=args.webhook_cert_dir,
-        webhook_cert_secret=webhook_cert_secret,
-        webhook_service=webhook_service,
+        **webhooks,
         webhook_max_review_bytes=args.webhook_max_review_bytes,
         metrics_port=args.metrics_port,
         log_level=args.log_level,
@@ -120,17 +95,7 @@ def _operator(args: argparse.Namespace) -> int:
         ),
         **tenants,
     )
-    logging.basicConfig(
-        level=getattr(logging, settings.log_level.upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    # kopf logs every handler call on every object; with thousands of pods that is most of the
-    # work. Keep its per-object lines and the HTTP access logs to warnings.
-    for noisy in ("kopf.objects", "kopf.activities.probe", "aiohttp.access"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-    logging.captureWarnings(True)  # e.g. urllib3's InsecureRequestWarning, once, into the log
-    for line in features.no_effect_lines(gates):
-        logging.getLogger("tas.features").info(line)
+    _configure_logging(settings.log_level, gates)
     import asyncio
 
     from tas.kube.kubeconfig import KubeconfigError
@@ -141,6 +106,47 @@ def _operator(args: argparse.Namespace) -> int:
         print(f"tas operator: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def _webhook_addresses(args: argparse.Namespace) -> dict:
+    """--webhook-service and --webhook-cert-secret as Settings fields; a ValueError names the
+    flag."""
+    out: dict = {"webhook_service": None, "webhook_cert_secret": None}
+    if args.webhook_service:
+        try:
+            namespace, rest = args.webhook_service.split("/", 1)
+            name, _, port = rest.partition(":")
+            out["webhook_service"] = (namespace, name, int(port or 443))
+        except ValueError:
+            raise ValueError(
+                f"--webhook-service: {args.webhook_service!r} is not NAMESPACE/NAME[:PORT]"
+            ) from None
+    if args.webhook_cert_secret:
+        namespace, _, name = args.webhook_cert_secret.partition("/")
+        if not namespace or not name or "/" in name:
+            raise ValueError(
+                f"--webhook-cert-secret: {args.webhook_cert_secret!r} is not NAMESPACE/NAME"
+            )
+        out["webhook_cert_secret"] = (namespace, name)
+    return out
+
+
+def _configure_logging(level: str, gates) -> None:
+    import logging
+
+    from tas import features
+
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    # kopf logs every handler call on every object; with thousands of pods that is most of the
+    # work. Keep its per-object lines and the HTTP access logs to warnings.
+    for noisy in ("kopf.objects", "kopf.activities.probe", "aiohttp.access"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    logging.captureWarnings(True)  # e.g. urllib3's InsecureRequestWarning, once, into the log
+    for line in features.no_effect_lines(gates):
+        logging.getLogger("tas.features").info(line)
 
 
 def _tenant_settings(args: argparse.Namespace) -> dict:
@@ -199,6 +205,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"tas {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
+    _add_offline_commands(sub)
+    _add_migrate_storage(sub)
+    op = sub.add_parser("operator", help="run the operator against a cluster")
+    _add_operator_flags(op)
+    _add_webhook_flags(op)
+    op.set_defaults(func=_operator)
+    return parser
+
+
+def _add_offline_commands(sub) -> None:
+    """`tas solve`, `tas simulate` and `tas contest`: no cluster needed."""
     solve = sub.add_parser("solve", help="place a scenario's workloads offline and print JSON")
     solve.add_argument("file", help="scenario YAML or JSON (docs/reference/scenario-format.md)")
     solve.add_argument(
@@ -230,6 +247,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     contest.set_defaults(func=_contest)
 
+
+def _add_migrate_storage(sub) -> None:
     migrate_storage = sub.add_parser(
         "migrate-storage",
         help="rewrite every object of our CRDs in the stored version (v1beta2) and trim the "
@@ -242,7 +261,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     migrate_storage.set_defaults(func=_migrate_storage)
 
-    op = sub.add_parser("operator", help="run the operator against a cluster")
+
+def _add_operator_flags(op: argparse.ArgumentParser) -> None:
     op.add_argument(
         "--kubeconfig",
         default=env_default("KUBECONFIG_PATH"),
@@ -256,34 +276,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="kinds to admit, Kueue's integrations.frameworks names, comma-separated: "
         "batch/job, jobset.x-k8s.io/jobset, leaderworkerset.x-k8s.io/leaderworkerset, pod, "
         "statefulset (also TAS_INTEGRATIONS; default batch/job)",
-    )
-    op.add_argument("--webhook-listen", default=env_default("WEBHOOK_LISTEN", "127.0.0.1"))
-    op.add_argument("--webhook-port", type=int, default=int(env_default("WEBHOOK_PORT", "9443")))
-    op.add_argument(
-        "--webhook-host", default=env_default("WEBHOOK_HOST"), help="name in the webhook URL"
-    )
-    op.add_argument(
-        "--webhook-cert-dir",
-        default=env_default("WEBHOOK_CERT_DIR"),
-        help="where the served certificate is written (default: a private temporary directory)",
-    )
-    op.add_argument(
-        "--webhook-cert-secret",
-        default=env_default("WEBHOOK_CERT_SECRET"),
-        help="NAMESPACE/NAME of the Secret holding the webhooks' certificate, shared by every "
-        "replica and renewed before it expires (the chart's); default: one made in memory",
-    )
-    op.add_argument(
-        "--webhook-service",
-        default=env_default("WEBHOOK_SERVICE"),
-        help="NAMESPACE/NAME[:PORT] of the Service in front of the webhooks (in a pod)",
-    )
-    op.add_argument(
-        "--webhook-max-review-bytes",
-        type=positive_int,
-        default=env_default("WEBHOOK_MAX_REVIEW_BYTES", str(MAX_REVIEW_BYTES)),
-        help="the largest admission review read; a larger one is refused "
-        f"(default {MAX_REVIEW_BYTES})",
     )
     op.add_argument("--metrics-port", type=int, default=int(env_default("METRICS_PORT", "0")))
     op.add_argument(
@@ -313,8 +305,37 @@ def build_parser() -> argparse.ArgumentParser:
     )
     op.add_argument("--liveness", default=None, help="e.g. http://0.0.0.0:8080/healthz")
     op.add_argument("--log-level", default=env_default("LOG_LEVEL", "INFO"))
-    op.set_defaults(func=_operator)
-    return parser
+
+
+def _add_webhook_flags(op: argparse.ArgumentParser) -> None:
+    op.add_argument("--webhook-listen", default=env_default("WEBHOOK_LISTEN", "127.0.0.1"))
+    op.add_argument("--webhook-port", type=int, default=int(env_default("WEBHOOK_PORT", "9443")))
+    op.add_argument(
+        "--webhook-host", default=env_default("WEBHOOK_HOST"), help="name in the webhook URL"
+    )
+    op.add_argument(
+        "--webhook-cert-dir",
+        default=env_default("WEBHOOK_CERT_DIR"),
+        help="where the served certificate is written (default: a private temporary directory)",
+    )
+    op.add_argument(
+        "--webhook-cert-secret",
+        default=env_default("WEBHOOK_CERT_SECRET"),
+        help="NAMESPACE/NAME of the Secret holding the webhooks' certificate, shared by every "
+        "replica and renewed before it expires (the chart's); default: one made in memory",
+    )
+    op.add_argument(
+        "--webhook-service",
+        default=env_default("WEBHOOK_SERVICE"),
+        help="NAMESPACE/NAME[:PORT] of the Service in front of the webhooks (in a pod)",
+    )
+    op.add_argument(
+        "--webhook-max-review-bytes",
+        type=positive_int,
+        default=env_default("WEBHOOK_MAX_REVIEW_BYTES", str(MAX_REVIEW_BYTES)),
+        help="the largest admission review read; a larger one is refused "
+        f"(default {MAX_REVIEW_BYTES})",
+    )
 
 
 def positive_int(text: str) -> int:

@@ -255,6 +255,14 @@ def admit(scenario: Scenario, timings: Timings | None = None) -> dict[str, Any]:
         if workload.running and not decision.admitted:
             raise ScenarioError(f"workloads[{index}].running", f"does not fit: {decision.message}")
         results[workload.name] = _decision_result(workload, queue, decision, preempted)
+    return {
+        "workloads": [results[w.name] for w in scenario.workloads],
+        "clusterQueues": _queue_usage(scenario, state),
+    }
+
+
+def _queue_usage(scenario: Scenario, state) -> list[dict[str, Any]]:
+    """Each ClusterQueue's usage and borrowing after every decision, in the scenario's order."""
     tree = state.quota_tree()
     queues = []
     for obj in scenario.cluster_queues:
@@ -271,10 +279,7 @@ def admit(scenario: Scenario, timings: Timings | None = None) -> dict[str, Any]:
                 },
             }
         )
-    return {
-        "workloads": [results[w.name] for w in scenario.workloads],
-        "clusterQueues": queues,
-    }
+    return queues
 
 
 def cluster_state(scenario: Scenario):

@@ -89,7 +89,34 @@ class Runtime:
                 multiple_nodes=gates.enabled(Gate.TAS_REPLACE_MULTIPLE_FAILED_NODES),
             ),
         )
-        slicing = slicing_gates(gates)
+        self._integrations(settings)
+        self.hotswap_enabled = gates.enabled(Gate.TAS_FAILED_NODE_REPLACEMENT)
+        self.node_health = NodeHealthController(
+            self.state,
+            self.leader_kube,
+            self.writer,
+            on_pod_termination=gates.enabled(Gate.TAS_REPLACE_NODE_ON_POD_TERMINATION),
+            on_taints=gates.enabled(Gate.TAS_REPLACE_NODE_ON_NODE_TAINTS),
+            multiple_nodes=gates.enabled(Gate.TAS_REPLACE_MULTIPLE_FAILED_NODES),
+        )
+        self.hotswap_worker = SerialWorker("hotswap", self.node_health.sync, concurrency=2)
+        # CRD name -> the kind it serves, for the enabled integrations served by a CRD.
+        self.crd_kinds = {
+            w.crd: kind
+            for kind, w in WATCHES.items()
+            if w.crd and self.enabled(w.framework, w.gate)
+        }
+        self.numa_problems: dict[str, str] = {}  # node -> why its zones are not counted
+        self.dynamic: dict[str, list[tuple[Reflector, asyncio.Task]]] = {}
+        self.reflectors = self._reflectors()
+        self.tasks: list[asyncio.Task] = []
+        self.helpers: list[asyncio.Task] = []  # one-off tasks that end by themselves
+        self.active = False
+
+    def _integrations(self, settings: Settings) -> None:
+        """The integrations' controllers, the ungater and their serial workers; every write
+        of theirs goes through the fenced client."""
+        slicing = slicing_gates(settings.gates)
         # Kueue's managedJobsNamespaceSelector, as the chart's webhooks apply it
         self.managed = ManagedNamespaces(
             settings.managed_namespaces_selector, self.state.namespaces
@@ -118,28 +145,6 @@ class Runtime:
             "leaderworkersets", self.leaderworkersets.sync, concurrency=4
         )
         self.ungate_worker = SerialWorker("ungater", self.ungater.sync, concurrency=4)
-        self.hotswap_enabled = gates.enabled(Gate.TAS_FAILED_NODE_REPLACEMENT)
-        self.node_health = NodeHealthController(
-            self.state,
-            writes,
-            self.writer,
-            on_pod_termination=gates.enabled(Gate.TAS_REPLACE_NODE_ON_POD_TERMINATION),
-            on_taints=gates.enabled(Gate.TAS_REPLACE_NODE_ON_NODE_TAINTS),
-            multiple_nodes=gates.enabled(Gate.TAS_REPLACE_MULTIPLE_FAILED_NODES),
-        )
-        self.hotswap_worker = SerialWorker("hotswap", self.node_health.sync, concurrency=2)
-        # CRD name -> the kind it serves, for the enabled integrations served by a CRD.
-        self.crd_kinds = {
-            w.crd: kind
-            for kind, w in WATCHES.items()
-            if w.crd and self.enabled(w.framework, w.gate)
-        }
-        self.numa_problems: dict[str, str] = {}  # node -> why its zones are not counted
-        self.dynamic: dict[str, list[tuple[Reflector, asyncio.Task]]] = {}
-        self.reflectors = self._reflectors()
-        self.tasks: list[asyncio.Task] = []
-        self.helpers: list[asyncio.Task] = []  # one-off tasks that end by themselves
-        self.active = False
 
     def _elector(self) -> LeaderElector:
         lease = LeaseSettings(namespace=self.settings.leader_election_namespace)

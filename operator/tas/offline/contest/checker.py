@@ -126,13 +126,7 @@ class _Tokens:
         return self._pos >= len(self._items)
 
 
-def parse_input(text: str) -> Problem:
-    """Parses an input file; raises ValueError when it is not one the replay can follow."""
-    tokens = _Tokens(text)
-    sizes = [tokens.next_int(name) for name in ("N", "P", "R", "S", "K", "C", "M")]
-    if min(sizes) < 1:
-        raise ValueError(f"pool sizes and capacities must be positive, got {sizes}")
-    pool = Pool(*sizes)
+def _parse_vm_types(tokens: _Tokens, pool: Pool) -> list[VmType]:
     count = tokens.next_int("F")
     if count < 1:
         raise ValueError(f"F must be positive, got {count}")
@@ -142,7 +136,17 @@ def parse_input(text: str) -> Problem:
         if not 1 <= vm_type.numa <= min(2, pool.numa) or min(vm_type.cpu, vm_type.mem) < 1:
             raise ValueError(f"VM type {f} is malformed: {vm_type}")
         vm_types.append(vm_type)
+    return vm_types
 
+
+def parse_input(text: str) -> Problem:
+    """Parses an input file; raises ValueError when it is not one the replay can follow."""
+    tokens = _Tokens(text)
+    sizes = [tokens.next_int(name) for name in ("N", "P", "R", "S", "K", "C", "M")]
+    if min(sizes) < 1:
+        raise ValueError(f"pool sizes and capacities must be positive, got {sizes}")
+    pool = Pool(*sizes)
+    vm_types = _parse_vm_types(tokens, pool)
     requests: list[Request] = []
     group_types: dict[int, int] = {}
     live: dict[int, int] = {}  # VM -> its group, to validate deletions
