@@ -14,14 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from tas.api.placementgroups import GroupSpec
+from tas.cache.charges import Charge
 from tas.cache.projections import FlavorInfo
 from tas.solver.types import HOSTNAME_LEVEL, Node
-
-if TYPE_CHECKING:
-    from tas.cache.state import Charge
 
 Path = tuple[str, ...]
 

@@ -47,6 +47,7 @@ from tas.api.constants import (
 )
 from tas.api.numazones import parse_numa_zones
 from tas.api.placementgroups import GroupSpec
+from tas.cache.charges import Charge, PodSetCharge, charge_of
 from tas.cache.exclusive import Hold, exclusive_hold
 from tas.cache.numa import NumaLedger, Pending
 from tas.cache.projections import (
@@ -67,60 +68,15 @@ from tas.solver import TopologySnapshot
 from tas.solver.placement import leader_first
 from tas.solver.types import (
     HOSTNAME_LEVEL,
-    ONE_POD,
-    PODS,
     FlavorSpec,
     Node,
     NodeNuma,
     NumaShape,
     SolverOptions,
-    TopologyAssignment,
     with_one_pod,
 )
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class PodSetCharge:
-    name: str
-    flavor: str
-    count: int
-    per_pod: Mapping[str, int]  # including the 1 "pods"
-    assignment: TopologyAssignment | None
-
-    @property
-    def requests(self) -> dict[str, int]:
-        """Per pod without the implicit 1 "pods", which a snapshot adds by itself."""
-        out = dict(self.per_pod)
-        out[PODS] = out.get(PODS, 0) - ONE_POD
-        if not out[PODS]:
-            del out[PODS]
-        return out
-
-
-@dataclass(frozen=True)
-class Charge:
-    cluster_queue: str
-    pod_sets: tuple[PodSetCharge, ...]
-
-
-def charge_of(workload: WorkloadInfo) -> Charge | None:
-    """What a workload holding quota takes, read from its status.admission."""
-    if not workload.has_quota:
-        return None
-    requests = {ps.name: ps.requests for ps in workload.pod_sets}
-    pod_sets = tuple(
-        PodSetCharge(
-            name=a.name,
-            flavor=a.flavor or "",
-            count=a.count,
-            per_pod=with_one_pod(requests.get(a.name, {})),
-            assignment=a.assignment,
-        )
-        for a in workload.admissions
-    )
-    return Charge(cluster_queue=workload.admission_cq or "", pod_sets=pod_sets)
 
 
 class WrongThread(RuntimeError):
