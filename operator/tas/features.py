@@ -15,7 +15,8 @@ from __future__ import annotations
 import difflib
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -865,6 +866,18 @@ _active = defaults()
 def activate(gates: FeatureGates) -> None:
     global _active
     _active = gates
+
+
+@contextmanager
+def activated(gates: FeatureGates) -> Iterator[None]:
+    """The process's gates are `gates` inside the block, and what they were again after it (an
+    offline command that runs twice with different gates, a test)."""
+    previous = _active
+    activate(gates)
+    try:
+        yield
+    finally:
+        activate(previous)
 
 
 def enabled(name: str) -> bool:

@@ -257,8 +257,8 @@ def _admission(
     return {"clusterQueue": cq, "podSetAssignments": out}
 
 
-def _check_requests(workload: WorkloadInfo, levels: tuple[str, ...], grouped_slicing: bool) -> None:
-    validate_pod_set_groups(workload.pod_sets, grouped_slicing_enabled=grouped_slicing)
+def _check_requests(workload: WorkloadInfo, levels: tuple[str, ...]) -> None:
+    validate_pod_set_groups(workload.pod_sets)
     for ps in workload.pod_sets:
         validate_levels(ps.topology, levels)
 
@@ -345,7 +345,6 @@ class _FlavorSearch:
                 _check_requests(
                     self.workload,
                     self.state.topologies[flavor.topology_name],
-                    self.state.options.grouped_pod_set_slicing,
                 )
             except TopologyRequestError as exc:
                 return Decision(False, str(exc), invalid=True)

@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import TypedDict
 
+from tas import features
 from tas.api.constants import (
     INT32_MAX,
     LABEL_KEY_MAX,
@@ -29,28 +29,10 @@ from tas.api.constants import (
     PODSET_SLICE_SIZE,
     PODSET_UNCONSTRAINED_TOPOLOGY,
 )
-from tas.features import FeatureGates, Gate
+from tas.features import Gate
 from tas.solver.types import PodSetRequest, SliceLayer, TopologyRequest
 
 MAX_SLICE_LAYERS = 3
-
-
-class SlicingGates(TypedDict):
-    """The gates that change which slice annotations validate, as `parse_topology_request`'s
-    keyword arguments."""
-
-    multi_layer_enabled: bool
-    partial_slices_enabled: bool
-    grouped_slicing_enabled: bool
-
-
-def slicing_gates(gates: FeatureGates) -> SlicingGates:
-    """The one mapping of those gates to the keyword arguments (operator and offline alike)."""
-    return {
-        "multi_layer_enabled": gates.enabled(Gate.TAS_MULTI_LAYER_TOPOLOGY),
-        "partial_slices_enabled": gates.enabled(Gate.TAS_PARTIAL_SLICES),
-        "grouped_slicing_enabled": gates.enabled(Gate.TAS_GROUPED_POD_SET_SLICING),
-    }
 
 
 MAX_CONSTRAINTS_TEXT = 4096  # three layers fit in a few hundred characters
@@ -166,16 +148,12 @@ def parse_topology_request(
     *,
     pod_index_label: str | None = None,
     sub_group: tuple[str, int] | None = None,
-    multi_layer_enabled: bool = True,
-    partial_slices_enabled: bool = False,
-    grouped_slicing_enabled: bool = False,
 ) -> TopologyRequest:
     """Parse one pod set's annotations, refusing what Kueue's webhook refuses.
 
-    `count` is the pod set's count (slice sizes may not exceed it); `multi_layer_enabled`,
-    `partial_slices_enabled` and `grouped_slicing_enabled` are the TASMultiLayerTopology,
-    TASPartialSlices and TASGroupedPodSetSlicing gates. A pod set without annotations gives the
-    implied request.
+    `count` is the pod set's count (slice sizes may not exceed it). The process's
+    TASMultiLayerTopology, TASPartialSlices and TASGroupedPodSetSlicing gates decide which slice
+    annotations are allowed. A pod set without annotations gives the implied request.
     `pod_index_label` and `sub_group` (the label of a pod's Job index, and the number of Jobs)
     are the integration's rank order, recorded for the ungater.
     """
@@ -200,14 +178,11 @@ def parse_topology_request(
         unconstrained = _GO_BOOLS[unconstrained_text]
 
     # With TASGroupedPodSetSlicing a group may have slices, checked as anyone's.
-    grouped_without_slices = None if grouped_slicing_enabled else group_name
+    grouped_slicing = features.enabled(Gate.TAS_GROUPED_POD_SET_SLICING)
+    grouped_without_slices = None if grouped_slicing else group_name
     if group_name is not None:
-        _check_group_name(
-            group_name, required, preferred, {} if grouped_slicing_enabled else annotations
-        )
-    layers = _parse_slice_layers(
-        annotations, count, grouped_without_slices, multi_layer_enabled, partial_slices_enabled
-    )
+        _check_group_name(group_name, required, preferred, {} if grouped_slicing else annotations)
+    layers = _parse_slice_layers(annotations, count, grouped_without_slices)
     return TopologyRequest(
         required=required,
         preferred=preferred,
@@ -272,20 +247,18 @@ def _parse_slice_layers(
     annotations: Mapping[str, str],
     count: int,
     group_name: str | None,
-    multi_layer: bool,
-    partial_slices: bool,
 ) -> tuple[SliceLayer, ...]:
     """The slice layers of the single-layer or the constraints annotations; `group_name` is
     the group that may not have constraints (None: no such group, or TASGroupedPodSetSlicing)."""
     slice_topology = annotations.get(PODSET_SLICE_REQUIRED_TOPOLOGY)
     slice_size_text = annotations.get(PODSET_SLICE_SIZE)
     constraints_text = annotations.get(PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS)
+    partial_slices = features.enabled(Gate.TAS_PARTIAL_SLICES)
     if constraints_text is None:
         return _parse_single_slice_layer(slice_topology, slice_size_text, count, partial_slices)
     return _parse_constraints(
         constraints_text,
         count,
-        multi_layer,
         slice_topology,
         slice_size_text,
         group_name,
@@ -337,7 +310,6 @@ def _parse_single_slice_layer(
 def _parse_constraints(
     text: str,
     count: int,
-    multi_layer_enabled: bool,
     slice_topology: str | None,
     slice_size_text: str | None,
     group_name: str | None,
@@ -352,7 +324,7 @@ def _parse_constraints(
     def fail(problem: str) -> TopologyRequestError:
         return TopologyRequestError(name, text, problem)
 
-    if not multi_layer_enabled:
+    if not features.enabled(Gate.TAS_MULTI_LAYER_TOPOLOGY):
         raise fail(f"needs the {Gate.TAS_MULTI_LAYER_TOPOLOGY} feature gate")
     for other, value in (
         (PODSET_SLICE_REQUIRED_TOPOLOGY, slice_topology),
@@ -495,12 +467,10 @@ def validate_levels(
         )
 
 
-def validate_pod_set_groups(
-    podsets: Sequence[PodSetRequest], *, grouped_slicing_enabled: bool = False
-) -> None:
+def validate_pod_set_groups(podsets: Sequence[PodSetRequest]) -> None:
     """`podset-group-name` across one workload's pod sets: each group is exactly two pod sets,
     one of them with count 1, both required (or both preferred) at the same level, and without
-    slices unless `grouped_slicing_enabled` (the TASGroupedPodSetSlicing gate)."""
+    slices unless the TASGroupedPodSetSlicing gate is on."""
     groups: dict[str, list[int]] = {}
     for index, podset in enumerate(podsets):
         if podset.topology.group_name is not None:
@@ -537,7 +507,7 @@ def validate_pod_set_groups(
                 podset_index=members[1],
             )
         sliced = first.topology.slice_layers or second.topology.slice_layers
-        if sliced and not grouped_slicing_enabled:
+        if sliced and not features.enabled(Gate.TAS_GROUPED_POD_SET_SLICING):
             raise TopologyRequestError(
                 PODSET_GROUP_NAME, name, "may not be used with slices", podset_index=members[1]
             )

@@ -27,7 +27,6 @@ from kopf._core.engines.admission import AmbiguousResourceError, UnknownResource
 from kopf._core.reactor.inventory import ResourceMemories  # for ForgetfulMemories (no public name)
 
 from tas import metrics
-from tas.api.annotations import SlicingGates
 from tas.api.constants import QUEUE_NAME_LABEL
 from tas.api.frameworks import RESOURCES, Framework
 from tas.config import Settings
@@ -39,7 +38,7 @@ from tas.integrations.pod import webhook as pod_webhook
 from tas.integrations.statefulset import webhook as sts_webhook
 from tas.kube import client_session
 from tas.kube.kubeconfig import load_connection
-from tas.runtime.runtime import Runtime, slicing_gates
+from tas.runtime.runtime import Runtime
 from tas.runtime.watches import owned_by_jobset
 from tas.webhooks.rotation import WebhookCertificates
 from tas.webhooks.server import ReviewFn, WebhookServer, call_on
@@ -217,10 +216,6 @@ def enabled(memo: Any, framework: Framework) -> bool:
     return memo.settings.integrations.enabled(framework)
 
 
-def slicing(memo: Any) -> SlicingGates:
-    return slicing_gates(memo.settings.gates)
-
-
 def refuse(errors: list[str]) -> None:
     if errors:
         raise kopf.AdmissionError("; ".join(errors), code=422)
@@ -286,9 +281,9 @@ async def suspend_queued_job(body: kopf.Body, patch: kopf.Patch, **_: Any) -> No
 
 
 @webhook(kopf.on.validate, Framework.JOB, VALIDATE_WEBHOOK, ["CREATE", "UPDATE"])
-async def validate_topology_request(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+async def validate_topology_request(body: kopf.Body, **_: Any) -> None:
     if not owned_by_jobset(body):
-        refuse(job_webhook.validate(review_object(body), **slicing(memo)))
+        refuse(job_webhook.validate(review_object(body)))
 
 
 # ---- JobSets -----------------------------------------------------------------------------------
@@ -301,10 +296,10 @@ async def suspend_queued_jobset(body: kopf.Body, patch: kopf.Patch, **_: Any) ->
 
 
 @webhook(kopf.on.validate, Framework.JOBSET, VALIDATE_JOBSET_WEBHOOK, ["CREATE", "UPDATE"])
-async def validate_jobset(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+async def validate_jobset(body: kopf.Body, **_: Any) -> None:
     """Every replicatedJob's topology annotations, with Kueue's rules; the message names the
     annotation and the replicatedJob."""
-    refuse(jobset_webhook.validate(review_object(body), **slicing(memo)))
+    refuse(jobset_webhook.validate(review_object(body)))
 
 
 # ---- plain pods and pod groups -----------------------------------------------------------------
@@ -328,9 +323,9 @@ async def gate_queued_pod(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, *
 @webhook(
     kopf.on.validate, Framework.POD, VALIDATE_POD_WEBHOOK, ["CREATE", "UPDATE"], queued_only=False
 )
-async def validate_pod(body: kopf.Body, memo: kopf.Memo, old: Any = None, **_: Any) -> None:
+async def validate_pod(body: kopf.Body, old: Any = None, **_: Any) -> None:
     previous = {"metadata": dict(old.get("metadata") or {})} if old else None
-    refuse(pod_webhook.validate(review_object(body), previous, **slicing(memo)))
+    refuse(pod_webhook.validate(review_object(body), previous))
 
 
 # ---- StatefulSets ------------------------------------------------------------------------------
@@ -371,4 +366,4 @@ async def validate_leaderworkerset(
         else None
     )
     bound = memo.settings.max_leaderworkerset_replicas
-    refuse(lws_webhook.validate(review_object(body), previous, max_replicas=bound, **slicing(memo)))
+    refuse(lws_webhook.validate(review_object(body), previous, max_replicas=bound))

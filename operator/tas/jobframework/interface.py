@@ -26,10 +26,6 @@ class GenericJob(Protocol):
     def pod_sets(
         self,
         obj: Mapping,
-        *,
-        multi_layer_enabled: bool = True,
-        partial_slices_enabled: bool = False,
-        grouped_slicing_enabled: bool = False,
     ) -> list[dict]:
         """The Workload's spec.podSets; raises TopologyRequestError for a bad annotation."""
 

@@ -43,9 +43,6 @@ class JobReconciler:
         writer: WorkloadWriter,
         *,
         managed: Container[str] = EVERY_NAMESPACE,
-        multi_layer_enabled: bool = True,
-        partial_slices_enabled: bool = False,
-        grouped_slicing_enabled: bool = False,
     ) -> None:
         self.job = job
         self.kind = job.resource.kind
@@ -53,9 +50,6 @@ class JobReconciler:
         self.kube = kube
         self.writer = writer
         self.managed = managed  # the namespaces whose objects are ours
-        self.multi_layer_enabled = multi_layer_enabled
-        self.partial_slices_enabled = partial_slices_enabled
-        self.grouped_slicing_enabled = grouped_slicing_enabled
         self.objects: dict[
             Key, dict
         ] = {}  # latest queued objects (no managedFields, no status noise)
@@ -121,9 +115,6 @@ class JobReconciler:
             self.job,
             obj,
             workload,
-            multi_layer_enabled=self.multi_layer_enabled,
-            partial_slices_enabled=self.partial_slices_enabled,
-            grouped_slicing_enabled=self.grouped_slicing_enabled,
             defaults=self.state.pod_defaults(key[0]),
         ):
             log.info("%s %s/%s changed while suspended; re-creating its workload", self.kind, *key)
@@ -135,9 +126,6 @@ class JobReconciler:
             workload = build_workload(
                 self.job,
                 obj,
-                multi_layer_enabled=self.multi_layer_enabled,
-                partial_slices_enabled=self.partial_slices_enabled,
-                grouped_slicing_enabled=self.grouped_slicing_enabled,
                 classes=self.state.priority_classes(),
                 defaults=self.state.pod_defaults(meta["namespace"]),
             )

@@ -17,19 +17,12 @@ def suspend(job: GenericJob, obj: Mapping) -> dict:
 def validate(
     job: GenericJob,
     obj: Mapping,
-    *,
-    multi_layer_enabled: bool = True,
-    partial_slices_enabled: bool = False,
-    grouped_slicing_enabled: bool = False,
 ) -> list[str]:
     """The topology annotations of every pod template, with Kueue's rules; the message names the
     annotation (and the template, for a kind with several)."""
     try:
         job.pod_sets(
             obj,
-            multi_layer_enabled=multi_layer_enabled,
-            partial_slices_enabled=partial_slices_enabled,
-            grouped_slicing_enabled=grouped_slicing_enabled,
         )
     except TopologyRequestError as exc:
         return [str(exc)]

@@ -53,9 +53,6 @@ def pod_set(
     *,
     pod_index_label: str | None = None,
     sub_group: tuple[str, int] | None = None,
-    multi_layer_enabled: bool = True,
-    partial_slices_enabled: bool = False,
-    grouped_slicing_enabled: bool = False,
 ) -> dict:
     """One Workload pod set of a pod template; raises TopologyRequestError."""
     template = copy.deepcopy(dict(template))
@@ -65,9 +62,6 @@ def pod_set(
         count,
         pod_index_label=pod_index_label,
         sub_group=sub_group,
-        multi_layer_enabled=multi_layer_enabled,
-        partial_slices_enabled=partial_slices_enabled,
-        grouped_slicing_enabled=grouped_slicing_enabled,
     )
     check_placement_group(annotations)
     out = {"name": name, "count": count, "template": template}
@@ -133,9 +127,6 @@ def build_workload(
     job,
     obj: Mapping,
     *,
-    multi_layer_enabled: bool = True,
-    partial_slices_enabled: bool = False,
-    grouped_slicing_enabled: bool = False,
     classes: PriorityClasses | None = None,
     defaults: PodDefaults | None = None,
 ) -> dict:
@@ -147,9 +138,6 @@ def build_workload(
     resource: Resource = job.resource
     pod_sets = job.pod_sets(
         obj,
-        multi_layer_enabled=multi_layer_enabled,
-        partial_slices_enabled=partial_slices_enabled,
-        grouped_slicing_enabled=grouped_slicing_enabled,
     )
     pod_sets = with_pod_defaults(pod_sets, defaults)
     priority = workload_priority(meta, pod_sets, job.priority(obj), classes)
@@ -183,9 +171,6 @@ def needs_new_workload(
     obj: Mapping,
     workload: WorkloadInfo,
     *,
-    multi_layer_enabled=True,
-    partial_slices_enabled=False,
-    grouped_slicing_enabled=False,
     defaults: PodDefaults | None = None,
 ) -> bool:
     """A suspended object whose pod sets no longer match its pending Workload: resized, or a
@@ -204,9 +189,6 @@ def needs_new_workload(
             build_workload(
                 job,
                 obj,
-                multi_layer_enabled=multi_layer_enabled,
-                partial_slices_enabled=partial_slices_enabled,
-                grouped_slicing_enabled=grouped_slicing_enabled,
                 defaults=defaults,
             )
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tas import features
@@ -13,7 +13,6 @@ from tas.api.annotations import (
     TopologyRequestError,
     label_key_problem,
     parse_topology_request,
-    slicing_gates,
     validate_levels,
     validate_pod_set_groups,
 )
@@ -71,6 +70,9 @@ class Scenario:
     # cohorts, preemption): Kueue-shaped ClusterQueue and Cohort objects, checked.
     cluster_queues: tuple[Mapping[str, Any], ...] = ()
     cohorts: tuple[Mapping[str, Any], ...] = ()
+    # The scenario's featureGates: active while its annotations are read and its workloads
+    # are decided, as the operator's are (the solver takes `options` instead).
+    gates: features.FeatureGates = field(default_factory=features.defaults)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -248,9 +250,7 @@ def _optional_numa(entry: Mapping[str, Any], path: str) -> NodeNuma | None:
     return _numa(entry["numa"], f"{path}.numa")
 
 
-def _podset(
-    entry: Any, path: str, levels: Sequence[str], gates: features.FeatureGates
-) -> PodSetRequest:
+def _podset(entry: Any, path: str, levels: Sequence[str]) -> PodSetRequest:
     entry = expect(entry, dict, path)
     name = read_field(entry, "name", str, path)
     count = read_field(entry, "count", int, path)
@@ -273,7 +273,6 @@ def _podset(
         topology = parse_topology_request(
             annotations,
             count,
-            **slicing_gates(gates),
         )
         validate_levels(topology, levels, annotations)
     except TopologyRequestError as error:
@@ -417,16 +416,14 @@ def _cohorts(document: Mapping[str, Any]) -> tuple[dict, ...]:
     return tuple(cohorts)
 
 
-def _workloads(
-    document: Mapping[str, Any], levels: Sequence[str], gates: features.FeatureGates
-) -> tuple[Workload, ...]:
+def _workloads(document: Mapping[str, Any], levels: Sequence[str]) -> tuple[Workload, ...]:
     workloads: list[Workload] = []
     for path, entry, name in _named(document, "workloads", "workload", required=True):
         entries = read_field(entry, "podSets", list, path)
         if not entries:
             raise ScenarioError(f"{path}.podSets", "must have at least one pod set")
         podsets = tuple(
-            _podset(item, f"{path}.podSets[{i}]", levels, gates) for i, item in enumerate(entries)
+            _podset(item, f"{path}.podSets[{i}]", levels) for i, item in enumerate(entries)
         )
         names = [podset.name for podset in podsets]
         for i, podset_name in enumerate(names):
@@ -435,9 +432,7 @@ def _workloads(
                     f"{path}.podSets[{i}].name", f"pod set {podset_name!r} appears twice"
                 )
         try:
-            validate_pod_set_groups(
-                podsets, grouped_slicing_enabled=gates.enabled(Gate.TAS_GROUPED_POD_SET_SLICING)
-            )
+            validate_pod_set_groups(podsets)
         except TopologyRequestError as error:
             podset_path = f"{path}.podSets[{error.podset_index}].annotations"
             raise ScenarioError(key_path(podset_path, error.annotation), error.detail) from None
@@ -463,7 +458,8 @@ def parse_scenario(document: Any) -> Scenario:
     gates = _gates(document)
     queues = _cluster_queues(document)
     cohorts = _cohorts(document)
-    workloads = _workloads(document, levels, gates)
+    with features.activated(gates):  # the annotations are read under the scenario's gates
+        workloads = _workloads(document, levels)
     names = [q["metadata"]["name"] for q in queues]
     for index, workload in enumerate(workloads):
         if queues and workload.cluster_queue is None and len(queues) > 1:
@@ -493,4 +489,5 @@ def parse_scenario(document: Any) -> Scenario:
         workloads=workloads,
         cluster_queues=queues,
         cohorts=cohorts,
+        gates=gates,
     )

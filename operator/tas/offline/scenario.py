@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import IO, Any
 
+from tas import features
 from tas.api import topologyassignment
 from tas.api.format import format_milli
 from tas.offline.fields import ScenarioError
@@ -45,7 +46,8 @@ def solve(scenario: Scenario, timings: Timings | None = None) -> dict[str, Any]:
     """Place every workload in order on one snapshot; an admitted one keeps its capacity.
     With ClusterQueues, every workload goes through the operator's admission decision."""
     if scenario.cluster_queues:
-        return admit(scenario, timings)
+        with features.activated(scenario.gates):  # admission reads them where they act
+            return admit(scenario, timings)
     from tas.solver.snapshot import TopologySnapshot
 
     started = time.perf_counter()

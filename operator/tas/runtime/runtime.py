@@ -16,7 +16,6 @@ import signal
 
 from tas import metrics
 from tas.admission.loop import AdmissionLoop
-from tas.api.annotations import slicing_gates
 from tas.api.frameworks import Framework
 from tas.cache import projections as proj
 from tas.cache.state import ClusterState
@@ -116,25 +115,21 @@ class Runtime:
     def _integrations(self, settings: Settings) -> None:
         """The integrations' controllers, the ungater and their serial workers; every write
         of theirs goes through the fenced client."""
-        slicing = slicing_gates(settings.gates)
         # Kueue's managedJobsNamespaceSelector, as the chart's webhooks apply it
         self.managed = ManagedNamespaces(
             settings.managed_namespaces_selector, self.state.namespaces
         )
         managed = self.managed
         writes = self.leader_kube
-        self.jobs = JobReconciler(JOB, self.state, writes, self.writer, managed=managed, **slicing)
-        self.jobsets = JobReconciler(
-            JOB_SET, self.state, writes, self.writer, managed=managed, **slicing
-        )
-        self.pod_groups = PodController(self.state, writes, self.writer, managed=managed, **slicing)
+        self.jobs = JobReconciler(JOB, self.state, writes, self.writer, managed=managed)
+        self.jobsets = JobReconciler(JOB_SET, self.state, writes, self.writer, managed=managed)
+        self.pod_groups = PodController(self.state, writes, self.writer, managed=managed)
         self.leaderworkersets = LeaderWorkerSetController(
             self.state,
             writes,
             self.pod_groups.pods,
             max_replicas=settings.max_leaderworkerset_replicas,
             managed=managed,
-            **slicing,
         )
         self.child_jobs: dict[tuple[str, str], str] = {}  # a JobSet's Jobs: key -> uid
         self.ungater = Ungater(self.state, writes)

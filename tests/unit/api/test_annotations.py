@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import given, settings
@@ -25,6 +26,7 @@ from tas.api.constants import (
     PODSET_UNCONSTRAINED_TOPOLOGY,
 )
 from tas.solver.types import PodSetRequest, SliceLayer, TopologyRequest
+from tests.unit.gates import gates
 
 BLOCK = "cloud.provider.com/topology-block"
 RACK = "cloud.provider.com/topology-rack"
@@ -32,6 +34,13 @@ HOST = "kubernetes.io/hostname"
 LEVELS = (BLOCK, RACK, HOST)
 
 FAST = settings(max_examples=100, deadline=None)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _multi_layer_on() -> Iterator[None]:
+    """Most cases here read the constraints annotation, which TASMultiLayerTopology allows."""
+    with gates(TASMultiLayerTopology=True):
+        yield
 
 
 def refused(annotations: dict[str, str], count: int = 8, **kwargs: object) -> TopologyRequestError:
@@ -289,7 +298,8 @@ def test_constraints_keys_match_case_insensitively_like_go() -> None:
 
 def test_constraints_need_the_feature_gate() -> None:
     text = constraints((RACK, 2))
-    error = refused({PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS: text}, multi_layer_enabled=False)
+    with gates(TASMultiLayerTopology=False):
+        error = refused({PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS: text})
     assert "TASMultiLayerTopology" in str(error)
 
 

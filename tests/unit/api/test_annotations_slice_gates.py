@@ -5,6 +5,7 @@ are from pkg/controller/jobframework/tas_validation_test.go (v0.20)."""
 from __future__ import annotations
 
 import json
+from contextlib import AbstractContextManager
 
 import pytest
 
@@ -20,23 +21,34 @@ from tas.api.constants import (
     PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS,
     PODSET_SLICE_SIZE,
 )
-from tas.solver.types import PodSetRequest, SliceLayer
+from tas.solver.types import PodSetRequest, SliceLayer, TopologyRequest
+from tests.unit.gates import gates
 
 BLOCK = "cloud.com/block"
 RACK = "cloud.com/rack"
 HOST = "kubernetes.io/hostname"
 
-PARTIAL_ON = {"partial_slices_enabled": True}
-GROUPED_ON = {"grouped_slicing_enabled": True}
+PARTIAL_ON = {"TASPartialSlices": True}
+GROUPED_ON = {"TASGroupedPodSetSlicing": True}
 
 
 def constraints(*layers: tuple[str, int]) -> str:
     return json.dumps([{"topology": level, "size": size} for level, size in layers])
 
 
-def refused(annotations: dict[str, str], count: int, **gates: bool) -> str:
+def gates_on(**on: bool) -> AbstractContextManager[None]:
+    """The gates these cases run under: TASMultiLayerTopology on, and `on` over it."""
+    return gates(TASMultiLayerTopology=True, **on)
+
+
+def parse(annotations: dict[str, str], count: int, **on: bool) -> TopologyRequest:
+    with gates_on(**on):
+        return parse_topology_request(annotations, count)
+
+
+def refused(annotations: dict[str, str], count: int, **on: bool) -> str:
     with pytest.raises(TopologyRequestError) as raised:
-        parse_topology_request(annotations, count, **gates)
+        parse(annotations, count, **on)
     return str(raised.value)
 
 
@@ -53,7 +65,7 @@ def test_a_slice_size_that_does_not_divide_is_refused_with_the_gate_off() -> Non
 
 
 def test_a_slice_size_that_does_not_divide_leaves_a_partial_slice_with_the_gate_on() -> None:
-    request = parse_topology_request({**SINGLE, PODSET_SLICE_SIZE: "4"}, 10, **PARTIAL_ON)
+    request = parse({**SINGLE, PODSET_SLICE_SIZE: "4"}, 10, **PARTIAL_ON)
     assert request.slice_layers == (SliceLayer(RACK, 4),)
 
 
@@ -104,7 +116,7 @@ def test_kueues_a_single_layer_may_leave_a_partial_slice() -> None:
         PODSET_REQUIRED_TOPOLOGY: BLOCK,
         PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS: constraints((RACK, 16)),
     }
-    request = parse_topology_request(annotations, 20, **PARTIAL_ON)
+    request = parse(annotations, 20, **PARTIAL_ON)
     assert request.slice_layers == (SliceLayer(RACK, 16),)
 
 
@@ -129,7 +141,7 @@ def test_slice_annotations_in_a_group_are_refused_with_the_gate_off(slicing, oth
 
 def test_slice_annotations_in_a_group_are_taken_with_the_gate_on() -> None:
     slicing = {PODSET_SLICE_REQUIRED_TOPOLOGY: RACK, PODSET_SLICE_SIZE: "2"}
-    request = parse_topology_request({**GROUPED, **slicing}, 4, **GROUPED_ON)
+    request = parse({**GROUPED, **slicing}, 4, **GROUPED_ON)
     assert (request.group_name, request.slice_layers) == ("group1", (SliceLayer(RACK, 2),))
 
 
@@ -149,17 +161,15 @@ def test_kueues_constraints_with_a_group_name() -> None:
         f'annotation "{PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS}": {json.dumps(text)} '
         f'may not be set together with "{PODSET_GROUP_NAME}"'
     )
-    request = parse_topology_request(annotations, 16, **GROUPED_ON)
+    request = parse(annotations, 16, **GROUPED_ON)
     assert request.slice_layers == (SliceLayer(RACK, 16),)
 
 
-def lws_pod_sets(**gates: bool) -> list[PodSetRequest]:
+def lws_pod_sets(**on: bool) -> list[PodSetRequest]:
     """A LeaderWorkerSet's pair: the leader, and 15 workers in rack slices of 4."""
-    leader = parse_topology_request(GROUPED, 1, **gates)
+    leader = parse(GROUPED, 1, **on)
     slicing = {PODSET_SLICE_REQUIRED_TOPOLOGY: RACK, PODSET_SLICE_SIZE: "4"}
-    workers = parse_topology_request(
-        {**GROUPED, **slicing}, 15, partial_slices_enabled=True, grouped_slicing_enabled=True
-    )
+    workers = parse({**GROUPED, **slicing}, 15, **PARTIAL_ON, **GROUPED_ON)
     return [
         PodSetRequest("leader", 1, {}, leader),
         PodSetRequest("workers", 15, {}, workers),
@@ -167,8 +177,9 @@ def lws_pod_sets(**gates: bool) -> list[PodSetRequest]:
 
 
 def test_a_sliced_group_is_refused_across_pod_sets_with_the_gate_off() -> None:
-    with pytest.raises(TopologyRequestError) as raised:
-        validate_pod_set_groups(lws_pod_sets())
+    pod_sets = lws_pod_sets()
+    with gates_on(), pytest.raises(TopologyRequestError) as raised:
+        validate_pod_set_groups(pod_sets)
     assert str(raised.value) == (
         f'annotation "{PODSET_GROUP_NAME}": "group1" may not be used with slices'
     )
@@ -176,15 +187,15 @@ def test_a_sliced_group_is_refused_across_pod_sets_with_the_gate_off() -> None:
 
 
 def test_a_sliced_group_is_taken_across_pod_sets_with_the_gate_on() -> None:
-    validate_pod_set_groups(lws_pod_sets(), grouped_slicing_enabled=True)
+    pod_sets = lws_pod_sets()
+    with gates_on(**GROUPED_ON):
+        validate_pod_set_groups(pod_sets)
 
 
 def test_the_other_group_rules_hold_with_the_gate_on() -> None:
     leader, workers = lws_pod_sets()
-    with pytest.raises(TopologyRequestError, match="exactly 2 pod sets, got 1"):
-        validate_pod_set_groups([workers], grouped_slicing_enabled=True)
-    with pytest.raises(TopologyRequestError, match="count 1"):
-        validate_pod_set_groups(
-            [workers, PodSetRequest("second", 2, {}, leader.topology)],
-            grouped_slicing_enabled=True,
-        )
+    with gates_on(**GROUPED_ON):
+        with pytest.raises(TopologyRequestError, match="exactly 2 pod sets, got 1"):
+            validate_pod_set_groups([workers])
+        with pytest.raises(TopologyRequestError, match="count 1"):
+            validate_pod_set_groups([workers, PodSetRequest("second", 2, {}, leader.topology)])

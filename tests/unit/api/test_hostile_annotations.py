@@ -16,6 +16,7 @@ from tas.api.constants import (
     PODSET_SLICE_SIZE,
     PODSET_UNCONSTRAINED_TOPOLOGY,
 )
+from tests.unit.gates import gates
 
 KEYS = [
     PODSET_REQUIRED_TOPOLOGY,
@@ -45,7 +46,8 @@ nasty_text = st.one_of(
 
 def check(annotations, count):
     try:
-        parse_topology_request(annotations, count, multi_layer_enabled=True)
+        with gates(TASMultiLayerTopology=True):
+            parse_topology_request(annotations, count)
     except TopologyRequestError as exc:
         assert exc.annotation in KEYS
         assert len(str(exc)) <= MAX_MESSAGE, len(str(exc))
@@ -125,6 +127,7 @@ def test_the_webhooks_job_check_refuses_cleanly(annotations, parallelism, comple
         "spec": spec,
     }
     try:
-        build_workload(job)
+        with gates(TASMultiLayerTopology=True):
+            build_workload(job)
     except TopologyRequestError as exc:
         assert len(str(exc)) <= MAX_MESSAGE

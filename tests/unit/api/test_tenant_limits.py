@@ -31,6 +31,7 @@ from tas.cache import projections as proj
 from tas.integrations.job.controller import JOB
 from tas.integrations.pod import webhook as pod_webhook
 from tas.jobframework.workload import build_workload
+from tests.unit.gates import gates
 
 
 def level_key(prefix_length: int, name_length: int) -> str:
@@ -90,9 +91,8 @@ def test_whatever_the_webhook_accepts_the_crd_accepts(required, slice_level, gro
     }
     for extra in ({}, {PODSET_SLICE_REQUIRED_TOPOLOGY: slice_level, PODSET_SLICE_SIZE: "1"}):
         try:
-            request = parse_topology_request(
-                {**annotations, **extra}, 2, grouped_slicing_enabled=True
-            )
+            with gates(TASGroupedPodSetSlicing=True):
+                request = parse_topology_request({**annotations, **extra}, 2)
         except TopologyRequestError:
             continue
         PodSetTopologyRequest.model_validate(topologyrequest.to_api(request))

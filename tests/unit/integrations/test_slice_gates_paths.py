@@ -1,7 +1,7 @@
 """TASPartialSlices and TASGroupedPodSetSlicing reach every path that validates annotations:
-the operator's gates become the keyword arguments the webhooks and controllers pass on
-(handlers/runtime.slicing_gates), a Job's and a LeaderWorkerSet's webhook and Workload follow
-them, and admission refuses a sliced group in a Workload only while the gate is off."""
+the process's gates (tas.features, activated by the operator at start) are what the annotation
+parsing reads, a Job's and a LeaderWorkerSet's webhook and Workload follow them, and admission
+refuses a sliced group in a Workload only while the gate is off."""
 
 from __future__ import annotations
 
@@ -13,25 +13,25 @@ from tas.cache import projections as proj
 from tas.integrations.job.controller import build_workload
 from tas.integrations.leaderworkerset import webhook as lws_webhook
 from tas.integrations.leaderworkerset import workload as L
-from tas.runtime.runtime import slicing_gates
 from tas.solver.types import SolverOptions
 from tests.unit.admission.fixtures import BLOCK, RACK, make_state, node, workload
+from tests.unit.gates import gates
 from tests.unit.integrations.builders import GROUP, QUEUE, REQUIRED, SLICE_SIZE, SLICE_TOPOLOGY
 from tests.unit.integrations.builders import leader_and_workers as leaderworkerset
 
-BOTH_ON = {"partial_slices_enabled": True, "grouped_slicing_enabled": True}
+BOTH_ON = {"TASPartialSlices": True, "TASGroupedPodSetSlicing": True}
 
 
 @pytest.mark.parametrize(
     ("values", "want"),
     [
-        ({}, {"partial_slices_enabled": False, "grouped_slicing_enabled": False}),
-        ({"TASMultiLayerTopology": "true"}, {"multi_layer_enabled": True}),
-        ({"TASPartialSlices": "true"}, {"partial_slices_enabled": True}),
-        ({"TASGroupedPodSetSlicing": "true"}, {"grouped_slicing_enabled": True}),
+        ({}, {"TASPartialSlices": False, "TASGroupedPodSetSlicing": False}),
+        ({"TASMultiLayerTopology": "true"}, {"TASMultiLayerTopology": True}),
+        ({"TASPartialSlices": "true"}, {"TASPartialSlices": True}),
+        ({"TASGroupedPodSetSlicing": "true"}, {"TASGroupedPodSetSlicing": True}),
         (
             {"TASGroupedPodSetSlicing": "true", "TopologyAwareScheduling": "false"},
-            {"grouped_slicing_enabled": False},
+            {"TASGroupedPodSetSlicing": False},
         ),
     ],
     ids=[
@@ -42,9 +42,18 @@ BOTH_ON = {"partial_slices_enabled": True, "grouped_slicing_enabled": True}
         "grouped needs TopologyAwareScheduling",
     ],
 )
-def test_the_gates_become_the_validation_arguments(values, want) -> None:
-    got = slicing_gates(features.from_mapping(values))
-    assert {key: got[key] for key in want} == want
+def test_the_activated_gates_are_what_validation_reads(values, want) -> None:
+    with features.activated(features.from_mapping(values)):
+        got = {name: features.enabled(name) for name in want}
+    assert got == want
+
+
+def test_activated_gates_are_restored_after_the_block_even_when_it_fails() -> None:
+    with gates(TASPartialSlices=True):
+        with pytest.raises(RuntimeError), gates(TASPartialSlices=False):
+            raise RuntimeError
+        inner_restored = features.enabled("TASPartialSlices")
+    assert (inner_restored, features.enabled("TASPartialSlices")) == (True, False)
 
 
 def test_the_gates_become_solver_options() -> None:
@@ -74,7 +83,8 @@ def sliced_job(parallelism: int, size: int) -> dict:
 def test_a_jobs_workload_leaves_a_partial_slice_only_with_the_gate() -> None:
     with pytest.raises(ValueError, match="must divide the pod set count 10"):
         build_workload(sliced_job(10, 4))
-    [podset] = build_workload(sliced_job(10, 4), partial_slices_enabled=True)["spec"]["podSets"]
+    with gates(TASPartialSlices=True):
+        [podset] = build_workload(sliced_job(10, 4))["spec"]["podSets"]
     assert podset["count"] == 10
     assert podset["topologyRequest"]["podSetSliceSize"] == 4
 
@@ -93,13 +103,16 @@ def test_the_lws_webhook_follows_the_gates() -> None:
     [error] = lws_webhook.validate(lws_with_sliced_workers())
     assert "workerTemplate.metadata.annotations" in error
     assert f'may not be set together with "{SLICE_SIZE}"' in error
-    [error] = lws_webhook.validate(lws_with_sliced_workers(), grouped_slicing_enabled=True)
+    with gates(TASGroupedPodSetSlicing=True):
+        [error] = lws_webhook.validate(lws_with_sliced_workers())
     assert "must divide the pod set count 15" in error
-    assert lws_webhook.validate(lws_with_sliced_workers(), **BOTH_ON) == []
+    with gates(**BOTH_ON):
+        assert lws_webhook.validate(lws_with_sliced_workers()) == []
 
 
 def test_the_lws_workload_carries_the_sliced_workers() -> None:
-    leader, workers = L.group_workload(lws_with_sliced_workers(), 0, **BOTH_ON)["spec"]["podSets"]
+    with gates(**BOTH_ON):
+        leader, workers = L.group_workload(lws_with_sliced_workers(), 0)["spec"]["podSets"]
     assert (leader["count"], workers["count"]) == (1, 15)
     assert workers["topologyRequest"]["podSetGroupName"] == "lws"
     assert workers["topologyRequest"]["podSetSliceSize"] == 4
@@ -125,7 +138,8 @@ def grouped_sliced_workload() -> proj.WorkloadInfo:
 def test_admission_refuses_a_sliced_group_only_with_the_gate_off(on: bool) -> None:
     state = make_state([node(f"h{i}", "b1", f"r{i // 2}") for i in range(4)])
     state.options = SolverOptions(grouped_pod_set_slicing=on)
-    decision = decide(state, grouped_sliced_workload(), state.cluster_queues["cq"])
+    with gates(TASGroupedPodSetSlicing=on):
+        decision = decide(state, grouped_sliced_workload(), state.cluster_queues["cq"])
     if on:
         assert decision.admitted, decision.message
     else:

@@ -47,3 +47,13 @@ def test_the_example_is_refused_with_the_gates_off(tmp_path) -> None:
         'workloads[0].podSets[1].annotations["kueue.x-k8s.io/podset-group-name"]: "lws" may '
         'not be set together with "kueue.x-k8s.io/podset-slice-size"'
     )
+
+
+def test_the_example_is_admitted_through_cluster_queues_under_its_gates(tmp_path) -> None:
+    """With clusterQueues the admission decision checks the group again: it must read the
+    scenario's gates too, not the command's defaults."""
+    document = yaml.safe_load(EXAMPLE.read_text())
+    document["clusterQueues"] = [{"name": "cq", "nominalQuota": {"cpu": "100"}}]
+    by_name = {w["name"]: w for w in solved(tmp_path, document)}
+    assert by_name["lws"]["admitted"], by_name["lws"]
+    assert by_name["eval"]["admitted"], by_name["eval"]

@@ -88,18 +88,11 @@ def restore_patch(job: Mapping, workload: WorkloadInfo) -> dict | None:
 def needs_new_workload(
     job: Mapping,
     workload: WorkloadInfo,
-    *,
-    multi_layer_enabled=True,
-    partial_slices_enabled=False,
-    grouped_slicing_enabled=False,
 ) -> bool:
     return framework.needs_new_workload(
         JOB,
         job,
         workload,
-        multi_layer_enabled=multi_layer_enabled,
-        partial_slices_enabled=partial_slices_enabled,
-        grouped_slicing_enabled=grouped_slicing_enabled,
     )
 
 
@@ -115,10 +108,6 @@ class _Job:
     def pod_sets(
         self,
         obj: Mapping,
-        *,
-        multi_layer_enabled: bool = True,
-        partial_slices_enabled: bool = False,
-        grouped_slicing_enabled: bool = False,
     ) -> list[dict]:
         """The one pod set; raises TopologyRequestError for invalid topology annotations."""
         return [
@@ -127,9 +116,6 @@ class _Job:
                 pod_count(obj),
                 _template(obj),
                 pod_index_label=JOB_COMPLETION_INDEX_LABEL,
-                multi_layer_enabled=multi_layer_enabled,
-                partial_slices_enabled=partial_slices_enabled,
-                grouped_slicing_enabled=grouped_slicing_enabled,
             )
         ]
 
@@ -149,16 +135,9 @@ JOB = _Job()
 
 def build_workload(
     job: Mapping,
-    *,
-    multi_layer_enabled: bool = True,
-    partial_slices_enabled: bool = False,
-    grouped_slicing_enabled: bool = False,
 ) -> dict:
     """The Job's Workload (its priority the template's own: see jobframework.build_workload)."""
     return framework.build_workload(
         JOB,
         job,
-        multi_layer_enabled=multi_layer_enabled,
-        partial_slices_enabled=partial_slices_enabled,
-        grouped_slicing_enabled=grouped_slicing_enabled,
     )

@@ -57,10 +57,6 @@ class _JobSet:
     def pod_sets(
         self,
         obj: Mapping,
-        *,
-        multi_layer_enabled: bool = True,
-        partial_slices_enabled: bool = False,
-        grouped_slicing_enabled: bool = False,
     ) -> list[dict]:
         """One pod set per replicatedJob; a TopologyRequestError names the replicatedJob."""
         out = []
@@ -75,9 +71,6 @@ class _JobSet:
                         pod_template(rj),
                         pod_index_label=JOB_COMPLETION_INDEX_LABEL,
                         sub_group=(JOBSET_JOB_INDEX_LABEL, replicas(rj)),
-                        multi_layer_enabled=multi_layer_enabled,
-                        partial_slices_enabled=partial_slices_enabled,
-                        grouped_slicing_enabled=grouped_slicing_enabled,
                     )
                 )
             except TopologyRequestError as exc:
@@ -87,7 +80,6 @@ class _JobSet:
                 workload_from_object(
                     {"metadata": {"name": "x"}, "spec": {"podSets": out}}
                 ).pod_sets,
-                grouped_slicing_enabled=grouped_slicing_enabled,
             )
         except TopologyRequestError as exc:
             index = exc.podset_index or 0

@@ -51,18 +51,12 @@ class LeaderWorkerSetController:
         *,
         max_replicas: int = DEFAULT_MAX_LEADERWORKERSET_REPLICAS,
         managed: Container[str] = EVERY_NAMESPACE,
-        multi_layer_enabled: bool = True,
-        partial_slices_enabled: bool = False,
-        grouped_slicing_enabled: bool = False,
     ) -> None:
         self.state = state
         self.kube = kube
         self.pods = pods  # the pod integration's managed pods
         self.max_replicas = max_replicas
         self.managed = managed  # the namespaces whose objects are ours
-        self.multi_layer_enabled = multi_layer_enabled
-        self.partial_slices_enabled = partial_slices_enabled
-        self.grouped_slicing_enabled = grouped_slicing_enabled
         self.objects: dict[tuple[str, str], dict] = {}
         # Indexes, so that an event costs what it touches, not every pod or Workload:
         self.workload_names: dict[str, set[str]] = {}  # LeaderWorkerSet uid -> its Workloads
@@ -151,9 +145,6 @@ class LeaderWorkerSetController:
             first = L.group_workload(
                 lws,
                 indexes[0],
-                multi_layer_enabled=self.multi_layer_enabled,
-                partial_slices_enabled=self.partial_slices_enabled,
-                grouped_slicing_enabled=self.grouped_slicing_enabled,
                 classes=self.state.priority_classes(),
                 defaults=self.state.pod_defaults(meta["namespace"]),
             )

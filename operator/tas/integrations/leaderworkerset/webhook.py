@@ -49,9 +49,6 @@ def validate(
     old: Mapping | None = None,
     *,
     max_replicas: int = DEFAULT_MAX_LEADERWORKERSET_REPLICAS,
-    multi_layer_enabled: bool = True,
-    partial_slices_enabled: bool = False,
-    grouped_slicing_enabled: bool = False,
 ) -> list[str]:
     errors = bound_problems(lws, max_replicas, old)
     if errors:
@@ -59,9 +56,6 @@ def validate(
     try:
         pod_sets(
             lws,
-            multi_layer_enabled=multi_layer_enabled,
-            partial_slices_enabled=partial_slices_enabled,
-            grouped_slicing_enabled=grouped_slicing_enabled,
         )
     except TopologyRequestError as exc:
         errors.append(str(exc))

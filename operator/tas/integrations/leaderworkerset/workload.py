@@ -109,10 +109,6 @@ def group_workload_name(lws: Mapping, group_index: int | str) -> str:
 
 def pod_sets(
     lws: Mapping,
-    *,
-    multi_layer_enabled: bool = True,
-    partial_slices_enabled: bool = False,
-    grouped_slicing_enabled: bool = False,
 ) -> list[dict]:
     """leader (1) and worker (size - 1), or main (size); a TopologyRequestError names the
     template."""
@@ -125,9 +121,6 @@ def pod_sets(
                     LEADER,
                     1,
                     leader,
-                    multi_layer_enabled=multi_layer_enabled,
-                    partial_slices_enabled=partial_slices_enabled,
-                    grouped_slicing_enabled=grouped_slicing_enabled,
                 )
             )
         except TopologyRequestError as exc:
@@ -140,9 +133,6 @@ def pod_sets(
                 count,
                 worker_template(lws),
                 pod_index_label=LWS_WORKER_INDEX_LABEL,
-                multi_layer_enabled=multi_layer_enabled,
-                partial_slices_enabled=partial_slices_enabled,
-                grouped_slicing_enabled=grouped_slicing_enabled,
             )
         )
     except TopologyRequestError as exc:
@@ -150,7 +140,6 @@ def pod_sets(
     try:
         validate_pod_set_groups(
             workload_from_object({"metadata": {"name": "x"}, "spec": {"podSets": out}}).pod_sets,
-            grouped_slicing_enabled=grouped_slicing_enabled,
         )
     except TopologyRequestError as exc:
         which = (
@@ -164,9 +153,6 @@ def group_workload(
     lws: Mapping,
     group_index: int,
     *,
-    multi_layer_enabled: bool = True,
-    partial_slices_enabled: bool = False,
-    grouped_slicing_enabled: bool = False,
     classes: framework.PriorityClasses | None = None,
     defaults: PodDefaults | None = None,
 ) -> dict:
@@ -175,9 +161,6 @@ def group_workload(
     meta = lws["metadata"]
     sets = pod_sets(
         lws,
-        multi_layer_enabled=multi_layer_enabled,
-        partial_slices_enabled=partial_slices_enabled,
-        grouped_slicing_enabled=grouped_slicing_enabled,
     )
     sets = with_pod_defaults(sets, defaults)
     return framework.new_workload(

@@ -101,17 +101,11 @@ class PodController:
         writer: WorkloadWriter,
         *,
         managed: Container[str] = EVERY_NAMESPACE,
-        multi_layer_enabled: bool = True,
-        partial_slices_enabled: bool = False,
-        grouped_slicing_enabled: bool = False,
     ) -> None:
         self.state = state
         self.kube = kube
         self.writer = writer
         self.managed = managed  # the namespaces whose pods are ours
-        self.multi_layer_enabled = multi_layer_enabled
-        self.partial_slices_enabled = partial_slices_enabled
-        self.grouped_slicing_enabled = grouped_slicing_enabled
         self.pods: dict[p.Key, dict] = {}  # managed pods, trimmed
         self.groups: dict[tuple[str, str], set[p.Key]] = defaultdict(set)  # (ns, workload) -> pods
         self._incomplete_reported: dict[WorkKey, str] = {}  # the last "fewer pods" event sent
@@ -193,9 +187,6 @@ class PodController:
         try:
             workload = g.single_workload(
                 pod,
-                multi_layer_enabled=self.multi_layer_enabled,
-                partial_slices_enabled=self.partial_slices_enabled,
-                grouped_slicing_enabled=self.grouped_slicing_enabled,
                 classes=self.state.priority_classes(),
             )
         except NOT_BUILT as exc:
@@ -289,9 +280,6 @@ class PodController:
         try:
             workload = g.group_workload(
                 group,
-                multi_layer_enabled=self.multi_layer_enabled,
-                partial_slices_enabled=self.partial_slices_enabled,
-                grouped_slicing_enabled=self.grouped_slicing_enabled,
                 classes=self.state.priority_classes(),
             )
         except NOT_BUILT as exc:

@@ -55,9 +55,6 @@ def pod_set_template(pod: Mapping) -> dict:
 def single_workload(
     pod: Mapping,
     *,
-    multi_layer_enabled: bool = True,
-    partial_slices_enabled: bool = False,
-    grouped_slicing_enabled: bool = False,
     classes: framework.PriorityClasses | None = None,
 ) -> dict:
     """A pod alone: its Workload, owned by it (raises TopologyRequestError, and
@@ -69,9 +66,6 @@ def single_workload(
             1,
             pod_set_template(pod),
             pod_index_label=POD_GROUP_POD_INDEX_LABEL,
-            multi_layer_enabled=multi_layer_enabled,
-            partial_slices_enabled=partial_slices_enabled,
-            grouped_slicing_enabled=grouped_slicing_enabled,
         )
     ]
     return framework.new_workload(
@@ -169,10 +163,6 @@ def roles(pods: Iterable[Mapping]) -> dict[str, list[Mapping]]:
 
 def group_pod_sets(
     group: Group,
-    *,
-    multi_layer_enabled: bool = True,
-    partial_slices_enabled: bool = False,
-    grouped_slicing_enabled: bool = False,
 ) -> list[dict]:
     """One pod set per role of the active pods (sorted by role), counted; with fast admission
     the first runnable pod's role for the whole count. Raises TopologyRequestError.
@@ -190,9 +180,6 @@ def group_pod_sets(
             count,
             pod_set_template(first),
             pod_index_label=POD_GROUP_POD_INDEX_LABEL,
-            multi_layer_enabled=multi_layer_enabled,
-            partial_slices_enabled=partial_slices_enabled,
-            grouped_slicing_enabled=grouped_slicing_enabled,
         )
         for name, (count, first) in members.items()
     ]
@@ -205,17 +192,11 @@ def group_owners(pods: Iterable[Mapping]) -> list[dict]:
 def group_workload(
     group: Group,
     *,
-    multi_layer_enabled: bool = True,
-    partial_slices_enabled: bool = False,
-    grouped_slicing_enabled: bool = False,
     classes: framework.PriorityClasses | None = None,
 ) -> dict:
     first = group.first
     pod_sets = group_pod_sets(
         group,
-        multi_layer_enabled=multi_layer_enabled,
-        partial_slices_enabled=partial_slices_enabled,
-        grouped_slicing_enabled=grouped_slicing_enabled,
     )
     return framework.new_workload(
         group.workload,

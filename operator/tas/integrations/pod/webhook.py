@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Unpack
 
 from tas.api.annotations import (
-    SlicingGates,
     TopologyRequestError,
     parse_topology_request,
     quote,
@@ -83,32 +81,23 @@ def mutate(pod: Mapping, *, tas: bool = True) -> dict:
 def validate(
     pod: Mapping,
     old: Mapping | None = None,
-    *,
-    multi_layer_enabled: bool = True,
-    partial_slices_enabled: bool = False,
-    grouped_slicing_enabled: bool = False,
 ) -> list[str]:
     """Why Kueue would refuse this managed pod (nothing for a pod that is not managed).
 
     An update is refused only for a problem the pod did not already have (ratcheting, as the
     API server validates custom resources): a pod made while the webhooks were away must still
     let go of our finalizer, or it, and its namespace, could never be deleted."""
-    gates: SlicingGates = {
-        "multi_layer_enabled": multi_layer_enabled,
-        "partial_slices_enabled": partial_slices_enabled,
-        "grouped_slicing_enabled": grouped_slicing_enabled,
-    }
-    errors = _problems(pod, **gates)
+    errors = _problems(pod)
     if old is None:
         return errors
-    before = set(_problems(old, **gates))
+    before = set(_problems(old))
     errors = [error for error in errors if error not in before]
     if p.group_name(old) and p.group_name(pod) != p.group_name(old):
         errors.append(f"{LABELS}[{POD_GROUP_NAME_LABEL}]: field is immutable")
     return errors
 
 
-def _problems(pod: Mapping, **gates: Unpack[SlicingGates]) -> list[str]:
+def _problems(pod: Mapping) -> list[str]:
     errors: list[str] = []
     value = p.labels(pod).get(MANAGED_LABEL)
     if value is not None and value != MANAGED_VALUE:
@@ -118,7 +107,7 @@ def _problems(pod: Mapping, **gates: Unpack[SlicingGates]) -> list[str]:
     errors += _group_metadata(pod)
     if managed(pod) or p.labels(pod).get(MANAGED_LABEL) == MANAGED_VALUE:
         try:
-            parse_topology_request(p.annotations(pod), p.total_count(pod) or 1, **gates)
+            parse_topology_request(p.annotations(pod), p.total_count(pod) or 1)
             check_placement_group(p.annotations(pod))
         except TopologyRequestError as exc:
             errors.append(f"{ANNOTATIONS}: {exc}")

@@ -311,7 +311,8 @@ def main(
         print(f"tas contest: --feature-gates: {error}", file=stderr)
         return 2
     try:
-        run(stdin, stdout, fragmentation_aware)
+        with features.activated(enabled):
+            run(stdin, stdout, fragmentation_aware)
     except ProtocolError as error:
         print(f"tas contest: {error}", file=stderr)
         return 2

@@ -426,7 +426,8 @@ class _Books:
 
 def simulate(trace: Trace, observe: Observer | None = None) -> dict[str, Any]:
     """Replay the trace and return its report (docs/reference/trace-format.md)."""
-    return _Simulation(trace, observe).run()
+    with features.activated(trace.gates):  # decisions read the trace's gates where they act
+        return _Simulation(trace, observe).run()
 
 
 class _Simulation:

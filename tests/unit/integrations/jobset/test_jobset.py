@@ -10,6 +10,7 @@ from tas.cache import projections as proj
 from tas.integrations.jobset.controller import JOB_SET
 from tas.jobframework.podset import merge_patch
 from tas.jobframework.workload import build_workload, needs_new_workload
+from tests.unit.gates import gates
 from tests.unit.integrations.builders import (
     BLOCK,
     FLAVORS,
@@ -85,7 +86,8 @@ def test_topology_annotations_of_each_replicated_job_are_its_pod_sets_request():
             **{"kueue.x-k8s.io/podset-unconstrained-topology": "true"},
         ),
     )
-    requests = {ps["name"]: ps["topologyRequest"] for ps in JOB_SET.pod_sets(js)}
+    with gates(TASMultiLayerTopology=True):  # the "layers" job's constraints need it
+        requests = {ps["name"]: ps["topologyRequest"] for ps in JOB_SET.pod_sets(js)}
     assert requests["req"]["required"] == RACK
     assert requests["pref"]["preferred"] == BLOCK
     assert (
