@@ -347,7 +347,9 @@ def jobset_crd(cluster: Cluster, operator) -> None:
             input=kueue_examples.JOBSET_REQUIRED,
             check=False,
         )
-        return out.returncode == 0
+        if out.returncode != 0:  # shown by wait_for when it gives up
+            raise AssertionError(out.stderr.strip()[-400:])
+        return True
 
     wait_for(webhooks_answer, timeout=60, what="the JobSet webhooks to answer")
 

@@ -16,14 +16,12 @@ import asyncio
 import functools
 import logging
 import tempfile
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, cast
 
 import kopf
 from kopf._cogs.structs import references  # for OffLoopReviews (no public name)
-from kopf._core.engines.admission import AmbiguousResourceError, UnknownResourceError
 from kopf._core.reactor.inventory import ResourceMemories  # for ForgetfulMemories (no public name)
 
 from tas import metrics
@@ -76,32 +74,25 @@ class OffLoopReviews:
     Read in kopf 1.45's serve_admission_request: it keeps nothing between reviews (our
     ForgetfulMemories store nothing), and touches nothing bound to kopf's loop (the cause's
     logger posts no events, and async handlers run inline). The one thing it reads that kopf's
-    loop changes is kopf's discovered resources, which kopf empties and refills in place when a
-    CRD changes: that is atomic on kopf's loop only. So each review is given a copy of them,
-    taken on kopf's loop, and taken again (at most once a second) when a review names a
-    resource the copy lacks, such as one whose CRD was installed since. Our handlers read the
-    cache through `call_on` (only the loop that owns it may touch it)."""
+    loop changes is kopf's discovered resources, refilled on kopf's loop when a CRD changes: not
+    safe to read from this thread, and not prompt either. kopf rescans a group on each event of
+    its CRDs, and when the API server's discovery lags behind a new CRD's Established condition
+    the last rescan finds nothing: the kind (JobSet, LeaderWorkerSet installed while we run)
+    then stays unknown and every review of it is refused. So reviews are matched against the
+    kinds our webhooks serve, given once: the chart's webhook configurations name exactly those,
+    and a disabled integration's webhook passes everything. Our handlers read the cache
+    through `call_on` (only the loop that owns it may touch it)."""
 
-    RECOPY_SECONDS = 1.0
-
-    def __init__(self, fn: Any, loop: asyncio.AbstractEventLoop) -> None:
-        self.fn, self.loop = fn, loop
-        self.discovered: references.Insights = fn.keywords["insights"]  # kopf's own, live
-        self.insights = self._copy()
-        self.copied_at = time.monotonic()
-
-    def _copy(self) -> references.Insights:
-        return references.Insights(webhook_resources=set(self.discovered.webhook_resources))
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+        served = {
+            references.Resource(r.group, r.version, r.plural, kind=r.kind, namespaced=True)
+            for r in RESOURCES.values()
+        }
+        self.insights = references.Insights(webhook_resources=served)
 
     async def __call__(self, request: Any, **kwargs: Any) -> Any:
-        try:
-            return await self.fn(request, insights=self.insights, **kwargs)
-        except (UnknownResourceError, AmbiguousResourceError):
-            if time.monotonic() - self.copied_at < self.RECOPY_SECONDS:
-                raise
-            self.insights = await call_on(self.loop, self._copy)
-            self.copied_at = time.monotonic()
-            return await self.fn(request, insights=self.insights, **kwargs)
+        return await self.fn(request, insights=self.insights, **kwargs)
 
 
 def serving_off_loop(server: WebhookServer) -> kopf.WebhookServerProtocol:
@@ -110,7 +101,7 @@ def serving_off_loop(server: WebhookServer) -> kopf.WebhookServerProtocol:
 
     def serve(fn: ReviewFn) -> AsyncIterator[kopf.WebhookClientConfig]:
         # Our server, which imports no kopf, yields kopf's client config as a plain dict.
-        configs = server(OffLoopReviews(fn, asyncio.get_running_loop()))
+        configs = server(OffLoopReviews(fn))
         return cast(AsyncIterator[kopf.WebhookClientConfig], configs)
 
     return serve

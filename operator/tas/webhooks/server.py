@@ -203,6 +203,8 @@ class WebhookServer:
                     headers=dict(request.headers),
                 )
             except Exception as exc:  # a malformed review: kopf's own errors included
+                # Debug: anyone who reaches the port can send these.
+                log.debug("review for %s refused: %r", request.match_info["id"], exc)
                 raise web.HTTPBadRequest(reason=_one_line(exc)) from None
         return web.json_response(answer, dumps=lambda v: orjson.dumps(v).decode())
 
