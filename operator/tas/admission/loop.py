@@ -344,6 +344,7 @@ class AdmissionLoop:
         )
         if held:  # a waiting preemptor holds what this one needs
             # Not remembered in _tried: it is decided again once the hold ends.
+            log.debug("pending %s/%s: %s", workload.namespace, workload.name, held)
             await self._pending(workload, held)
             return False
         if decision.admitted:
@@ -354,6 +355,13 @@ class AdmissionLoop:
             await self._preempt(workload, cq, decision)
             return False
         self._tried[workload.key] = (self.state.generation, workload.generation, decision.message)
+        log.debug(
+            "pending %s/%s at capacity generation %d: %s",
+            workload.namespace,
+            workload.name,
+            self.state.generation,
+            decision.message,
+        )
         await self._pending(
             workload,
             decision.message,

@@ -31,7 +31,15 @@ from tas.workload.writer import WorkloadWriter
 
 log = logging.getLogger(__name__)
 
-KEPT_METADATA = ("name", "namespace", "uid", "resourceVersion", "labels", "ownerReferences")
+KEPT_METADATA = (
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "labels",
+    "ownerReferences",
+    "deletionTimestamp",
+)
 
 
 class JobReconciler:
@@ -82,6 +90,10 @@ class JobReconciler:
         obj = self.objects.get(key)
         if obj is None or not queue_name(obj) or key[0] not in self.managed:
             return  # deleted (its Workload goes with it, by owner reference) or not ours
+        if obj["metadata"].get("deletionTimestamp"):
+            # Being deleted (a foreground deletion removes its Workload first): as Kueue, left
+            # alone; a Workload made for it now would be admitted and start it again.
+            return
         workload = self.workload_of(obj)
         done = self.job.finished(obj)
         if done:

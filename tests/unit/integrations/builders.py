@@ -93,7 +93,10 @@ FLAVORS = {
                 "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
             },
         }
-    )
+    ),
+    "other": proj.flavor_from_object(
+        {"metadata": {"name": "other"}, "spec": {"nodeLabels": {"pool": "other"}}}
+    ),
 }
 
 

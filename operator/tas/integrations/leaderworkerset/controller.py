@@ -32,7 +32,7 @@ from tas.pacing import paced
 log = logging.getLogger(__name__)
 
 WorkKey = tuple[str, str, str]
-KEPT_METADATA = ("name", "namespace", "uid", "resourceVersion", "labels")
+KEPT_METADATA = ("name", "namespace", "uid", "resourceVersion", "labels", "deletionTimestamp")
 
 
 def waiting_pod(pod: Mapping) -> bool:
@@ -107,7 +107,8 @@ class LeaderWorkerSetController:
             return  # Kueue's managedJobsNamespaceSelector: not ours
         if kind == "lws":
             lws = self.objects.get((namespace, name))
-            if lws is not None and queue_name(lws):
+            # One being deleted gets no new group Workloads (as the reconciler's owners).
+            if lws is not None and queue_name(lws) and not lws["metadata"].get("deletionTimestamp"):
                 await self._sync_workloads(lws)
         else:
             pod = self.pods.get((namespace, name))

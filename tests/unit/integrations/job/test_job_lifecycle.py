@@ -1,10 +1,11 @@
 import copy
 
-from tas.api.topologyassignment import v1beta1_to_v1beta2
 from tas.cache import projections as proj
 from tas.integrations.job import controller as lifecycle
 from tas.integrations.job.controller import build_workload, pod_count
 from tas.solver.types import Node
+from tests.unit.integrations import builders
+from tests.unit.integrations.builders import FLAVORS
 
 GATE = "kueue.x-k8s.io/topology"
 
@@ -30,37 +31,9 @@ def job(**spec):
     }
 
 
-def admitted(job_obj, flavor="tas", assignment=True):
-    wl = build_workload(job_obj)
-    ps = {"name": "main", "flavors": {"cpu": flavor}, "count": 4}
-    if assignment:
-        ps["topologyAssignment"] = v1beta1_to_v1beta2(
-            {"levels": ["kubernetes.io/hostname"], "domains": [{"values": ["x1"], "count": 4}]}
-        )
-    wl["status"] = {
-        "admission": {"clusterQueue": "cq", "podSetAssignments": [ps]},
-        "conditions": [
-            {"type": "QuotaReserved", "status": "True"},
-            {"type": "Admitted", "status": "True"},
-        ],
-    }
-    return proj.workload_from_object(wl)
-
-
-FLAVORS = {
-    "tas": proj.flavor_from_object(
-        {
-            "metadata": {"name": "tas"},
-            "spec": {
-                "nodeLabels": {"pool": "tas"},
-                "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
-            },
-        }
-    ),
-    "other": proj.flavor_from_object(
-        {"metadata": {"name": "other"}, "spec": {"nodeLabels": {"pool": "other"}}}
-    ),
-}
+def admitted(job_obj, flavor="tas"):
+    """The Job's Workload admitted with its 4 pods on host x1."""
+    return builders.admitted(build_workload(job_obj), {"main": [("x1", 4)]}, flavor=flavor)
 
 
 def test_start_gates_labels_and_pins_the_flavor_then_unsuspends():
