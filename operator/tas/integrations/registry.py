@@ -45,6 +45,7 @@ class GenericJobKind:
     webhook: ModuleType  # the kind's webhook.py: mutate(obj) -> patch, validate(obj) -> reasons
     children: tuple[Children, ...] = ()
     concurrency: int = 4  # of its serial worker
+    patches_status: bool = False  # resets status.startTime to restart after an eviction (Job)
     validate_path: str | None = None  # only where an older path must be kept
 
     @property
@@ -70,7 +71,12 @@ class GenericJobKind:
 
 GENERIC_JOBS: tuple[GenericJobKind, ...] = (
     GenericJobKind(
-        Framework.JOB, JOB, job_webhook, concurrency=8, validate_path="validate-topology-request"
+        Framework.JOB,
+        JOB,
+        job_webhook,
+        concurrency=8,
+        patches_status=True,
+        validate_path="validate-topology-request",
     ),
     GenericJobKind(
         Framework.JOBSET,
