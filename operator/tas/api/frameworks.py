@@ -1,5 +1,7 @@
-"""Which kinds the operator admits: the one registry of integrations and `--integrations`, with
-each kind's group, version and resource (the API paths the operator reads and writes).
+"""Which kinds the operator admits: the built-in integrations' names and `--integrations`, with
+each kind's group, version and resource (the API paths the operator reads and writes). The kinds
+held suspended until admitted are registered in tas.integrations.registry, whose names
+`parse` takes as `registered`.
 
 Handed on as `tas.integrations`, whose folders hold each kind's controller and webhook
 (docs/integrations.md). It is defined down here, beside the API, because the settings

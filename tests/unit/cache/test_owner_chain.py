@@ -4,6 +4,8 @@ TrainJob's pods are three links below it (TrainJob -> JobSet -> Job -> pod)."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -62,7 +64,7 @@ def test_a_link_made_or_dropped_up_the_chain_recovers_or_uncovers_the_pods():
 def test_the_chain_stops_at_the_bound():
     state = ClusterState()
     uids = [f"u{i}" for i in range(MAX_OWNER_DEPTH + 3)]
-    for child, parent in zip(uids, uids[1:], strict=False):
+    for child, parent in itertools.pairwise(uids):
         state.link_owner(child, parent)
     assert state.owner_chain(uids[0]) == uids[:MAX_OWNER_DEPTH]
 
@@ -77,5 +79,5 @@ def test_any_recorded_links_give_a_short_chain_without_repeats(links):
     for start in "abcdef":
         chain = state.owner_chain(start)
         assert chain[0] == start and len(chain) == len(set(chain)) <= MAX_OWNER_DEPTH
-        for child, parent in zip(chain, chain[1:], strict=False):
+        for child, parent in itertools.pairwise(chain):
             assert links[child] == parent
