@@ -53,7 +53,6 @@ class WatchContext(Protocol):
     kube: Kube
     managed: ManagedNamespaces
     active: bool
-    generic_jobs: Mapping[str, GenericJobContext]
     owners: ManagedOwners
     pod_groups: PodController
     leaderworkersets: LeaderWorkerSetController
@@ -63,6 +62,9 @@ class WatchContext(Protocol):
     pod_worker: SerialWorker
     lws_worker: SerialWorker
     ungate_worker: SerialWorker
+
+    @property
+    def generic_jobs(self) -> Mapping[str, GenericJobContext]: ...
 
     def owner_changed(self, workload: Any) -> None: ...
 
