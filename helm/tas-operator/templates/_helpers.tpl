@@ -164,3 +164,47 @@ matchExpressions:
     values: [kube-system, {{ .Release.Namespace }}]
 {{- end -}}
 {{- end -}}
+
+{{/*
+The kinds held suspended until admitted (Job, JobSet, ...), as a YAML list: files/generic-jobs.yaml,
+made from operator/tas/integrations/registry.py by `make chart-data`. Each row: its framework
+name, API group, version, resource, kind, its two webhook paths, whether it patches its status,
+and the children its controller makes (whose pods its Workload covers).
+*/}}
+{{- define "tas-operator.genericJobs" -}}
+{{- .Files.Get "files/generic-jobs.yaml" -}}
+{{- end -}}
+
+{{/*
+The ClusterRole's rules of the enabled GenericJob kinds, one rule per (group, resource) with
+the verbs of every kind that needs it (a JobSet's Jobs are read, a queued Job's patched):
+list, watch and patch its objects, update their finalizers (a Workload's ownerReference sets
+blockOwnerDeletion), patch their status where it resets status.startTime (a suspended Job's
+template stays immutable until then, as Kueue does), and list and watch the children its
+controller makes, for their pods' capacity.
+*/}}
+{{- define "tas-operator.genericJobRules" -}}
+{{- $root := . -}}
+{{- $rules := dict -}}
+{{- range $kind := include "tas-operator.genericJobs" $root | fromYamlArray -}}
+{{- if include "tas-operator.integration" (list $root $kind.framework) -}}
+{{- $wanted := list (list $kind.group $kind.resource (list "list" "watch" "patch")) (list $kind.group (printf "%s/finalizers" $kind.resource) (list "update")) -}}
+{{- if $kind.patchesStatus -}}
+{{- $wanted = append $wanted (list $kind.group (printf "%s/status" $kind.resource) (list "patch")) -}}
+{{- end -}}
+{{- range $child := $kind.children -}}
+{{- $wanted = append $wanted (list $child.group $child.resource (list "list" "watch")) -}}
+{{- end -}}
+{{- range $rule := $wanted -}}
+{{- $key := printf "%s|%s" (index $rule 0) (index $rule 1) -}}
+{{- $_ := set $rules $key (concat (get $rules $key | default list) (index $rule 2) | uniq) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- range $key := keys $rules | sortAlpha }}
+{{- $parts := splitList "|" $key }}
+- apiGroups: [{{ index $parts 0 | quote }}]
+  resources: [{{ index $parts 1 }}]
+  verbs: [{{ join ", " (sortAlpha (get $rules $key)) }}]
+{{- end -}}
+{{- end -}}

@@ -1,5 +1,7 @@
-"""Which kinds the operator admits: the one registry of integrations and `--integrations`, with
-each kind's group, version and resource (the API paths the operator reads and writes).
+"""Which kinds the operator admits: the built-in integrations' names and `--integrations`, with
+each kind's group, version and resource (the API paths the operator reads and writes). The kinds
+held suspended until admitted are registered in tas.integrations.registry, whose names
+`parse` takes as `registered`.
 
 Handed on as `tas.integrations`, whose folders hold each kind's controller and webhook
 (docs/integrations.md). It is defined down here, beside the API, because the settings
@@ -95,38 +97,46 @@ class IntegrationsError(ValueError):
 class Integrations:
     """The frameworks asked for; `enabled` also answers for those enabled implicitly."""
 
-    frameworks: frozenset[Framework]
+    frameworks: frozenset[str]  # Framework members, and the names of registered kinds
 
-    def enabled(self, framework: Framework) -> bool:
+    def enabled(self, framework: str) -> bool:
         return framework in self.frameworks or any(
-            framework in IMPLIES.get(f, ()) for f in self.frameworks
+            framework in IMPLIES.get(Framework(f), ()) for f in self.frameworks if f in _BUILT_IN
         )
 
     def names(self) -> list[str]:
-        return [str(f) for f in Framework if f in self.frameworks]
+        order = sorted(self.frameworks, key=lambda n: (n not in _BUILT_IN, _BUILT_IN.get(n, 0), n))
+        return [str(n) for n in order]
 
 
-def parse(spec: str | Iterable[str]) -> Integrations:
-    """`batch/job,pod` (or a list of names) as Kueue's integrations.frameworks."""
+_BUILT_IN = {str(f): i for i, f in enumerate(Framework)}
+
+
+def parse(spec: str | Iterable[str], registered: Iterable[str] = ()) -> Integrations:
+    """`batch/job,pod` (or a list of names) as Kueue's integrations.frameworks. `registered`:
+    the names of the kinds registered above this module (tas.integrations.registry), which
+    `tas.integrations.parse` passes."""
     items = spec.split(",") if isinstance(spec, str) else list(spec)
     names = [item.strip() for item in items if item.strip()]
-    known = {str(f): f for f in Framework}
+    known = [*_BUILT_IN, *(n for n in registered if n not in _BUILT_IN)]
     unknown = [n for n in names if n not in known]
     if unknown:
         raise IntegrationsError(
             f"unknown integration(s) {', '.join(map(repr, unknown))} (known: {', '.join(known)})"
         )
-    return Integrations(frozenset(known[n] for n in names))
+    return Integrations(frozenset(Framework(n) if n in _BUILT_IN else n for n in names))
 
 
 def defaults() -> Integrations:
     return Integrations(frozenset(DEFAULT))
 
 
-def from_env_and_flag(flag: str | None, environ: Mapping[str, str] = os.environ) -> Integrations:
+def from_env_and_flag(
+    flag: str | None, environ: Mapping[str, str] = os.environ, registered: Iterable[str] = ()
+) -> Integrations:
     """The flag if given, else TAS_INTEGRATIONS, else Kueue's default (batch/job)."""
     if flag is not None:
-        return parse(flag)
+        return parse(flag, registered)
     if ENV_VAR in environ:
-        return parse(environ[ENV_VAR])
+        return parse(environ[ENV_VAR], registered)
     return defaults()

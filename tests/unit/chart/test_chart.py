@@ -1101,3 +1101,13 @@ def test_the_chart_installs_the_numa_crd_with_the_gate() -> None:
 )
 def test_no_numa_crd_without_the_gate_or_when_another_install_owns_it(values) -> None:
     assert numa_crds(values) == []
+
+
+def test_the_charts_list_of_generic_job_kinds_is_the_registrys() -> None:
+    """files/generic-jobs.yaml, which the webhooks and RBAC of the kinds held suspended are
+    rendered from, is what `make chart-data` makes from the registry now."""
+    from tas.integrations import chartdata
+
+    assert (CHART / "files" / "generic-jobs.yaml").read_text() == chartdata.render(), (
+        "run `make chart-data`"
+    )

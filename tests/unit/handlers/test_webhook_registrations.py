@@ -38,10 +38,20 @@ def test_each_webhook_is_registered_as_the_chart_calls_it(
     assert handler.labels == queued_only
 
 
-def job(suspend: bool = False) -> kopf.Body:
+JOBSET_CONTROLLER = {
+    "apiVersion": "jobset.x-k8s.io/v1alpha2",
+    "kind": "JobSet",
+    "name": "js",
+    "uid": "js-uid",
+    "controller": True,
+}
+
+
+def job(suspend: bool = False, owners: tuple = ()) -> kopf.Body:
+    metadata = {"name": "j", "namespace": "ns", "labels": {QUEUE_NAME_LABEL: "q"}}
     return kopf.Body(
         {
-            "metadata": {"name": "j", "namespace": "ns", "labels": {QUEUE_NAME_LABEL: "q"}},
+            "metadata": {**metadata, "ownerReferences": list(owners)},
             "spec": {"suspend": suspend, "template": {}},
         }
     )
@@ -50,7 +60,8 @@ def job(suspend: bool = False) -> kopf.Body:
 def suspend_patch(integrations: str, body: kopf.Body) -> dict:
     patch = kopf.Patch()
     memo = SimpleNamespace(settings=SimpleNamespace(integrations=parse(integrations)))
-    asyncio.run(op.suspend_queued_job(body=body, patch=patch, memo=memo))
+    handler = registered()[op.SUSPEND_WEBHOOK]
+    asyncio.run(handler.fn(body=body, patch=patch, memo=memo))
     return dict(patch)
 
 
@@ -67,3 +78,16 @@ def test_a_queued_job_is_suspended_only_while_its_integration_is_enabled(
     integrations, suspended, wanted
 ):
     assert suspend_patch(integrations, job(suspended)) == wanted
+
+
+@pytest.mark.parametrize(
+    ("integrations", "wanted"),
+    [
+        ("batch/job,jobset.x-k8s.io/jobset", {}),
+        ("batch/job", {"spec": {"suspend": True}}),
+    ],
+    ids=["jobset-enabled-left-to-it", "jobset-disabled-queued-alone"],
+)
+def test_a_job_controlled_by_an_enabled_managed_kind_is_left_to_its_owner(integrations, wanted):
+    """Kueue's IsOwnerManagedByKueue: only an owner of an enabled integration takes it over."""
+    assert suspend_patch(integrations, job(owners=(JOBSET_CONTROLLER,))) == wanted

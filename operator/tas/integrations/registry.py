@@ -1,0 +1,103 @@
+"""The kinds held suspended until admitted (Kueue's GenericJob), one row each: what the runtime,
+the watches, the webhooks and the chart read to wire a kind. Adding such a kind is its folder
+and one row of `GENERIC_JOBS` (docs/integrations.md).
+
+A row names the kind's Kueue framework name, its GenericJob and its webhook module (`mutate`,
+`validate`). Its webhook paths follow one rule, `suspend-queued-<plural>` and
+`validate-<plural>`; batch/v1 Job keeps the validating path it always had. `children` are the
+objects the kind's controller makes that hold its pods (a JobSet's Jobs): the operator records
+which of them a queued object controls, so that their pods are its Workload's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from types import ModuleType
+
+from tas.api.frameworks import JOB as JOB_RESOURCE
+from tas.api.frameworks import Framework, Integrations, Resource
+from tas.integrations.job import webhook as job_webhook
+from tas.integrations.job.controller import JOB
+from tas.integrations.jobset import webhook as jobset_webhook
+from tas.integrations.jobset.controller import JOB_SET
+from tas.jobframework.interface import GenericJob
+from tas.jobframework.owners import ManagedOwners
+
+# Kueue's label on every Job a JobSet makes.
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+
+
+@dataclass(frozen=True)
+class Children:
+    """Objects of `resource`, found by the label `selector` (server side), that a parent's
+    controller makes and controls (an ownerReference with controller: true)."""
+
+    resource: Resource
+    selector: str
+
+
+@dataclass(frozen=True)
+class GenericJobKind:
+    framework: str  # Kueue's framework name, as --integrations takes it
+    job: GenericJob
+    webhook: ModuleType  # the kind's webhook.py: mutate(obj) -> patch, validate(obj) -> reasons
+    children: tuple[Children, ...] = ()
+    concurrency: int = 4  # of its serial worker
+    patches_status: bool = False  # resets status.startTime to restart after an eviction (Job)
+    validate_path: str | None = None  # only where an older path must be kept
+
+    @property
+    def resource(self) -> Resource:
+        return self.job.resource
+
+    @property
+    def name(self) -> str:
+        """Its watch's, worker's and reconciler's name: the resource's plural."""
+        return self.resource.plural
+
+    @property
+    def suspend_webhook(self) -> str:
+        return f"suspend-queued-{self.resource.plural}"
+
+    @property
+    def validate_webhook(self) -> str:
+        return self.validate_path or f"validate-{self.resource.plural}"
+
+    def children_watch(self, children: Children) -> str:
+        return f"{self.resource.kind.lower()}-{children.resource.plural}"
+
+
+GENERIC_JOBS: tuple[GenericJobKind, ...] = (
+    GenericJobKind(
+        Framework.JOB,
+        JOB,
+        job_webhook,
+        concurrency=8,
+        patches_status=True,
+        validate_path="validate-topology-request",
+    ),
+    GenericJobKind(
+        Framework.JOBSET,
+        JOB_SET,
+        jobset_webhook,
+        children=(Children(JOB_RESOURCE, JOBSET_NAME_LABEL),),
+    ),
+)
+BY_FRAMEWORK: Mapping[str, GenericJobKind] = {k.framework: k for k in GENERIC_JOBS}
+
+
+def enabled(integrations: Integrations) -> list[GenericJobKind]:
+    return [k for k in GENERIC_JOBS if integrations.enabled(k.framework)]
+
+
+@cache
+def managed_owners(integrations: Integrations) -> ManagedOwners:
+    """Kueue's IsOwnerManagedByKueue: an object controlled by an enabled kind of this table is
+    admitted with that owner, never queued on its own."""
+    return ManagedOwners.of(k.resource for k in enabled(integrations))
+
+
+def names() -> Iterable[str]:
+    return (k.framework for k in GENERIC_JOBS)
