@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from tas.api.annotations import TopologyRequestError
 from tas.cache import projections as proj
 from tas.jobframework.podset import merge_patch
+from tas.jobframework.priority import PriorityClassMissing
 from tas.jobframework.replica_specs import REPLICA_INDEX_LABEL, ReplicaSpecsJob
 from tas.jobframework.workload import build_workload, needs_new_workload
 from tests.unit.integrations.builders import (
@@ -340,3 +341,17 @@ def resolved_priority_class(
     if ref:
         assert spec["priority"] == classes[ref["name"]].value
     return ref["name"] if ref else None
+
+
+def test_a_missing_run_policy_priority_class_is_refused_naming_its_field(kind):
+    job = training_job(
+        kind,
+        {kind.types[-1]: replica(1, priority_class="there")},
+        run_policy={"schedulingPolicy": {"priorityClass": "missing"}},
+    )
+    classes = {"there": proj.PodPriorityClass(value=1)}
+    with pytest.raises(
+        PriorityClassMissing,
+        match=r"^spec\.runPolicy\.schedulingPolicy\.priorityClass: .*'missing'",
+    ):
+        build_workload(kind.job, job, classes=({}, classes))
