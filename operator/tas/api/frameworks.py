@@ -30,6 +30,13 @@ class Framework(StrEnum):
     LEADERWORKERSET = "leaderworkerset.x-k8s.io/leaderworkerset"
     POD = "pod"
     STATEFULSET = "statefulset"
+    # The Kubeflow training jobs (training-operator v1) and MPIJob (mpi-operator v2beta1).
+    PYTORCHJOB = "kubeflow.org/pytorchjob"
+    TFJOB = "kubeflow.org/tfjob"
+    XGBOOSTJOB = "kubeflow.org/xgboostjob"
+    PADDLEJOB = "kubeflow.org/paddlejob"
+    JAXJOB = "kubeflow.org/jaxjob"
+    MPIJOB = "kubeflow.org/mpijob"
 
 
 @dataclass(frozen=True)
@@ -72,6 +79,12 @@ NODE_RESOURCE_TOPOLOGY = Resource(
     "topology.node.k8s.io", "v1alpha2", "noderesourcetopologies", "NodeResourceTopology", crd=True
 )
 STATEFULSET = Resource("apps", "v1", "statefulsets", "StatefulSet")
+PYTORCHJOB = Resource("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob", crd=True)
+TFJOB = Resource("kubeflow.org", "v1", "tfjobs", "TFJob", crd=True)
+XGBOOSTJOB = Resource("kubeflow.org", "v1", "xgboostjobs", "XGBoostJob", crd=True)
+PADDLEJOB = Resource("kubeflow.org", "v1", "paddlejobs", "PaddleJob", crd=True)
+JAXJOB = Resource("kubeflow.org", "v1", "jaxjobs", "JAXJob", crd=True)
+MPIJOB = Resource("kubeflow.org", "v2beta1", "mpijobs", "MPIJob", crd=True)
 
 RESOURCES: Mapping[Framework, Resource] = {
     Framework.JOB: JOB,
@@ -79,6 +92,12 @@ RESOURCES: Mapping[Framework, Resource] = {
     Framework.LEADERWORKERSET: LEADERWORKERSET,
     Framework.POD: POD,
     Framework.STATEFULSET: STATEFULSET,
+    Framework.PYTORCHJOB: PYTORCHJOB,
+    Framework.TFJOB: TFJOB,
+    Framework.XGBOOSTJOB: XGBOOSTJOB,
+    Framework.PADDLEJOB: PADDLEJOB,
+    Framework.JAXJOB: JAXJOB,
+    Framework.MPIJOB: MPIJOB,
 }
 # Kueue's ImplicitlyEnabledFrameworkNames: their pods are pod groups.
 IMPLIES: Mapping[Framework, tuple[Framework, ...]] = {

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from tas.api.frameworks import Resource
 from tas.cache.projections import FlavorInfo, WorkloadInfo
@@ -50,6 +50,15 @@ class GenericJob(Protocol):
 
     def needs_start_time_reset(self, obj: Mapping) -> bool:
         """A suspended object whose templates stay immutable until its status is reset."""
+
+
+@runtime_checkable
+class JobWithPriorityClass(Protocol):
+    """A GenericJob that may name a PriorityClass in a field of its own, ahead of its pod
+    templates' (Kueue's JobWithPriorityClass)."""
+
+    def priority_class(self, obj: Mapping) -> tuple[str, str] | None:
+        """(class name, the field naming it), or None."""
 
 
 def guarded(obj: Mapping, body: dict) -> dict:
