@@ -28,6 +28,9 @@ class Framework(StrEnum):
     LEADERWORKERSET = "leaderworkerset.x-k8s.io/leaderworkerset"
     POD = "pod"
     STATEFULSET = "statefulset"
+    TRAINJOB = "trainer.kubeflow.org/trainjob"
+    APPWRAPPER = "workload.codeflare.dev/appwrapper"
+    DEPLOYMENT = "deployment"
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,9 @@ NODE_RESOURCE_TOPOLOGY = Resource(
     "topology.node.k8s.io", "v1alpha2", "noderesourcetopologies", "NodeResourceTopology", crd=True
 )
 STATEFULSET = Resource("apps", "v1", "statefulsets", "StatefulSet")
+TRAINJOB = Resource("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob", crd=True)
+APPWRAPPER = Resource("workload.codeflare.dev", "v1beta2", "appwrappers", "AppWrapper", crd=True)
+DEPLOYMENT = Resource("apps", "v1", "deployments", "Deployment")
 
 RESOURCES: Mapping[Framework, Resource] = {
     Framework.JOB: JOB,
@@ -77,11 +83,15 @@ RESOURCES: Mapping[Framework, Resource] = {
     Framework.LEADERWORKERSET: LEADERWORKERSET,
     Framework.POD: POD,
     Framework.STATEFULSET: STATEFULSET,
+    Framework.TRAINJOB: TRAINJOB,
+    Framework.APPWRAPPER: APPWRAPPER,
+    Framework.DEPLOYMENT: DEPLOYMENT,
 }
 # Kueue's ImplicitlyEnabledFrameworkNames: their pods are pod groups.
 IMPLIES: Mapping[Framework, tuple[Framework, ...]] = {
     Framework.STATEFULSET: (Framework.POD,),
     Framework.LEADERWORKERSET: (Framework.POD,),
+    Framework.DEPLOYMENT: (Framework.POD,),  # its pods are single pods
 }
 # Without the flag: Kueue's own default (its Configuration's integrations.frameworks).
 DEFAULT = (Framework.JOB,)
