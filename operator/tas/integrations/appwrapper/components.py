@@ -107,7 +107,9 @@ def infer(component: Mapping, index: int) -> list[ComponentPodSet]:
         if not _has(component, "template.spec.template"):
             return []
         replicas = _int_at(component, "template.spec.replicas")
-        return [ComponentPodSet(index, "template.spec.template", 1 if replicas is None else replicas)]
+        return [
+            ComponentPodSet(index, "template.spec.template", 1 if replicas is None else replicas)
+        ]
     return []
 
 
@@ -166,7 +168,9 @@ def _ray(component: Mapping, index: int, cluster: str) -> list[ComponentPodSet]:
         prefix = f"{cluster}workerGroupSpecs[{i}]"
         if _has(component, f"{prefix}.template"):
             replicas = _int_at(component, f"{prefix}.replicas")
-            out.append(ComponentPodSet(index, f"{prefix}.template", 1 if replicas is None else replicas))
+            out.append(
+                ComponentPodSet(index, f"{prefix}.template", 1 if replicas is None else replicas)
+            )
     return out
 
 

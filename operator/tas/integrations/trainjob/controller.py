@@ -161,7 +161,9 @@ class TrainJob:
         """Kueue's runtime patch first; once the TrainJob carries it, unsuspend."""
         wanted = self.started_replicated_jobs(workload, flavors)
         if kueue_replicated_jobs(obj) != wanted:
-            return guarded(obj, {"spec": {"runtimePatches": with_kueue_replicated_jobs(obj, wanted)}})
+            return guarded(
+                obj, {"spec": {"runtimePatches": with_kueue_replicated_jobs(obj, wanted)}}
+            )
         return guarded(obj, {"spec": {"suspend": False}})
 
     def started_replicated_jobs(

@@ -5,8 +5,10 @@ trainjob_webhook_test.go scenarios, as tables)."""
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -33,6 +35,8 @@ from tests.unit.integrations.builders import FLAVORS, QUEUE, RACK, REQUIRED, adm
 
 ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
 GATE = "kueue.x-k8s.io/topology"
+
+EXAMPLES = Path(__file__).parents[4] / "e2e/fixtures/kueue-examples"
 
 
 def rjob(name: str, *, trainer: bool = False, parallelism=None, replicas=None, **annotations):
@@ -105,21 +109,37 @@ def lookup(rt):
         (trainjob(), NODE_AND_FOO, {"node": 1, "foo": 1}),
         (trainjob(num_nodes=2), NODE_AND_FOO, {"node": 2, "foo": 1}),
         # the ML policy's numNodes counts the trainer step, the TrainJob's overrides it
-        (trainjob(), runtime(rjob("node", trainer=True), ml_policy={"numNodes": 3, "torch": {}}),
-         {"node": 3}),
-        (trainjob(num_nodes=5), runtime(rjob("node", trainer=True),
-                                        ml_policy={"numNodes": 3, "torch": {}}), {"node": 5}),
+        (
+            trainjob(),
+            runtime(rjob("node", trainer=True), ml_policy={"numNodes": 3, "torch": {}}),
+            {"node": 3},
+        ),
+        (
+            trainjob(num_nodes=5),
+            runtime(rjob("node", trainer=True), ml_policy={"numNodes": 3, "torch": {}}),
+            {"node": 5},
+        ),
         # a step other than the trainer keeps its parallelism; its replicas multiply
-        (trainjob(num_nodes=4), runtime(rjob("node", trainer=True), rjob("aux", parallelism=2,
-                                                                         replicas=3)),
-         {"node": 4, "aux": 6}),
+        (
+            trainjob(num_nodes=4),
+            runtime(rjob("node", trainer=True), rjob("aux", parallelism=2, replicas=3)),
+            {"node": 4, "aux": 6},
+        ),
         # MPI counts the replicatedJob `node`, one less when the launcher runs as a node
-        (trainjob(num_nodes=4), runtime(rjob("launcher", trainer=True), rjob("node"),
-                                        ml_policy={"mpi": {"runLauncherAsNode": True}}),
-         {"launcher": 1, "node": 3}),
-        (trainjob(num_nodes=4), runtime(rjob("launcher", trainer=True), rjob("node"),
-                                        ml_policy={"mpi": {}}),
-         {"launcher": 1, "node": 4}),
+        (
+            trainjob(num_nodes=4),
+            runtime(
+                rjob("launcher", trainer=True),
+                rjob("node"),
+                ml_policy={"mpi": {"runLauncherAsNode": True}},
+            ),
+            {"launcher": 1, "node": 3},
+        ),
+        (
+            trainjob(num_nodes=4),
+            runtime(rjob("launcher", trainer=True), rjob("node"), ml_policy={"mpi": {}}),
+            {"launcher": 1, "node": 4},
+        ),
     ],
     ids=[
         "workload is created with the corresponding podsets",
@@ -176,9 +196,31 @@ def test_coscheduling_labels_every_pod_template_with_the_trainjob_name():
         # a runtime patch's annotations reach the pod set
         (
             runtime(rjob("node", trainer=True)),
-            [{"manager": "example.com/user", "trainingRuntimeSpec": {"template": {"spec": {
-                "replicatedJobs": [{"name": "node", "template": {"spec": {"template": {
-                    "metadata": {"annotations": {REQUIRED: "cloud.com/block"}}}}}}]}}}}],
+            [
+                {
+                    "manager": "example.com/user",
+                    "trainingRuntimeSpec": {
+                        "template": {
+                            "spec": {
+                                "replicatedJobs": [
+                                    {
+                                        "name": "node",
+                                        "template": {
+                                            "spec": {
+                                                "template": {
+                                                    "metadata": {
+                                                        "annotations": {REQUIRED: "cloud.com/block"}
+                                                    }
+                                                }
+                                            }
+                                        },
+                                    }
+                                ]
+                            }
+                        }
+                    },
+                }
+            ],
             "cloud.com/block",
         ),
     ],
@@ -191,23 +233,31 @@ def test_topology_annotations_of_the_merged_template_are_honoured(rt, patches, w
 
 def test_runtime_patches_merge_maps_and_lists_by_key_and_replace_tolerations():
     template = {
-        "spec": {"template": {
-            "metadata": {"labels": {"a": "1"}},
-            "spec": {
-                "nodeSelector": {"x": "1"},
-                "tolerations": [{"key": "t1", "operator": "Exists"}],
-                "containers": [{"name": "node", "image": "i", "env": [{"name": "E", "value": "1"}]}],
-            },
-        }}
-    }
-    patch = {"spec": {"template": {
-        "metadata": {"labels": {"b": "2"}},
         "spec": {
-            "nodeSelector": {"y": "2"},
-            "tolerations": [{"key": "t2", "operator": "Exists"}],
-            "containers": [{"name": "node", "env": [{"name": "F", "value": "2"}]}],
-        },
-    }}}
+            "template": {
+                "metadata": {"labels": {"a": "1"}},
+                "spec": {
+                    "nodeSelector": {"x": "1"},
+                    "tolerations": [{"key": "t1", "operator": "Exists"}],
+                    "containers": [
+                        {"name": "node", "image": "i", "env": [{"name": "E", "value": "1"}]}
+                    ],
+                },
+            }
+        }
+    }
+    patch = {
+        "spec": {
+            "template": {
+                "metadata": {"labels": {"b": "2"}},
+                "spec": {
+                    "nodeSelector": {"y": "2"},
+                    "tolerations": [{"key": "t2", "operator": "Exists"}],
+                    "containers": [{"name": "node", "env": [{"name": "F", "value": "2"}]}],
+                },
+            }
+        }
+    }
     merged = strategic_merge(template, patch)["spec"]["template"]
     assert merged["metadata"]["labels"] == {"a": "1", "b": "2"}
     assert merged["spec"]["nodeSelector"] == {"x": "1", "y": "2"}
@@ -235,7 +285,7 @@ def test_the_runtime_named_is_cluster_scoped_by_default_or_namespaced():
 
 
 def test_a_missing_runtime_is_an_error_naming_the_runtime_ref():
-    with pytest.raises(RuntimeNotFound, match="spec.runtimeRef"):
+    with pytest.raises(RuntimeNotFound, match=r"spec\.runtimeRef"):
         lookup(None).pod_sets(trainjob())
     assert webhook.validate(trainjob(), None) == [
         "spec.runtimeRef: ClusterTrainingRuntime 'test' not found"
@@ -265,13 +315,29 @@ def test_pod_set_counts_add_up_to_the_pods_the_jobset_will_make(num_nodes, other
 
 def kueue_patch(replicated_jobs=None):
     spec = {"replicatedJobs": replicated_jobs} if replicated_jobs else {}
-    return {"manager": KUEUE_MANAGER, "trainingRuntimeSpec": {"template": {
-        "metadata": {"labels": {QUEUE: "q"}}, "spec": spec}}}
+    return {
+        "manager": KUEUE_MANAGER,
+        "trainingRuntimeSpec": {"template": {"metadata": {"labels": {QUEUE: "q"}}, "spec": spec}},
+    }
 
 
-USER_PATCH = {"manager": "example.com/user-manager", "trainingRuntimeSpec": {"template": {
-    "spec": {"replicatedJobs": [{"name": "node", "template": {"spec": {"template": {
-        "spec": {"nodeSelector": {"disktype": "sdd"}}}}}}]}}}}
+USER_PATCH = {
+    "manager": "example.com/user-manager",
+    "trainingRuntimeSpec": {
+        "template": {
+            "spec": {
+                "replicatedJobs": [
+                    {
+                        "name": "node",
+                        "template": {
+                            "spec": {"template": {"spec": {"nodeSelector": {"disktype": "sdd"}}}}
+                        },
+                    }
+                ]
+            }
+        }
+    },
+}
 
 
 def started(tj, rt):
@@ -319,9 +385,19 @@ def test_start_writes_kueues_runtime_patch_while_suspended_then_unsuspends(patch
 
 def test_start_replaces_existing_kueue_overrides():
     """Kueue's "should replace existing Kueue overrides (idempotency)"."""
-    old = [{"name": "node", "template": {"spec": {"template": {
-        "metadata": {"annotations": {"test-annotation": "old-value"}},
-        "spec": {"nodeSelector": {"old-selector": "value"}}}}}}]
+    old = [
+        {
+            "name": "node",
+            "template": {
+                "spec": {
+                    "template": {
+                        "metadata": {"annotations": {"test-annotation": "old-value"}},
+                        "spec": {"nodeSelector": {"old-selector": "value"}},
+                    }
+                }
+            },
+        }
+    ]
     tj = trainjob(patches=[USER_PATCH, kueue_patch(old)])
     _, _, first = started(tj, runtime(rjob("node", trainer=True)))
     node = kueue_replicated_jobs(merge_patch(tj, first))[0]["template"]["spec"]["template"]
@@ -386,9 +462,67 @@ def test_valid_trainjob_is_admitted():
 
 
 def test_the_child_jobset_is_recognised_by_its_controller_reference():
-    jobset = {"metadata": {"ownerReferences": [{
-        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": "t",
-        "uid": "u1", "controller": True}]}}
+    jobset = {
+        "metadata": {
+            "ownerReferences": [
+                {
+                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+                    "kind": "TrainJob",
+                    "name": "t",
+                    "uid": "u1",
+                    "controller": True,
+                }
+            ]
+        }
+    }
     assert controlled_by_trainjob(jobset) == "u1"
     jobset["metadata"]["ownerReferences"][0]["controller"] = False
     assert controlled_by_trainjob(jobset) is None
+
+
+# Kubeflow Trainer v2.2.0's manifests/base/runtimes/torch_distributed.yaml, its default runtime.
+TORCH_DISTRIBUTED = {
+    "kind": "ClusterTrainingRuntime",
+    "metadata": {"name": "torch-distributed"},
+    "spec": {
+        "mlPolicy": {"numNodes": 1, "torch": {}},
+        "template": {
+            "spec": {
+                "replicatedJobs": [
+                    {
+                        "name": "node",
+                        "template": {
+                            "metadata": {"labels": {ANCESTOR: "trainer"}},
+                            "spec": {
+                                "template": {
+                                    "spec": {
+                                        "containers": [
+                                            {
+                                                "name": "node",
+                                                "image": "pytorch/pytorch:2.10.0-cuda12.8-cudnn9-runtime",
+                                            }
+                                        ]
+                                    }
+                                }
+                            },
+                        },
+                    }
+                ]
+            }
+        },
+    },
+}
+
+
+def test_kueues_sample_trainjob_is_one_pod_set_of_its_nodes():
+    path = EXAMPLES / "sample-trainjob.yaml"
+    tj = yaml.safe_load(path.read_text())
+    assert runtime_ref(tj).name == "torch-distributed"
+    tj["metadata"].update(namespace="default", uid="u", resourceVersion="1")
+    tj = merge_patch(tj, webhook.mutate(tj))
+    assert tj["spec"]["suspend"] is True
+    [ps] = build_workload(lookup(TORCH_DISTRIBUTED), tj)["spec"]["podSets"]
+    assert (ps["name"], ps["count"]) == ("node", 1)
+    container = ps["template"]["spec"]["containers"][0]
+    assert container["resources"]["requests"] == {"cpu": 1, "memory": "2Gi"}
+    assert container["command"][0] == "bash"
