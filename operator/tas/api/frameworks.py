@@ -37,6 +37,9 @@ class Framework(StrEnum):
     PADDLEJOB = "kubeflow.org/paddlejob"
     JAXJOB = "kubeflow.org/jaxjob"
     MPIJOB = "kubeflow.org/mpijob"
+    TRAINJOB = "trainer.kubeflow.org/trainjob"
+    APPWRAPPER = "workload.codeflare.dev/appwrapper"
+    DEPLOYMENT = "deployment"
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,9 @@ XGBOOSTJOB = Resource("kubeflow.org", "v1", "xgboostjobs", "XGBoostJob", crd=Tru
 PADDLEJOB = Resource("kubeflow.org", "v1", "paddlejobs", "PaddleJob", crd=True)
 JAXJOB = Resource("kubeflow.org", "v1", "jaxjobs", "JAXJob", crd=True)
 MPIJOB = Resource("kubeflow.org", "v2beta1", "mpijobs", "MPIJob", crd=True)
+TRAINJOB = Resource("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob", crd=True)
+APPWRAPPER = Resource("workload.codeflare.dev", "v1beta2", "appwrappers", "AppWrapper", crd=True)
+DEPLOYMENT = Resource("apps", "v1", "deployments", "Deployment")
 
 RESOURCES: Mapping[Framework, Resource] = {
     Framework.JOB: JOB,
@@ -98,11 +104,15 @@ RESOURCES: Mapping[Framework, Resource] = {
     Framework.PADDLEJOB: PADDLEJOB,
     Framework.JAXJOB: JAXJOB,
     Framework.MPIJOB: MPIJOB,
+    Framework.TRAINJOB: TRAINJOB,
+    Framework.APPWRAPPER: APPWRAPPER,
+    Framework.DEPLOYMENT: DEPLOYMENT,
 }
 # Kueue's ImplicitlyEnabledFrameworkNames: their pods are pod groups.
 IMPLIES: Mapping[Framework, tuple[Framework, ...]] = {
     Framework.STATEFULSET: (Framework.POD,),
     Framework.LEADERWORKERSET: (Framework.POD,),
+    Framework.DEPLOYMENT: (Framework.POD,),  # its pods are single pods
 }
 # Without the flag: Kueue's own default (its Configuration's integrations.frameworks).
 DEFAULT = (Framework.JOB,)
