@@ -28,6 +28,9 @@ class Framework(StrEnum):
     LEADERWORKERSET = "leaderworkerset.x-k8s.io/leaderworkerset"
     POD = "pod"
     STATEFULSET = "statefulset"
+    RAYJOB = "ray.io/rayjob"
+    RAYCLUSTER = "ray.io/raycluster"
+    RAYSERVICE = "ray.io/rayservice"
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,9 @@ NODE_RESOURCE_TOPOLOGY = Resource(
     "topology.node.k8s.io", "v1alpha2", "noderesourcetopologies", "NodeResourceTopology", crd=True
 )
 STATEFULSET = Resource("apps", "v1", "statefulsets", "StatefulSet")
+RAYJOB = Resource("ray.io", "v1", "rayjobs", "RayJob", crd=True)
+RAYCLUSTER = Resource("ray.io", "v1", "rayclusters", "RayCluster", crd=True)
+RAYSERVICE = Resource("ray.io", "v1", "rayservices", "RayService", crd=True)
 
 RESOURCES: Mapping[Framework, Resource] = {
     Framework.JOB: JOB,
@@ -77,6 +83,9 @@ RESOURCES: Mapping[Framework, Resource] = {
     Framework.LEADERWORKERSET: LEADERWORKERSET,
     Framework.POD: POD,
     Framework.STATEFULSET: STATEFULSET,
+    Framework.RAYJOB: RAYJOB,
+    Framework.RAYCLUSTER: RAYCLUSTER,
+    Framework.RAYSERVICE: RAYSERVICE,
 }
 # Kueue's ImplicitlyEnabledFrameworkNames: their pods are pod groups.
 IMPLIES: Mapping[Framework, tuple[Framework, ...]] = {

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from tas.api.frameworks import Resource
 from tas.cache.projections import FlavorInfo, WorkloadInfo
@@ -50,6 +50,14 @@ class GenericJob(Protocol):
 
     def needs_start_time_reset(self, obj: Mapping) -> bool:
         """A suspended object whose templates stay immutable until its status is reset."""
+
+
+@runtime_checkable
+class JobWithSkip(Protocol):
+    """A kind some of whose queued objects are not ours to admit (Kueue's JobWithSkip: a
+    RayJob on an existing cluster, a RayCluster its RayJob made)."""
+
+    def skips(self, obj: Mapping) -> bool: ...
 
 
 def guarded(obj: Mapping, body: dict) -> dict:

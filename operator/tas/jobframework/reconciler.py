@@ -17,7 +17,7 @@ from collections.abc import Container, Mapping
 from tas.cache.projections import Key, WorkloadInfo
 from tas.cache.state import ClusterState
 from tas.jobframework.creation import NOT_BUILT, create_workload, not_built_reason
-from tas.jobframework.interface import GenericJob
+from tas.jobframework.interface import GenericJob, JobWithSkip
 from tas.jobframework.namespaces import EVERY_NAMESPACE
 from tas.jobframework.workload import (
     build_workload,
@@ -82,6 +82,8 @@ class JobReconciler:
         obj = self.objects.get(key)
         if obj is None or not queue_name(obj) or key[0] not in self.managed:
             return  # deleted (its Workload goes with it, by owner reference) or not ours
+        if isinstance(self.job, JobWithSkip) and self.job.skips(obj):
+            return
         workload = self.workload_of(obj)
         done = self.job.finished(obj)
         if done:
