@@ -65,6 +65,9 @@ def start_patch(
 
 def restore_patch(template: Mapping, name: str, workload: WorkloadInfo) -> dict | None:
     """The merge patch that gives `template` back as the user wrote it, or None when there is
-    nothing to undo."""
+    nothing to undo. Metadata that held only what the start added goes whole."""
     request = next((p for p in workload.pod_sets if p.name == name), None)
-    return podset.restore_template(template, request)
+    patch = podset.restore_template(template, request)
+    if patch and "metadata" in patch and not podset.merge_patch(template, patch).get("metadata"):
+        patch["metadata"] = None
+    return patch
