@@ -40,6 +40,9 @@ class Framework(StrEnum):
     TRAINJOB = "trainer.kubeflow.org/trainjob"
     APPWRAPPER = "workload.codeflare.dev/appwrapper"
     DEPLOYMENT = "deployment"
+    RAYJOB = "ray.io/rayjob"
+    RAYCLUSTER = "ray.io/raycluster"
+    RAYSERVICE = "ray.io/rayservice"
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,9 @@ MPIJOB = Resource("kubeflow.org", "v2beta1", "mpijobs", "MPIJob", crd=True)
 TRAINJOB = Resource("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob", crd=True)
 APPWRAPPER = Resource("workload.codeflare.dev", "v1beta2", "appwrappers", "AppWrapper", crd=True)
 DEPLOYMENT = Resource("apps", "v1", "deployments", "Deployment")
+RAYJOB = Resource("ray.io", "v1", "rayjobs", "RayJob", crd=True)
+RAYCLUSTER = Resource("ray.io", "v1", "rayclusters", "RayCluster", crd=True)
+RAYSERVICE = Resource("ray.io", "v1", "rayservices", "RayService", crd=True)
 
 RESOURCES: Mapping[Framework, Resource] = {
     Framework.JOB: JOB,
@@ -107,6 +113,9 @@ RESOURCES: Mapping[Framework, Resource] = {
     Framework.TRAINJOB: TRAINJOB,
     Framework.APPWRAPPER: APPWRAPPER,
     Framework.DEPLOYMENT: DEPLOYMENT,
+    Framework.RAYJOB: RAYJOB,
+    Framework.RAYCLUSTER: RAYCLUSTER,
+    Framework.RAYSERVICE: RAYSERVICE,
 }
 # Kueue's ImplicitlyEnabledFrameworkNames: their pods are pod groups.
 IMPLIES: Mapping[Framework, tuple[Framework, ...]] = {

@@ -61,6 +61,14 @@ class JobWithPriorityClass(Protocol):
         """(class name, the field naming it), or None."""
 
 
+@runtime_checkable
+class JobWithSkip(Protocol):
+    """A kind some of whose queued objects are not ours to admit (Kueue's JobWithSkip: a
+    RayJob on an existing cluster, a RayCluster its RayJob made)."""
+
+    def skips(self, obj: Mapping) -> bool: ...
+
+
 def guarded(obj: Mapping, body: dict) -> dict:
     """A merge patch that applies only to the version `obj` was read at."""
     return {"metadata": {"resourceVersion": obj["metadata"]["resourceVersion"]}, **body}
