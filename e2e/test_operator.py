@@ -140,14 +140,26 @@ def finish_pods(cluster: Cluster, namespace: str, job_name: str) -> None:
         )
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open bug: after earlier tests in the full suite, a waiting workload is sometimes not "
-    "decided again when the workload blocking it finishes (passes alone; under investigation)",
-)
+def pods_on(cluster: Cluster, nodes: list[str]) -> list[str]:
+    """The unfinished pods of any namespace bound to these nodes."""
+    return [
+        f"{p['metadata']['namespace']}/{p['metadata']['name']} on {p['spec']['nodeName']}"
+        for p in cluster.get_json("pods", "-A")["items"]
+        if p["spec"].get("nodeName") in nodes
+        and p.get("status", {}).get("phase") not in ("Succeeded", "Failed")
+    ]
+
+
 def test_a_job_that_does_not_fit_waits_and_is_admitted_when_another_finishes(
-    cluster: Cluster, namespace: str, user_queue: str
+    cluster: Cluster, namespace: str, user_queue: str, topology_nodes: list[str]
 ):
+    # Whole-node arithmetic: the pods of earlier tests must have left the nodes (a check of the
+    # cluster, not of the operator, whose counting of those pods is what is tested below).
+    wait_for(
+        lambda: not pods_on(cluster, topology_nodes),
+        timeout=90,
+        what="the pods of earlier tests to leave the topology nodes",
+    )
     # Five whole-node pods leave no block with four free nodes.
     cluster.apply(jobs.job("big", user_queue, pods=5, cpu="8", indexed=False), namespace)
     jobs.wait_admitted(cluster, namespace, "big")
@@ -179,7 +191,12 @@ def test_a_job_that_does_not_fit_waits_and_is_admitted_when_another_finishes(
         timeout=60,
         what="the finished Job's workload to be Finished",
     )
-    workload = jobs.wait_admitted(cluster, namespace, "block")
+    try:
+        workload = jobs.wait_admitted(cluster, namespace, "block")
+    except AssertionError as exc:  # say what held the nodes, as the API server saw it
+        raise AssertionError(
+            f"{exc}; pods on the nodes: {pods_on(cluster, topology_nodes)}"
+        ) from exc
     pods = assert_pods_follow_assignment(cluster, namespace, "block", workload)
     assert len(jobs.racks_and_blocks(cluster, jobs.placement(pods))[1]) == 1
 
