@@ -180,8 +180,9 @@ The ClusterRole's rules of the enabled GenericJob kinds, one rule per (group, re
 the verbs of every kind that needs it (a JobSet's Jobs are read, a queued Job's patched):
 list, watch and patch its objects, update their finalizers (a Workload's ownerReference sets
 blockOwnerDeletion), patch their status where it resets status.startTime (a suspended Job's
-template stays immutable until then, as Kueue does), and list and watch the children its
-controller makes, for their pods' capacity.
+template stays immutable until then, as Kueue does), list and watch the children its
+controller makes, for their pods' capacity, and get, list and watch what its pod sets are
+built from (a TrainJob's runtimes).
 */}}
 {{- define "tas-operator.genericJobRules" -}}
 {{- $root := . -}}
@@ -194,6 +195,9 @@ controller makes, for their pods' capacity.
 {{- end -}}
 {{- range $child := $kind.children -}}
 {{- $wanted = append $wanted (list $child.group $child.resource (list "list" "watch")) -}}
+{{- end -}}
+{{- range $looked := $kind.lookups -}}
+{{- $wanted = append $wanted (list $looked.group $looked.resource (list "get" "list" "watch")) -}}
 {{- end -}}
 {{- range $rule := $wanted -}}
 {{- $key := printf "%s|%s" (index $rule 0) (index $rule 1) -}}

@@ -52,6 +52,7 @@ class Resource:
     plural: str
     kind: str
     crd: bool = False  # served by a CustomResourceDefinition that may be missing
+    namespaced: bool = True  # False: cluster-scoped (listed in every namespace at once)
 
     @property
     def api_version(self) -> str:

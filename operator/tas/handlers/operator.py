@@ -280,8 +280,14 @@ def register_generic_job(kind: GenericJobKind) -> None:
             patch.update(kind.webhook.mutate(review_object(body)))
 
     async def validate(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-        if not admitted_with_owner(memo, body):
-            refuse(kind.webhook.validate(review_object(body)))
+        if admitted_with_owner(memo, body):
+            return
+        obj = review_object(body)
+        if kind.lookup is None:
+            refuse(kind.webhook.validate(obj))
+        else:  # what its pod sets are built from (a TrainJob's runtime), as the cache has it
+            generic = rt(memo).generic_jobs[kind.name]
+            refuse(kind.webhook.validate(obj, await on_cache_loop(memo, generic.lookup, obj)))
 
     for on, handler_id, operations, fn in (
         (kopf.on.mutate, kind.suspend_webhook, ["CREATE"], suspend),

@@ -28,6 +28,10 @@ def row(kind: GenericJobKind) -> dict:
         "children": [
             {"group": c.resource.group, "resource": c.resource.plural} for c in kind.children
         ],
+        "lookups": [
+            {"group": r.group, "resource": r.plural}
+            for r in (kind.lookup.resources if kind.lookup else ())
+        ],
     }
 
 

@@ -6,22 +6,31 @@ A row names the kind's Kueue framework name, its GenericJob and its webhook modu
 `validate`). Its webhook paths follow one rule, `suspend-queued-<plural>` and
 `validate-<plural>`; batch/v1 Job keeps the validating path it always had. `children` are the
 objects the kind's controller makes that hold its pods (a JobSet's Jobs): the operator records
-which of them a queued object controls, so that their pods are its Workload's.
+which of them a queued object controls, so that their pods are its Workload's. `lookup` names
+the objects its pod sets are built from (a TrainJob's runtimes), which the runtime watches and
+caches for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from types import ModuleType
 
+from tas.api.constants import QUEUE_NAME_LABEL
 from tas.api.frameworks import JOB as JOB_RESOURCE
+from tas.api.frameworks import JOBSET as JOBSET_RESOURCE
+from tas.api.frameworks import PYTORCHJOB as PYTORCHJOB_RESOURCE
 from tas.api.frameworks import Framework, Integrations, Resource
+from tas.integrations.appwrapper import webhook as appwrapper_webhook
+from tas.integrations.appwrapper.controller import APP_WRAPPER, APPWRAPPER_LABEL
 from tas.integrations.job import webhook as job_webhook
 from tas.integrations.job.controller import JOB
 from tas.integrations.jobset import webhook as jobset_webhook
 from tas.integrations.jobset.controller import JOB_SET
+from tas.integrations.trainjob import webhook as trainjob_webhook
+from tas.integrations.trainjob.controller import RUNTIMES, TRAIN_JOB, named_runtime, reading
 from tas.jobframework.interface import GenericJob
 from tas.jobframework.owners import ManagedOwners
 
@@ -36,6 +45,28 @@ class Children:
 
     resource: Resource
     selector: str
+    # Their controller's kind when it is not an enabled managed one (a TrainJob's JobSet's
+    # Jobs, with the JobSet integration off): that link is recorded too.
+    controlled_by: Resource | None = None
+
+    @property
+    def owners(self) -> ManagedOwners:
+        return ManagedOwners.of((self.controlled_by,) if self.controlled_by else ())
+
+
+# An object a kind's pod sets are built from: (resource, namespace or None, name).
+ObjectRef = tuple[Resource, str | None, str]
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """Objects a kind's pod sets are built from (a TrainJob's runtimes): watched read-only
+    (no polling), cached by the runtime, and the kind's objects naming one synced again when
+    it appears or changes."""
+
+    resources: tuple[Resource, ...]
+    named_by: Callable[[Mapping], ObjectRef]  # the one a queued object names
+    bind: Callable[[Callable[[ObjectRef], Mapping | None]], GenericJob]  # the job reading them
 
 
 @dataclass(frozen=True)
@@ -47,6 +78,7 @@ class GenericJobKind:
     concurrency: int = 4  # of its serial worker
     patches_status: bool = False  # resets status.startTime to restart after an eviction (Job)
     validate_path: str | None = None  # only where an older path must be kept
+    lookup: Lookup | None = None  # webhook.validate(obj, the looked-up object or None)
 
     @property
     def resource(self) -> Resource:
@@ -83,6 +115,27 @@ GENERIC_JOBS: tuple[GenericJobKind, ...] = (
         JOB_SET,
         jobset_webhook,
         children=(Children(JOB_RESOURCE, JOBSET_NAME_LABEL),),
+    ),
+    # A TrainJob's JobSet carries the queue name (Kueue's runtime patch); its Jobs are linked
+    # here too, so that pod -> Job -> JobSet -> TrainJob holds with the JobSet integration off.
+    GenericJobKind(
+        Framework.TRAINJOB,
+        TRAIN_JOB,
+        trainjob_webhook,
+        children=(
+            Children(JOBSET_RESOURCE, QUEUE_NAME_LABEL),
+            Children(JOB_RESOURCE, JOBSET_NAME_LABEL, controlled_by=JOBSET_RESOURCE),
+        ),
+        lookup=Lookup(RUNTIMES, named_runtime, reading),
+    ),
+    GenericJobKind(
+        Framework.APPWRAPPER,
+        APP_WRAPPER,
+        appwrapper_webhook,
+        children=(
+            Children(JOB_RESOURCE, APPWRAPPER_LABEL),
+            Children(PYTORCHJOB_RESOURCE, APPWRAPPER_LABEL),
+        ),
     ),
 )
 BY_FRAMEWORK: Mapping[str, GenericJobKind] = {k.framework: k for k in GENERIC_JOBS}

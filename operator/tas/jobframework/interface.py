@@ -14,6 +14,11 @@ from tas.api.frameworks import Resource
 from tas.cache.projections import FlavorInfo, WorkloadInfo
 
 
+class ReferenceMissing(LookupError):
+    """An object the pod sets are built from is not in the cluster (yet): a TrainJob's
+    runtime. The Workload is built once it appears (its watch syncs the owners again)."""
+
+
 @dataclass(frozen=True)
 class Finished:
     succeeded: bool
@@ -27,7 +32,8 @@ class GenericJob(Protocol):
         self,
         obj: Mapping,
     ) -> list[dict]:
-        """The Workload's spec.podSets; raises TopologyRequestError for a bad annotation."""
+        """The Workload's spec.podSets; raises TopologyRequestError for a bad annotation,
+        ReferenceMissing when an object they are built from is missing."""
 
     def priority(self, obj: Mapping) -> int: ...
 

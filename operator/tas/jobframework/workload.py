@@ -22,7 +22,7 @@ from tas.cache.projections import (
     WorkloadInfo,
     workload_from_object,
 )
-from tas.jobframework.interface import JobWithPriorityClass
+from tas.jobframework.interface import JobWithPriorityClass, ReferenceMissing
 from tas.jobframework.names import workload_name
 from tas.jobframework.priority import Priority
 from tas.jobframework.priority import resolve as resolve_priority
@@ -200,8 +200,8 @@ def needs_new_workload(
                 defaults=defaults,
             )
         )
-    except (TopologyRequestError, KeyError, TypeError, ValueError):
-        return True  # an edit made it invalid: the new Workload's creation reports why
+    except (TopologyRequestError, ReferenceMissing, KeyError, TypeError, ValueError):
+        return True  # an edit made it invalid (or its runtime went): the creation reports why
     return wanted.pod_sets != workload.pod_sets
 
 

@@ -13,6 +13,7 @@ import functools
 import logging
 import os
 import signal
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tas import metrics
@@ -26,7 +27,7 @@ from tas.hotswap.controller import NodeHealthController
 from tas.hotswap.replace import ReplacementRules
 from tas.integrations.leaderworkerset.controller import LeaderWorkerSetController
 from tas.integrations.pod.controller import PodController
-from tas.integrations.registry import GENERIC_JOBS, GenericJobKind, managed_owners
+from tas.integrations.registry import GENERIC_JOBS, GenericJobKind, ObjectRef, managed_owners
 from tas.jobframework.namespaces import ManagedNamespaces
 from tas.jobframework.reconciler import JobReconciler
 from tas.kube import CRDS, Kube, KubeError
@@ -53,6 +54,7 @@ NAMESPACED = (
     "workloads",
     *(k.name for k in GENERIC_JOBS),
     *(k.children_watch(c) for k in GENERIC_JOBS for c in k.children),
+    *(r.plural for k in GENERIC_JOBS if k.lookup for r in k.lookup.resources if r.namespaced),
     "managed-pods",
     "leaderworkersets",
     "placementgroups",
@@ -70,11 +72,18 @@ WRITERS = (
 
 @dataclass(frozen=True)
 class GenericJobRuntime:
-    """An enabled GenericJob kind as it runs: its reconciler and the worker that syncs it."""
+    """An enabled GenericJob kind as it runs: its reconciler, the worker that syncs it, and
+    the objects its pod sets are built from (its lookup's, as watched: a TrainJob's runtimes)."""
 
     kind: GenericJobKind
     reconciler: JobReconciler
     worker: SerialWorker
+    looked_up: dict[ObjectRef, Mapping]
+
+    def lookup(self, obj: Mapping) -> Mapping | None:
+        """What `obj` names of its kind's lookup, as cached (None: not there, or no lookup)."""
+        lookup = self.kind.lookup
+        return None if lookup is None else self.looked_up.get(lookup.named_by(obj))
 
     def owns(self, owner: OwnerRef | None) -> bool:
         """The Workload's controlling owner is of this kind."""
@@ -123,12 +132,12 @@ class Runtime:
             multiple_nodes=gates.enabled(Gate.TAS_REPLACE_MULTIPLE_FAILED_NODES),
         )
         self.hotswap_worker = SerialWorker("hotswap", self.node_health.sync, concurrency=2)
-        # CRD name -> the kind it serves, for the enabled integrations served by a CRD.
-        self.crd_kinds = {
-            w.crd: kind
-            for kind, w in WATCHES.items()
-            if w.crd and self.enabled(w.framework, w.gate)
-        }
+        # CRD name -> the watches of what it serves, for the enabled integrations (a kind, the
+        # children or runtimes of another: JobSets are both).
+        self.crd_kinds: dict[str, list[str]] = {}
+        for kind, w in WATCHES.items():
+            if w.crd and self.enabled(w.framework, w.gate):
+                self.crd_kinds.setdefault(w.crd, []).append(kind)
         self.numa_problems: dict[str, str] = {}  # node -> why its zones are not counted
         self.dynamic: dict[str, list[tuple[Reflector, asyncio.Task]]] = {}
         self.reflectors = self._reflectors()
@@ -149,9 +158,11 @@ class Runtime:
         # its reconciler stays empty); by name (its resource's plural).
         self.generic_jobs = {}
         for kind in GENERIC_JOBS:
-            reconciler = JobReconciler(kind.job, self.state, writes, self.writer, managed=managed)
+            looked_up: dict[ObjectRef, Mapping] = {}
+            job = kind.lookup.bind(looked_up.get) if kind.lookup else kind.job
+            reconciler = JobReconciler(job, self.state, writes, self.writer, managed=managed)
             worker = SerialWorker(kind.name, reconciler.sync, concurrency=kind.concurrency)
-            self.generic_jobs[kind.name] = GenericJobRuntime(kind, reconciler, worker)
+            self.generic_jobs[kind.name] = GenericJobRuntime(kind, reconciler, worker, looked_up)
         self.owners = managed_owners(settings.integrations)
         self.pod_groups = PodController(self.state, writes, self.writer, managed=managed)
         self.leaderworkersets = LeaderWorkerSetController(
@@ -201,13 +212,14 @@ class Runtime:
     async def _on_crd(self, kind: str, obj) -> None:
         """Start listing a kind when its CRD is established, stop when it goes away."""
         name = obj["metadata"]["name"]
-        watched = self.crd_kinds.get(name)
-        if watched is None:
-            return
         conditions = (obj.get("status") or {}).get("conditions") or []
         established = kind != "DELETED" and any(
             c.get("type") == "Established" and c.get("status") == "True" for c in conditions
         )
+        for watched in self.crd_kinds.get(name, ()):
+            await self._crd_watch(watched, name, established)
+
+    async def _crd_watch(self, watched: str, name: str, established: bool) -> None:
         running = self.dynamic.get(watched)
         if established and running is None:
             log.info("%s: CRD %s established; handling them", watched, name)
@@ -225,7 +237,8 @@ class Runtime:
                     )
 
     def _report_missing_crds(self) -> None:
-        for crd, kind in self.crd_kinds.items():
+        for crd, kinds in self.crd_kinds.items():
+            kind = kinds[0]  # one line per CRD
             if kind not in self.dynamic:
                 log.info(
                     "%s integration: CRD %s is not installed; skipped until it appears",

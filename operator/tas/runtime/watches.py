@@ -15,13 +15,13 @@ from typing import Any, Protocol
 
 from tas.admission.loop import AdmissionLoop
 from tas.api.constants import HOSTNAME_LABEL, MANAGED_LABEL, QUEUE_NAME_LABEL, TAS_GROUP
-from tas.api.frameworks import LEADERWORKERSET, NODE_RESOURCE_TOPOLOGY, Framework
+from tas.api.frameworks import LEADERWORKERSET, NODE_RESOURCE_TOPOLOGY, Framework, Resource
 from tas.cache import projections as proj
 from tas.cache.state import ClusterState
 from tas.features import Gate
 from tas.integrations.leaderworkerset.controller import LeaderWorkerSetController, waiting_pod
 from tas.integrations.pod.controller import PodController, work_key
-from tas.integrations.registry import GENERIC_JOBS, GenericJobKind
+from tas.integrations.registry import GENERIC_JOBS, Children, GenericJobKind, ObjectRef
 from tas.jobframework.namespaces import ManagedNamespaces
 from tas.jobframework.owners import ManagedOwners
 from tas.jobframework.reconciler import JobReconciler
@@ -42,6 +42,12 @@ class GenericJobContext(Protocol):
 
     @property
     def worker(self) -> SerialWorker: ...
+
+    @property
+    def kind(self) -> GenericJobKind: ...
+
+    @property
+    def looked_up(self) -> dict[ObjectRef, Obj]: ...
 
 
 class WatchContext(Protocol):
@@ -229,7 +235,7 @@ def on_generic_job(name: str) -> WatchHandler:
     return handle
 
 
-def on_children(watch: str) -> WatchHandler:
+def on_children(watch: str, children: Children) -> WatchHandler:
     """The handler of a watch of a queued kind's children (a JobSet's Jobs): which managed
     object controls each, so that its pods are that object's Workload's (capacity)."""
 
@@ -242,7 +248,8 @@ def on_children(watch: str) -> WatchHandler:
                 rt.state.link_owner(uid, None)
         elif uid:
             rt.children[key] = uid
-            rt.state.link_owner(uid, rt.owners.controller(obj))
+            parent = rt.owners.controller(obj) or children.owners.controller(obj)
+            rt.state.link_owner(uid, parent)
         rt.admission.wake()
 
     handle.__name__ = handle.__qualname__ = f"on_{watch.replace('-', '_')}"
@@ -363,6 +370,31 @@ def resubmit_pending(rt: WatchContext, namespace: str | None) -> None:
                 generic.worker.submit(key)
 
 
+def on_looked_up(name: str, resource: Resource) -> WatchHandler:
+    """The handler of a watch of what a GenericJob kind's pod sets are built from (a
+    TrainJob's runtimes): cached for its reconciler and webhook; its objects that name the one
+    that appeared, changed or went are synced again (a sync with nothing to do writes
+    nothing; before activation every object is synced anyway)."""
+
+    async def handle(rt: WatchContext, kind: str, obj: Obj) -> None:
+        generic = rt.generic_jobs[name]
+        meta = obj["metadata"]
+        ref = (resource, meta.get("namespace") if resource.namespaced else None, meta["name"])
+        if kind == "DELETED":
+            generic.looked_up.pop(ref, None)
+        else:
+            generic.looked_up[ref] = {"spec": obj.get("spec") or {}}  # all the job reads
+        lookup = generic.kind.lookup
+        if not rt.active or lookup is None:
+            return
+        for key, queued in list(generic.reconciler.objects.items()):
+            if lookup.named_by(queued) == ref:
+                generic.worker.submit(key)
+
+    handle.__name__ = handle.__qualname__ = f"on_{resource.plural}"
+    return handle
+
+
 WatchHandler = Callable[[WatchContext, str, Obj], Awaitable[None]]
 
 
@@ -431,7 +463,7 @@ def generic_job_watches(kind: GenericJobKind) -> dict[str, Watch]:
     """A GenericJob kind's watches: its queued objects (only those with a queue-name label
     are ours), and the children its controller makes, for their pods' capacity."""
     resource = kind.resource
-    crd = resource.crd_name if resource.crd else None
+    crd = crd_of(resource)
     queued = {"labelSelector": QUEUE_NAME_LABEL}
     out = {
         kind.name: Watch(
@@ -441,8 +473,26 @@ def generic_job_watches(kind: GenericJobKind) -> dict[str, Watch]:
     for children in kind.children:
         name = kind.children_watch(children)
         params = {"labelSelector": children.selector}
-        out[name] = Watch(children.resource.collection(), params, on_children(name), kind.framework)
+        out[name] = Watch(
+            children.resource.collection(),
+            params,
+            on_children(name, children),
+            kind.framework,
+            crd=crd_of(children.resource),
+        )
+    for looked_up in kind.lookup.resources if kind.lookup else ():
+        out[looked_up.plural] = Watch(
+            looked_up.collection(),
+            {},
+            on_looked_up(kind.name, looked_up),
+            kind.framework,
+            crd=crd_of(looked_up),
+        )
     return out
+
+
+def crd_of(resource: Resource) -> str | None:
+    return resource.crd_name if resource.crd else None
 
 
 WATCHES.update(watch for kind in GENERIC_JOBS for watch in generic_job_watches(kind).items())

@@ -42,6 +42,8 @@ from tas.jobframework.podset import toleration_to_api
 from tas.solver.types import PodSetRequest
 
 COMPONENTS = "spec.components"
+# The AppWrapper controller's label on each wrapped object: the AppWrapper's name.
+APPWRAPPER_LABEL = "workload.codeflare.dev/appwrapper"
 
 
 def components(obj: Mapping) -> list[dict]:

@@ -19,10 +19,12 @@ from collections.abc import Callable, Mapping
 
 from tas.api.annotations import TopologyRequestError
 from tas.api.constants import JOB_COMPLETION_INDEX_LABEL, JOBSET_JOB_INDEX_LABEL
-from tas.api.frameworks import TRAINJOB
+from tas.api.frameworks import TRAINJOB, Resource
 from tas.cache.projections import FlavorInfo, WorkloadInfo
 from tas.integrations.trainjob.runtime import (
+    CLUSTER_TRAINING_RUNTIME,
     KUEUE_MANAGER,
+    TRAINING_RUNTIME,
     RuntimeNotFound,
     RuntimeRef,
     child_replicated_jobs,
@@ -190,6 +192,29 @@ class TrainJob:
 
     def needs_start_time_reset(self, obj: Mapping) -> bool:
         return False  # the Trainer rebuilds its JobSet from the patches while suspended
+
+
+# The runtimes' kinds, watched and cached by the runtime for the TrainJob reading them.
+RUNTIMES = (CLUSTER_TRAINING_RUNTIME, TRAINING_RUNTIME)
+RuntimeKey = tuple[Resource, str | None, str]  # the registry's ObjectRef
+
+
+def runtime_key(ref: RuntimeRef) -> RuntimeKey:
+    return (ref.resource, ref.namespace, ref.name)
+
+
+def named_runtime(trainjob: Mapping) -> RuntimeKey:
+    """The runtime a TrainJob names, as the runtime's cache keys it."""
+    return runtime_key(runtime_ref(trainjob))
+
+
+def reading(cache: Callable[[RuntimeKey], Mapping | None]) -> TrainJob:
+    """The TrainJob kind reading its runtimes from `cache`."""
+    return TrainJob(lambda ref: cache(runtime_key(ref)))
+
+
+# The registry's row: it finds no runtime until the runtime binds it to its cache (`reading`).
+TRAIN_JOB = TrainJob(lambda ref: None)
 
 
 def controlled_by_trainjob(obj: Mapping) -> str | None:

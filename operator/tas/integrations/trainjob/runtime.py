@@ -20,10 +20,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tas.api.frameworks import Resource
+from tas.jobframework.interface import ReferenceMissing
 
 GROUP = "trainer.kubeflow.org"
 CLUSTER_TRAINING_RUNTIME = Resource(
-    GROUP, "v1alpha1", "clustertrainingruntimes", "ClusterTrainingRuntime", crd=True
+    GROUP,
+    "v1alpha1",
+    "clustertrainingruntimes",
+    "ClusterTrainingRuntime",
+    crd=True,
+    namespaced=False,
 )
 TRAINING_RUNTIME = Resource(GROUP, "v1alpha1", "trainingruntimes", "TrainingRuntime", crd=True)
 
@@ -47,7 +53,7 @@ MERGE_KEYS = {
 }
 
 
-class RuntimeNotFound(LookupError):
+class RuntimeNotFound(ReferenceMissing):
     """The runtime a TrainJob names is not there (yet): its Workload cannot be built."""
 
 
@@ -88,14 +94,14 @@ def strategic_merge(target: object, patch: object, field: str = "") -> object:
         return out
     if isinstance(patch, list) and isinstance(target, list) and field in MERGE_KEYS:
         key = MERGE_KEYS[field]
-        out = list(target)
+        merged = list(target)
         for item in patch:
-            at = next((i for i, t in enumerate(out) if t.get(key) == item.get(key)), None)
+            at = next((i for i, t in enumerate(merged) if t.get(key) == item.get(key)), None)
             if at is None:
-                out.append(copy.deepcopy(item))
+                merged.append(copy.deepcopy(item))
             else:
-                out[at] = strategic_merge(out[at], item)
-        return out
+                merged[at] = strategic_merge(merged[at], item)
+        return merged
     return copy.deepcopy(patch)
 
 
