@@ -279,9 +279,10 @@ def register_generic_job(kind: GenericJobKind) -> None:
         if not admitted_with_owner(memo, body):
             patch.update(kind.webhook.mutate(review_object(body)))
 
-    async def validate(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    async def validate(body: kopf.Body, memo: kopf.Memo, old: Any = None, **_: Any) -> None:
         if not admitted_with_owner(memo, body):
-            refuse(kind.webhook.validate(review_object(body)))
+            previous = {k: dict(old.get(k) or {}) for k in ("metadata", "spec")} if old else None
+            refuse(kind.validate(review_object(body), previous))
 
     for on, handler_id, operations, fn in (
         (kopf.on.mutate, kind.suspend_webhook, ["CREATE"], suspend),

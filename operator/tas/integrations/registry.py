@@ -17,16 +17,26 @@ from functools import cache
 from types import ModuleType
 
 from tas.api.frameworks import JOB as JOB_RESOURCE
+from tas.api.frameworks import RAYCLUSTER as RAYCLUSTER_RESOURCE
 from tas.api.frameworks import Framework, Integrations, Resource
 from tas.integrations.job import webhook as job_webhook
 from tas.integrations.job.controller import JOB
 from tas.integrations.jobset import webhook as jobset_webhook
 from tas.integrations.jobset.controller import JOB_SET
+from tas.integrations.raycluster import webhook as raycluster_webhook
+from tas.integrations.raycluster.controller import RAY_CLUSTER
+from tas.integrations.rayjob import webhook as rayjob_webhook
+from tas.integrations.rayjob.controller import RAY_JOB
+from tas.integrations.rayservice import webhook as rayservice_webhook
+from tas.integrations.rayservice.controller import RAY_SERVICE
 from tas.jobframework.interface import GenericJob
 from tas.jobframework.owners import ManagedOwners
 
 # Kueue's label on every Job a JobSet makes.
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+# KubeRay's label on what it makes for a RayJob or RayService (its RayCluster, a RayJob's
+# submitter Job): the kind it was made for.
+RAY_ORIGIN_LABEL = "ray.io/originated-from-crd"
 
 
 @dataclass(frozen=True)
@@ -47,6 +57,7 @@ class GenericJobKind:
     concurrency: int = 4  # of its serial worker
     patches_status: bool = False  # resets status.startTime to restart after an eviction (Job)
     validate_path: str | None = None  # only where an older path must be kept
+    validate_reads_old: bool = False  # its webhook's validate takes old=<the object before UPDATE>
 
     @property
     def resource(self) -> Resource:
@@ -64,6 +75,12 @@ class GenericJobKind:
     @property
     def validate_webhook(self) -> str:
         return self.validate_path or f"validate-{self.resource.plural}"
+
+    def validate(self, obj: Mapping, old: Mapping | None) -> list[str]:
+        """The validating webhook's reasons to refuse (`old`: on UPDATE, the object before)."""
+        if self.validate_reads_old:
+            return self.webhook.validate(obj, old=old)
+        return self.webhook.validate(obj)
 
     def children_watch(self, children: Children) -> str:
         return f"{self.resource.kind.lower()}-{children.resource.plural}"
@@ -83,6 +100,25 @@ GENERIC_JOBS: tuple[GenericJobKind, ...] = (
         JOB_SET,
         jobset_webhook,
         children=(Children(JOB_RESOURCE, JOBSET_NAME_LABEL),),
+    ),
+    # RayJob -> RayCluster -> head and worker pods; RayJob -> submitter Job -> its pod.
+    GenericJobKind(
+        Framework.RAYJOB,
+        RAY_JOB,
+        rayjob_webhook,
+        children=(
+            Children(RAYCLUSTER_RESOURCE, f"{RAY_ORIGIN_LABEL}=RayJob"),
+            Children(JOB_RESOURCE, f"{RAY_ORIGIN_LABEL}=RayJob"),
+        ),
+        validate_reads_old=True,
+    ),
+    GenericJobKind(Framework.RAYCLUSTER, RAY_CLUSTER, raycluster_webhook, validate_reads_old=True),
+    GenericJobKind(
+        Framework.RAYSERVICE,
+        RAY_SERVICE,
+        rayservice_webhook,
+        children=(Children(RAYCLUSTER_RESOURCE, f"{RAY_ORIGIN_LABEL}=RayService"),),
+        validate_reads_old=True,
     ),
 )
 BY_FRAMEWORK: Mapping[str, GenericJobKind] = {k.framework: k for k in GENERIC_JOBS}

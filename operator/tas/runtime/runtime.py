@@ -123,12 +123,12 @@ class Runtime:
             multiple_nodes=gates.enabled(Gate.TAS_REPLACE_MULTIPLE_FAILED_NODES),
         )
         self.hotswap_worker = SerialWorker("hotswap", self.node_health.sync, concurrency=2)
-        # CRD name -> the kind it serves, for the enabled integrations served by a CRD.
-        self.crd_kinds = {
-            w.crd: kind
-            for kind, w in WATCHES.items()
-            if w.crd and self.enabled(w.framework, w.gate)
-        }
+        # CRD name -> the watches of what it serves, for the enabled integrations (a kind, the
+        # children or runtimes of another: JobSets are both).
+        self.crd_kinds: dict[str, list[str]] = {}
+        for kind, w in WATCHES.items():
+            if w.crd and self.enabled(w.framework, w.gate):
+                self.crd_kinds.setdefault(w.crd, []).append(kind)
         self.numa_problems: dict[str, str] = {}  # node -> why its zones are not counted
         self.dynamic: dict[str, list[tuple[Reflector, asyncio.Task]]] = {}
         self.reflectors = self._reflectors()
@@ -201,13 +201,14 @@ class Runtime:
     async def _on_crd(self, kind: str, obj) -> None:
         """Start listing a kind when its CRD is established, stop when it goes away."""
         name = obj["metadata"]["name"]
-        watched = self.crd_kinds.get(name)
-        if watched is None:
-            return
         conditions = (obj.get("status") or {}).get("conditions") or []
         established = kind != "DELETED" and any(
             c.get("type") == "Established" and c.get("status") == "True" for c in conditions
         )
+        for watched in self.crd_kinds.get(name, ()):
+            await self._crd_watch(watched, name, established)
+
+    async def _crd_watch(self, watched: str, name: str, established: bool) -> None:
         running = self.dynamic.get(watched)
         if established and running is None:
             log.info("%s: CRD %s established; handling them", watched, name)
@@ -225,7 +226,8 @@ class Runtime:
                     )
 
     def _report_missing_crds(self) -> None:
-        for crd, kind in self.crd_kinds.items():
+        for crd, kinds in self.crd_kinds.items():
+            kind = kinds[0]  # one line per CRD
             if kind not in self.dynamic:
                 log.info(
                     "%s integration: CRD %s is not installed; skipped until it appears",

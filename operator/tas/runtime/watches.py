@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from tas.admission.loop import AdmissionLoop
 from tas.api.constants import HOSTNAME_LABEL, MANAGED_LABEL, QUEUE_NAME_LABEL, TAS_GROUP
-from tas.api.frameworks import LEADERWORKERSET, NODE_RESOURCE_TOPOLOGY, Framework
+from tas.api.frameworks import LEADERWORKERSET, NODE_RESOURCE_TOPOLOGY, Framework, Resource
 from tas.cache import projections as proj
 from tas.cache.state import ClusterState
 from tas.features import Gate
@@ -431,7 +431,7 @@ def generic_job_watches(kind: GenericJobKind) -> dict[str, Watch]:
     """A GenericJob kind's watches: its queued objects (only those with a queue-name label
     are ours), and the children its controller makes, for their pods' capacity."""
     resource = kind.resource
-    crd = resource.crd_name if resource.crd else None
+    crd = crd_of(resource)
     queued = {"labelSelector": QUEUE_NAME_LABEL}
     out = {
         kind.name: Watch(
@@ -441,8 +441,18 @@ def generic_job_watches(kind: GenericJobKind) -> dict[str, Watch]:
     for children in kind.children:
         name = kind.children_watch(children)
         params = {"labelSelector": children.selector}
-        out[name] = Watch(children.resource.collection(), params, on_children(name), kind.framework)
+        out[name] = Watch(
+            children.resource.collection(),
+            params,
+            on_children(name),
+            kind.framework,
+            crd=crd_of(children.resource),
+        )
     return out
+
+
+def crd_of(resource: Resource) -> str | None:
+    return resource.crd_name if resource.crd else None
 
 
 WATCHES.update(watch for kind in GENERIC_JOBS for watch in generic_job_watches(kind).items())
