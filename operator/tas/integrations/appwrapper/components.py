@@ -66,7 +66,8 @@ def pod_template(component: Mapping, path: str) -> dict:
     found = value_at(component, path)
     if not isinstance(found, Mapping) or not isinstance(found.get("spec"), Mapping):
         raise PathError(f"{path!r}: does not contain a pod spec")
-    meta = found.get("metadata") if isinstance(found.get("metadata"), Mapping) else {}
+    meta = found.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
     out_meta = {k: dict(meta[k]) for k in ("labels", "annotations") if meta.get(k)}
     return {"metadata": out_meta, "spec": dict(found["spec"])}
 

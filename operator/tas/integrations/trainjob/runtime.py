@@ -88,14 +88,14 @@ def strategic_merge(target: object, patch: object, field: str = "") -> object:
         return out
     if isinstance(patch, list) and isinstance(target, list) and field in MERGE_KEYS:
         key = MERGE_KEYS[field]
-        out = list(target)
+        merged = list(target)
         for item in patch:
-            at = next((i for i, t in enumerate(out) if t.get(key) == item.get(key)), None)
+            at = next((i for i, t in enumerate(merged) if t.get(key) == item.get(key)), None)
             if at is None:
-                out.append(copy.deepcopy(item))
+                merged.append(copy.deepcopy(item))
             else:
-                out[at] = strategic_merge(out[at], item)
-        return out
+                merged[at] = strategic_merge(merged[at], item)
+        return merged
     return copy.deepcopy(patch)
 
 
