@@ -279,15 +279,16 @@ def register_generic_job(kind: GenericJobKind) -> None:
         if not admitted_with_owner(memo, body):
             patch.update(kind.webhook.mutate(review_object(body)))
 
-    async def validate(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    async def validate(body: kopf.Body, memo: kopf.Memo, old: Any = None, **_: Any) -> None:
         if admitted_with_owner(memo, body):
             return
         obj = review_object(body)
-        if kind.lookup is None:
-            refuse(kind.webhook.validate(obj))
-        else:  # what its pod sets are built from (a TrainJob's runtime), as the cache has it
+        previous = {k: dict(old.get(k) or {}) for k in ("metadata", "spec")} if old else None
+        looked_up = None
+        if kind.lookup is not None:  # what its pod sets are built from (a TrainJob's runtime)
             generic = rt(memo).generic_jobs[kind.name]
-            refuse(kind.webhook.validate(obj, await on_cache_loop(memo, generic.lookup, obj)))
+            looked_up = await on_cache_loop(memo, generic.lookup, obj)
+        refuse(kind.validate(obj, previous, looked_up))
 
     for on, handler_id, operations, fn in (
         (kopf.on.mutate, kind.suspend_webhook, ["CREATE"], suspend),

@@ -22,6 +22,7 @@ from tas.api.constants import QUEUE_NAME_LABEL
 from tas.api.frameworks import JOB as JOB_RESOURCE
 from tas.api.frameworks import JOBSET as JOBSET_RESOURCE
 from tas.api.frameworks import PYTORCHJOB as PYTORCHJOB_RESOURCE
+from tas.api.frameworks import RAYCLUSTER as RAYCLUSTER_RESOURCE
 from tas.api.frameworks import Framework, Integrations, Resource
 from tas.integrations.appwrapper import webhook as appwrapper_webhook
 from tas.integrations.appwrapper.controller import APP_WRAPPER, APPWRAPPER_LABEL
@@ -31,11 +32,20 @@ from tas.integrations.jobset import webhook as jobset_webhook
 from tas.integrations.jobset.controller import JOB_SET
 from tas.integrations.trainjob import webhook as trainjob_webhook
 from tas.integrations.trainjob.controller import RUNTIMES, TRAIN_JOB, named_runtime, reading
+from tas.integrations.raycluster import webhook as raycluster_webhook
+from tas.integrations.raycluster.controller import RAY_CLUSTER
+from tas.integrations.rayjob import webhook as rayjob_webhook
+from tas.integrations.rayjob.controller import RAY_JOB
+from tas.integrations.rayservice import webhook as rayservice_webhook
+from tas.integrations.rayservice.controller import RAY_SERVICE
 from tas.jobframework.interface import GenericJob
 from tas.jobframework.owners import ManagedOwners
 
 # Kueue's label on every Job a JobSet makes.
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+# KubeRay's label on what it makes for a RayJob or RayService (its RayCluster, a RayJob's
+# submitter Job): the kind it was made for.
+RAY_ORIGIN_LABEL = "ray.io/originated-from-crd"
 
 
 @dataclass(frozen=True)
@@ -79,6 +89,7 @@ class GenericJobKind:
     patches_status: bool = False  # resets status.startTime to restart after an eviction (Job)
     validate_path: str | None = None  # only where an older path must be kept
     lookup: Lookup | None = None  # webhook.validate(obj, the looked-up object or None)
+    validate_reads_old: bool = False  # its webhook's validate takes old=<the object before UPDATE>
 
     @property
     def resource(self) -> Resource:
@@ -96,6 +107,17 @@ class GenericJobKind:
     @property
     def validate_webhook(self) -> str:
         return self.validate_path or f"validate-{self.resource.plural}"
+
+    def validate(
+        self, obj: Mapping, old: Mapping | None, looked_up: Mapping | None = None
+    ) -> list[str]:
+        """The validating webhook's reasons to refuse (`old`: on UPDATE, the object before;
+        `looked_up`: with a lookup, the object it names, as the cache has it)."""
+        if self.lookup is not None:
+            return self.webhook.validate(obj, looked_up)
+        if self.validate_reads_old:
+            return self.webhook.validate(obj, old=old)
+        return self.webhook.validate(obj)
 
     def children_watch(self, children: Children) -> str:
         return f"{self.resource.kind.lower()}-{children.resource.plural}"
@@ -136,6 +158,24 @@ GENERIC_JOBS: tuple[GenericJobKind, ...] = (
             Children(JOB_RESOURCE, APPWRAPPER_LABEL),
             Children(PYTORCHJOB_RESOURCE, APPWRAPPER_LABEL),
         ),
+    # RayJob -> RayCluster -> head and worker pods; RayJob -> submitter Job -> its pod.
+    GenericJobKind(
+        Framework.RAYJOB,
+        RAY_JOB,
+        rayjob_webhook,
+        children=(
+            Children(RAYCLUSTER_RESOURCE, f"{RAY_ORIGIN_LABEL}=RayJob"),
+            Children(JOB_RESOURCE, f"{RAY_ORIGIN_LABEL}=RayJob"),
+        ),
+        validate_reads_old=True,
+    ),
+    GenericJobKind(Framework.RAYCLUSTER, RAY_CLUSTER, raycluster_webhook, validate_reads_old=True),
+    GenericJobKind(
+        Framework.RAYSERVICE,
+        RAY_SERVICE,
+        rayservice_webhook,
+        children=(Children(RAYCLUSTER_RESOURCE, f"{RAY_ORIGIN_LABEL}=RayService"),),
+        validate_reads_old=True,
     ),
 )
 BY_FRAMEWORK: Mapping[str, GenericJobKind] = {k.framework: k for k in GENERIC_JOBS}

@@ -151,6 +151,25 @@ INTEGRATION_RULES = {
     "trainer.kubeflow.org/trainjob": TRAINJOB_RULES,
     "workload.codeflare.dev/appwrapper": APPWRAPPER_RULES,
 }
+# KubeRay's kinds: framework -> their ray.io resource.
+RAY_KINDS = {
+    "ray.io/rayjob": "rayjobs",
+    "ray.io/raycluster": "rayclusters",
+    "ray.io/rayservice": "rayservices",
+}
+for _name, _resource in RAY_KINDS.items():
+    INTEGRATION_RULES[_name] = {  # list, watch, patch; finalizers (a Workload's ownerReference)
+        *{("ray.io", _resource, v, None) for v in ("list", "watch", "patch")},
+        ("ray.io", f"{_resource}/finalizers", "update", None),
+    }
+# The RayCluster a RayJob or RayService makes, and a RayJob's submitter Job: their pods'.
+INTEGRATION_RULES["ray.io/rayjob"] |= {
+    *{("ray.io", "rayclusters", v, None) for v in ("list", "watch")},
+    *{("batch", "jobs", v, None) for v in ("list", "watch")},
+}
+INTEGRATION_RULES["ray.io/rayservice"] |= {
+    ("ray.io", "rayclusters", v, None) for v in ("list", "watch")
+}
 ALL_INTEGRATIONS = list(INTEGRATION_RULES)
 # Known to the operator (api/frameworks.py) but wired on another branch: not in the chart yet.
 NOT_YET_IN_THE_CHART = {
@@ -460,6 +479,10 @@ def test_tas_operator_accepts_the_rendered_command_line() -> None:
         ["statefulset"],
         ["leaderworkerset.x-k8s.io/leaderworkerset"],
         ["batch/job", "pod"],
+        ["ray.io/rayjob"],
+        ["ray.io/raycluster"],
+        ["ray.io/rayservice", "ray.io/raycluster"],  # both read RayClusters: granted once
+        ["jobset.x-k8s.io/jobset", "ray.io/rayjob"],  # both read Jobs: granted once
     ],
     ids=lambda v: "default" if v is None else ",".join(v) or "none",
 )
@@ -706,6 +729,7 @@ def webhook_table():
             for name, group, resource in (
                 ("trainer.kubeflow.org/trainjob", "trainer.kubeflow.org", "trainjobs"),
                 ("workload.codeflare.dev/appwrapper", "workload.codeflare.dev", "appwrappers"),
+                *((name, "ray.io", resource) for name, resource in RAY_KINDS.items()),
             )
             for row in (
                 (name, f"suspend-queued-{resource}", mutating, group, resource, ["CREATE"]),
