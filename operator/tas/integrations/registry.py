@@ -30,14 +30,14 @@ from tas.integrations.job import webhook as job_webhook
 from tas.integrations.job.controller import JOB
 from tas.integrations.jobset import webhook as jobset_webhook
 from tas.integrations.jobset.controller import JOB_SET
-from tas.integrations.trainjob import webhook as trainjob_webhook
-from tas.integrations.trainjob.controller import RUNTIMES, TRAIN_JOB, named_runtime, reading
 from tas.integrations.raycluster import webhook as raycluster_webhook
 from tas.integrations.raycluster.controller import RAY_CLUSTER
 from tas.integrations.rayjob import webhook as rayjob_webhook
 from tas.integrations.rayjob.controller import RAY_JOB
 from tas.integrations.rayservice import webhook as rayservice_webhook
 from tas.integrations.rayservice.controller import RAY_SERVICE
+from tas.integrations.trainjob import webhook as trainjob_webhook
+from tas.integrations.trainjob.controller import RUNTIMES, TRAIN_JOB, named_runtime, reading
 from tas.jobframework.interface import GenericJob
 from tas.jobframework.owners import ManagedOwners
 
@@ -158,6 +158,7 @@ GENERIC_JOBS: tuple[GenericJobKind, ...] = (
             Children(JOB_RESOURCE, APPWRAPPER_LABEL),
             Children(PYTORCHJOB_RESOURCE, APPWRAPPER_LABEL),
         ),
+    ),
     # RayJob -> RayCluster -> head and worker pods; RayJob -> submitter Job -> its pod.
     GenericJobKind(
         Framework.RAYJOB,
