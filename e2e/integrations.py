@@ -104,14 +104,14 @@ def _config_file_args(api: str) -> Callable[[Controller], list[str]]:
     return args
 
 
-# Not MPIJob (mpi-operator's v2beta1 CRD has the same name as the v1 one it would watch) nor
-# MXJob (no CRD copied): a scheme without its CRD stops the manager.
-TRAINING_OPERATOR_SCHEMES = ("pytorchjob", "tfjob", "xgboostjob", "paddlejob")
-
-
 def _training_operator_args(c: Controller) -> list[str]:
+    """Its schemes are the kinds whose CRDs build-bins.sh copied (kubeflow.org_<kind>s.yaml):
+    a scheme without its CRD stops the manager, and its v1 MPIJob must stay off (mpi-operator's
+    v2beta1 CRD has the same name)."""
+    crds = sorted((directory(c.cluster, c.name) / "crds").glob("kubeflow.org_*s.yaml"))
+    schemes = [p.name.removeprefix("kubeflow.org_").removesuffix("s.yaml") for p in crds]
     return [
-        *(f"--enable-scheme={s}" for s in TRAINING_OPERATOR_SCHEMES),
+        *(f"--enable-scheme={s}" for s in schemes),
         "--leader-elect=false",
         "--metrics-bind-address=0",
         f"--health-probe-bind-address=127.0.0.1:{c.health_port}",

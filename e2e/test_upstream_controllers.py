@@ -153,6 +153,9 @@ def test_controller_reconciles_its_kind(
             return len(listed.stdout.split()) == case.count
 
         wait_for(made, timeout=120, what=f"{case.controller} to make {case.count} {case.made}")
+        # Deleted while its controller runs: AppWrapper's finalizer would hold the namespace.
+        kind = case.manifest["kind"].lower()
+        cluster.kubectl("delete", kind, NAME, "-n", namespace, "--timeout=60s")
     except Exception:
         print(controller.log()[-4000:])
         raise
