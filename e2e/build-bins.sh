@@ -10,10 +10,11 @@
 #                                 modules (a download, no build: 6 s from an empty module cache)
 #   build-bins.sh integrations [NAME...]
 #                                 also build those controllers (all when none is named; only
-#                                 make e2e-integrations). Cold (empty Go build and module caches,
-#                                 2 cores shared with 3 unit-test runs and 3 local clusters, load
-#                                 5-8): training-operator 177 s, mpi-operator 209 s, kuberay 220 s,
-#                                 appwrapper APPWRAPPER_S s, trainer TRAINER_S s; JobSet and LWS about 10 min each
+#                                 make e2e-integrations). Cold, one at a time, each with an empty
+#                                 Go build cache (missing modules downloaded during it), on 2
+#                                 cores shared with 2-3 unit-test runs and 2-3 local clusters (load
+#                                 5-9): training-operator 177 s, mpi-operator 209 s, kuberay 220 s,
+#                                 appwrapper 234 s, trainer 243 s; JobSet and LWS about 10 min each
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=versions.env
