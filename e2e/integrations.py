@@ -169,6 +169,12 @@ def _appwrapper_args(c: Controller) -> list[str]:
     return [f"--config={name}"]
 
 
+# Where each controller keeps what it needs in the cluster (its code's default outside a pod,
+# or what its environment variable says).
+TRAINING_OPERATOR_NAMESPACE = "kubeflow"
+TRAINER_NAMESPACE = "kubeflow-system"
+APPWRAPPER_NAMESPACE = "appwrapper-system"
+
 SPECS = {
     "jobset": Spec(
         "jobset", "JOBSET_VERSION", 3, _config_file_args("config.jobset.x-k8s.io/v1alpha1")
@@ -179,15 +185,15 @@ SPECS = {
         "TRAINING_OPERATOR_VERSION",
         5,
         _training_operator_args,
-        env={"MY_POD_NAMESPACE": "kubeflow"},
+        env={"MY_POD_NAMESPACE": TRAINING_OPERATOR_NAMESPACE},
         rotator=Rotator(
-            "kubeflow",
+            TRAINING_OPERATOR_NAMESPACE,
             "training-operator-webhook-cert",
             "training-operator",
             "training-operator-ca",
             "validator.training-operator.kubeflow.org",
         ),
-        namespace="kubeflow",
+        namespace=TRAINING_OPERATOR_NAMESPACE,
     ),
     "mpi-operator": Spec(
         "mpi-operator",
@@ -204,13 +210,13 @@ SPECS = {
         8,
         _trainer_args,
         rotator=Rotator(
-            "kubeflow-system",
+            TRAINER_NAMESPACE,
             "kubeflow-trainer-webhook-cert",
             "kubeflow-trainer-controller-manager",
             "kubeflow-trainer-ca",
             "validator.trainer.kubeflow.org",
         ),
-        namespace="kubeflow-system",  # its code's default outside a pod
+        namespace=TRAINER_NAMESPACE,
         needs_crds=("jobset",),  # a TrainJob runs as a JobSet
     ),
     "appwrapper": Spec(
@@ -218,9 +224,9 @@ SPECS = {
         "APPWRAPPER_VERSION",
         9,
         _appwrapper_args,
-        env={"NAMESPACE": "appwrapper-system"},
+        env={"NAMESPACE": APPWRAPPER_NAMESPACE},
         webhooks=False,
-        namespace="appwrapper-system",
+        namespace=APPWRAPPER_NAMESPACE,
     ),
 }
 
