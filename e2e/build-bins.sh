@@ -14,7 +14,8 @@
 #                                 Go build cache (missing modules downloaded during it), on 2
 #                                 cores shared with 2-3 unit-test runs and 2-3 local clusters (load
 #                                 5-9): training-operator 177 s, mpi-operator 209 s, kuberay 220 s,
-#                                 appwrapper 234 s, trainer 243 s; JobSet and LWS about 10 min each
+#                                 appwrapper 234 s, trainer 243 s, jobset 254 s (training-operator
+#                                 v1.9.3: 250 s); LWS not measured again (about 10 min before)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=versions.env
