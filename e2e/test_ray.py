@@ -9,25 +9,17 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 from collections import Counter
-from pathlib import Path
 
 import pytest
 import yaml
 
-from e2e import jobs
+from e2e import integrations, jobs
 from e2e.harness import ROOT, Cluster, wait_for
 from e2e.topology import HOSTNAME_LABEL, RACK_LABEL
 
 pytestmark = pytest.mark.e2e
 
-KUBERAY_VERSION = "1.5.0"
-# KubeRay's CRDs from the Go module cache, until e2e/build-bins.sh copies them into the bins cache.
-CRDS = (
-    Path(os.environ.get("GOMODCACHE") or Path.home() / "go" / "pkg" / "mod")
-    / f"github.com/ray-project/kuberay/ray-operator@v{KUBERAY_VERSION}/config/crd/bases"
-)
 EXAMPLES = ROOT / "e2e" / "fixtures" / "kueue-examples"
 RAYJOB = (EXAMPLES / "ray-job-sample.yaml").read_text()
 RAYCLUSTER = (EXAMPLES / "ray-cluster-sample.yaml").read_text()
@@ -41,11 +33,9 @@ CLUSTER_QUEUE = "ray-cq"
 
 @pytest.fixture(scope="module")
 def ray_crds(cluster: Cluster, operator) -> None:
-    """KubeRay's CRDs, from its Go module; the operator picks them up while running."""
-    module = f"github.com/ray-project/kuberay/ray-operator@v{KUBERAY_VERSION}"
-    assert CRDS.is_dir(), f"{CRDS} missing: `go mod download {module}`"
-    for path in sorted(CRDS.glob("ray.io_*.yaml")):
-        cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(path))
+    """KubeRay's CRDs (KubeRay's version in e2e/versions.env); the operator picks them up
+    while running."""
+    integrations.install_crds(cluster, "kuberay")  # copied by `build-bins.sh manifests`
     for plural in ("rayjobs", "rayclusters", "rayservices"):
         wait_for(
             lambda p=plural: f"{p}: CRD {p}.ray.io established" in operator.log(),

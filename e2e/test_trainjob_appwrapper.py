@@ -6,15 +6,13 @@ the runtime and the runtime patches) and, as the JobSet controller would, its Jo
 an AppWrapper, the wrapped PyTorchJob (its podSetInfos merged, as the AppWrapper controller
 does) and its pods, as the training operator makes them.
 
-The CRDs come from the Go module cache (trainer/v2@v2.2.0, appwrapper@v1.2.0,
-training-operator@v1.9.3) and the binary cache (JobSet)."""
+The CRDs (and the Trainer's default torch-distributed runtime) are those `build-bins.sh manifests`
+copies into the binary cache, at the versions of e2e/versions.env."""
 
 from __future__ import annotations
 
 import copy
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -46,47 +44,19 @@ REPLICA_INDEX = "training.kubeflow.org/replica-index"
 APPWRAPPER_LABEL = "workload.codeflare.dev/appwrapper"
 
 
-def go_module(path: str) -> Path:
-    cache = os.environ.get("GOMODCACHE") or ""
-    if not cache:
-        found = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True)
-        cache = found.stdout.strip() or str(Path.home() / "go" / "pkg" / "mod")
-    return Path(cache) / path
-
-
-TRAINER = go_module("github.com/kubeflow/trainer/v2@v2.2.0/manifests/base")
-CRD_FILES = [
-    *sorted((TRAINER / "crds").glob("trainer.kubeflow.org_*.yaml")),
-    go_module("github.com/project-codeflare/appwrapper@v1.2.0/config/crd/bases")
-    / "workload.codeflare.dev_appwrappers.yaml",
-    go_module("github.com/kubeflow/training-operator@v1.9.3/manifests/base/crds")
-    / "kubeflow.org_pytorchjobs.yaml",
-]
-RUNTIME_FILE = TRAINER / "runtimes" / "torch_distributed.yaml"
-
-
-def install(cluster: Cluster, path: Path) -> str:
-    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(path))
-    return yaml.safe_load(path.read_text())["metadata"]["name"]
+def runtime_file(cluster: Cluster) -> Path:
+    """The Trainer's default torch-distributed ClusterTrainingRuntime."""
+    return integrations.directory(cluster, "trainer") / "extra" / "torch_distributed.yaml"
 
 
 @pytest.fixture(scope="module")
 def crds(cluster: Cluster, operator) -> None:
     """The CRDs alone (no Trainer, AppWrapper or training operator), the Trainer's default
     runtime, and the operator handling them with its webhooks answering."""
-    if not all(p.is_file() for p in [*CRD_FILES, RUNTIME_FILE]):
-        pytest.skip("the Go module cache lacks trainer v2.2.0, appwrapper v1.2.0 or v1.9.3")
-    integrations.install_crds(cluster, "jobset")
-    for name in [install(cluster, p) for p in CRD_FILES]:
-        wait_for(
-            lambda name=name: any(
-                c["type"] == "Established" and c["status"] == "True"
-                for c in cluster.get_json("crd", name).get("status", {}).get("conditions", [])
-            ),
-            timeout=60,
-            what=f"CRD {name} established",
-        )
-    cluster.kubectl("apply", "-f", str(RUNTIME_FILE))
+    # Copied by `build-bins.sh manifests`, at the versions of e2e/versions.env.
+    for controller in ("jobset", "trainer", "appwrapper", "training-operator"):
+        integrations.install_crds(cluster, controller)
+    cluster.kubectl("apply", "-f", str(runtime_file(cluster)))
     for watch in ("trainjobs", "clustertrainingruntimes", "appwrappers", "trainjob-jobsets"):
         wait_for(
             lambda watch=watch: f"{watch}: CRD " in operator.log(),
@@ -193,7 +163,7 @@ def trainjob(nodes: int | None = None, cpu: str = "1", required: str | None = No
 def play_trainer(cluster: Cluster, namespace: str, tj: dict) -> list[str]:
     """The JobSet the Trainer makes (controlled by the TrainJob, labelled by Kueue's runtime
     patch), and its Jobs and pods as the JobSet controller makes them; the pods' names by rank."""
-    runtime = yaml.safe_load(RUNTIME_FILE.read_text())
+    runtime = yaml.safe_load(runtime_file(cluster).read_text())
     name = tj["metadata"]["name"]
     kueue = next(p for p in tj["spec"]["runtimePatches"] if p["manager"].startswith("kueue"))
     rjobs = child_replicated_jobs(tj, runtime)
