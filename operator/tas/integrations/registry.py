@@ -18,15 +18,30 @@ from types import ModuleType
 
 from tas.api.frameworks import JOB as JOB_RESOURCE
 from tas.api.frameworks import Framework, Integrations, Resource
+from tas.integrations.jaxjob import webhook as jaxjob_webhook
+from tas.integrations.jaxjob.controller import JAX_JOB
 from tas.integrations.job import webhook as job_webhook
 from tas.integrations.job.controller import JOB
 from tas.integrations.jobset import webhook as jobset_webhook
 from tas.integrations.jobset.controller import JOB_SET
+from tas.integrations.mpijob import webhook as mpijob_webhook
+from tas.integrations.mpijob.controller import MPI_JOB
+from tas.integrations.paddlejob import webhook as paddlejob_webhook
+from tas.integrations.paddlejob.controller import PADDLE_JOB
+from tas.integrations.pytorchjob import webhook as pytorchjob_webhook
+from tas.integrations.pytorchjob.controller import PYTORCH_JOB
+from tas.integrations.tfjob import webhook as tfjob_webhook
+from tas.integrations.tfjob.controller import TF_JOB
+from tas.integrations.xgboostjob import webhook as xgboostjob_webhook
+from tas.integrations.xgboostjob.controller import XGBOOST_JOB
 from tas.jobframework.interface import GenericJob
 from tas.jobframework.owners import ManagedOwners
 
 # Kueue's label on every Job a JobSet makes.
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+# mpi-operator's one label on an MPIJob's launcher Job (`app: <mpijob>`); the launcher's pod is
+# controlled by that Job, the Job by the MPIJob.
+MPIJOB_LAUNCHER_LABEL = "app"
 
 
 @dataclass(frozen=True)
@@ -47,6 +62,7 @@ class GenericJobKind:
     concurrency: int = 4  # of its serial worker
     patches_status: bool = False  # resets status.startTime to restart after an eviction (Job)
     validate_path: str | None = None  # only where an older path must be kept
+    mutate_reads_tas: bool = False  # its webhook's mutate takes tas=<TopologyAwareScheduling on>
 
     @property
     def resource(self) -> Resource:
@@ -64,6 +80,12 @@ class GenericJobKind:
     @property
     def validate_webhook(self) -> str:
         return self.validate_path or f"validate-{self.resource.plural}"
+
+    def mutate(self, obj: Mapping, *, tas: bool) -> dict:
+        """The mutating webhook's merge patch for a reviewed object."""
+        if self.mutate_reads_tas:
+            return self.webhook.mutate(obj, tas=tas)
+        return self.webhook.mutate(obj)
 
     def children_watch(self, children: Children) -> str:
         return f"{self.resource.kind.lower()}-{children.resource.plural}"
@@ -83,6 +105,20 @@ GENERIC_JOBS: tuple[GenericJobKind, ...] = (
         JOB_SET,
         jobset_webhook,
         children=(Children(JOB_RESOURCE, JOBSET_NAME_LABEL),),
+    ),
+    # The training operators create each replica's pod themselves, controlled by the job.
+    GenericJobKind(Framework.PYTORCHJOB, PYTORCH_JOB, pytorchjob_webhook),
+    GenericJobKind(Framework.TFJOB, TF_JOB, tfjob_webhook),
+    GenericJobKind(Framework.XGBOOSTJOB, XGBOOST_JOB, xgboostjob_webhook),
+    GenericJobKind(Framework.PADDLEJOB, PADDLE_JOB, paddlejob_webhook),
+    GenericJobKind(Framework.JAXJOB, JAX_JOB, jaxjob_webhook),
+    # Its workers are pods it controls; its launcher's pod is its launcher Job's.
+    GenericJobKind(
+        Framework.MPIJOB,
+        MPI_JOB,
+        mpijob_webhook,
+        children=(Children(JOB_RESOURCE, MPIJOB_LAUNCHER_LABEL),),
+        mutate_reads_tas=True,
     ),
 )
 BY_FRAMEWORK: Mapping[str, GenericJobKind] = {k.framework: k for k in GENERIC_JOBS}
