@@ -162,7 +162,10 @@ def run_replicas(cluster: Cluster, namespace: str, obj: dict, field: str) -> Non
     name = obj["metadata"]["name"]
     for replica_type, spec in obj["spec"][field].items():
         role = replica_type.lower()
-        labels = {"training.kubeflow.org/job-name": name, "training.kubeflow.org/replica-type": role}
+        labels = {
+            "training.kubeflow.org/job-name": name,
+            "training.kubeflow.org/replica-type": role,
+        }
         if obj["kind"] == "MPIJob" and replica_type == "Launcher":
             template = with_labels(spec["template"], labels)
             template["spec"]["restartPolicy"] = "OnFailure"
@@ -204,8 +207,9 @@ def assert_in_rank_order_where_assigned(workload: dict, pods: list[dict]) -> Non
         for p in mine:
             assert p["spec"]["nodeSelector"][HOSTNAME_LABEL] == p["spec"]["nodeName"]
             assert not {g["name"] for g in p["spec"].get("schedulingGates") or []} & ADMISSION_GATES
-            assert p["metadata"]["annotations"]["kueue.x-k8s.io/workload"] == (
-                workload["metadata"]["name"]
+            assert (
+                p["metadata"]["annotations"]["kueue.x-k8s.io/workload"]
+                == (workload["metadata"]["name"])
             )
 
 

@@ -354,9 +354,7 @@ async def mark_queued_deployment(body: kopf.Body, patch: kopf.Patch, **_: Any) -
     patch.update(deployment_webhook.mutate(review_object(body)))
 
 
-@webhook(
-    kopf.on.validate, Framework.DEPLOYMENT, VALIDATE_DEPLOYMENT_WEBHOOK, ["CREATE", "UPDATE"]
-)
+@webhook(kopf.on.validate, Framework.DEPLOYMENT, VALIDATE_DEPLOYMENT_WEBHOOK, ["CREATE", "UPDATE"])
 async def validate_deployment(body: kopf.Body, old: Any = None, **_: Any) -> None:
     """Decided from the reviewed object alone, as a StatefulSet's."""
     if not old:

@@ -705,7 +705,14 @@ def webhook_table():
             row
             for name, resource in KUBEFLOW_KINDS.items()
             for row in (
-                (name, f"suspend-queued-{resource}", mutating, "kubeflow.org", resource, ["CREATE"]),
+                (
+                    name,
+                    f"suspend-queued-{resource}",
+                    mutating,
+                    "kubeflow.org",
+                    resource,
+                    ["CREATE"],
+                ),
                 (
                     name,
                     f"validate-{resource}",
