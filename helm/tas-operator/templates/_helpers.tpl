@@ -92,13 +92,13 @@ Whether a feature gate is set true in featureGates: `include "tas-operator.gate"
 {{/*
 Whether an integration is enabled: `include "tas-operator.integration" (list . "pod")` is
 "true" or "". pod is enabled implicitly by statefulset and leaderworkerset (their pods are pod
-groups), as in Kueue.
+groups) and by deployment (its pods are single pods), as in Kueue.
 */}}
 {{- define "tas-operator.integration" -}}
 {{- $root := index . 0 -}}
 {{- $name := index . 1 -}}
 {{- $on := has $name $root.Values.integrations -}}
-{{- if and (eq $name "pod") (or (has "statefulset" $root.Values.integrations) (has "leaderworkerset.x-k8s.io/leaderworkerset" $root.Values.integrations)) -}}
+{{- if and (eq $name "pod") (or (has "statefulset" $root.Values.integrations) (has "leaderworkerset.x-k8s.io/leaderworkerset" $root.Values.integrations) (has "deployment" $root.Values.integrations)) -}}
 {{- $on = true -}}
 {{- end -}}
 {{- if $on }}true{{ end -}}

@@ -29,6 +29,7 @@ from tas.api.constants import QUEUE_NAME_LABEL
 from tas.api.frameworks import RESOURCES, Framework, Resource
 from tas.config import Settings
 from tas.features import Gate
+from tas.integrations.deployment import webhook as deployment_webhook
 from tas.integrations.leaderworkerset import webhook as lws_webhook
 from tas.integrations.pod import webhook as pod_webhook
 from tas.integrations.registry import BY_FRAMEWORK, GENERIC_JOBS, GenericJobKind, managed_owners
@@ -52,6 +53,8 @@ MUTATE_POD_WEBHOOK = "gate-queued-pods"
 VALIDATE_POD_WEBHOOK = "validate-pods"
 MUTATE_STATEFULSET_WEBHOOK = "mark-queued-statefulsets"
 VALIDATE_STATEFULSET_WEBHOOK = "validate-statefulsets"
+MUTATE_DEPLOYMENT_WEBHOOK = "mark-queued-deployments"
+VALIDATE_DEPLOYMENT_WEBHOOK = "validate-deployments"
 MUTATE_LWS_WEBHOOK = "mark-queued-leaderworkersets"
 VALIDATE_LWS_WEBHOOK = "validate-leaderworkersets"
 
@@ -277,7 +280,8 @@ def register_generic_job(kind: GenericJobKind) -> None:
 
     async def suspend(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any) -> None:
         if not admitted_with_owner(memo, body):
-            patch.update(kind.webhook.mutate(review_object(body)))
+            tas = memo.settings.gates.enabled(Gate.TOPOLOGY_AWARE_SCHEDULING)
+            patch.update(kind.mutate(review_object(body), tas=tas))
 
     async def validate(body: kopf.Body, memo: kopf.Memo, old: Any = None, **_: Any) -> None:
         if admitted_with_owner(memo, body):
@@ -346,6 +350,25 @@ async def validate_statefulset(body: kopf.Body, old: Any = None, **_: Any) -> No
         return
     previous = {k: dict(old.get(k) or {}) for k in ("metadata", "spec", "status")}
     refuse(sts_webhook.validate_update(previous, review_object(body)))
+
+
+# ---- Deployments -------------------------------------------------------------------------------
+
+
+@webhook(kopf.on.mutate, Framework.DEPLOYMENT, MUTATE_DEPLOYMENT_WEBHOOK, ["CREATE", "UPDATE"])
+async def mark_queued_deployment(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
+    """Its pods are queued plain pods, each admitted on its own."""
+    patch.update(deployment_webhook.mutate(review_object(body)))
+
+
+@webhook(kopf.on.validate, Framework.DEPLOYMENT, VALIDATE_DEPLOYMENT_WEBHOOK, ["CREATE", "UPDATE"])
+async def validate_deployment(body: kopf.Body, old: Any = None, **_: Any) -> None:
+    """Decided from the reviewed object alone, as a StatefulSet's."""
+    if not old:
+        refuse(deployment_webhook.validate(review_object(body)))
+        return
+    previous = {k: dict(old.get(k) or {}) for k in ("metadata", "status")}
+    refuse(deployment_webhook.validate_update(previous, review_object(body)))
 
 
 # ---- LeaderWorkerSets --------------------------------------------------------------------------

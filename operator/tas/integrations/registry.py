@@ -26,18 +26,30 @@ from tas.api.frameworks import RAYCLUSTER as RAYCLUSTER_RESOURCE
 from tas.api.frameworks import Framework, Integrations, Resource
 from tas.integrations.appwrapper import webhook as appwrapper_webhook
 from tas.integrations.appwrapper.controller import APP_WRAPPER, APPWRAPPER_LABEL
+from tas.integrations.jaxjob import webhook as jaxjob_webhook
+from tas.integrations.jaxjob.controller import JAX_JOB
 from tas.integrations.job import webhook as job_webhook
 from tas.integrations.job.controller import JOB
 from tas.integrations.jobset import webhook as jobset_webhook
 from tas.integrations.jobset.controller import JOB_SET
+from tas.integrations.mpijob import webhook as mpijob_webhook
+from tas.integrations.mpijob.controller import MPI_JOB
+from tas.integrations.paddlejob import webhook as paddlejob_webhook
+from tas.integrations.paddlejob.controller import PADDLE_JOB
+from tas.integrations.pytorchjob import webhook as pytorchjob_webhook
+from tas.integrations.pytorchjob.controller import PYTORCH_JOB
 from tas.integrations.raycluster import webhook as raycluster_webhook
 from tas.integrations.raycluster.controller import RAY_CLUSTER
 from tas.integrations.rayjob import webhook as rayjob_webhook
 from tas.integrations.rayjob.controller import RAY_JOB
 from tas.integrations.rayservice import webhook as rayservice_webhook
 from tas.integrations.rayservice.controller import RAY_SERVICE
+from tas.integrations.tfjob import webhook as tfjob_webhook
+from tas.integrations.tfjob.controller import TF_JOB
 from tas.integrations.trainjob import webhook as trainjob_webhook
 from tas.integrations.trainjob.controller import RUNTIMES, TRAIN_JOB, named_runtime, reading
+from tas.integrations.xgboostjob import webhook as xgboostjob_webhook
+from tas.integrations.xgboostjob.controller import XGBOOST_JOB
 from tas.jobframework.interface import GenericJob
 from tas.jobframework.owners import ManagedOwners
 
@@ -46,6 +58,9 @@ JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 # KubeRay's label on what it makes for a RayJob or RayService (its RayCluster, a RayJob's
 # submitter Job): the kind it was made for.
 RAY_ORIGIN_LABEL = "ray.io/originated-from-crd"
+# mpi-operator's one label on an MPIJob's launcher Job (`app: <mpijob>`); the launcher's pod is
+# controlled by that Job, the Job by the MPIJob.
+MPIJOB_LAUNCHER_LABEL = "app"
 
 
 @dataclass(frozen=True)
@@ -90,6 +105,7 @@ class GenericJobKind:
     validate_path: str | None = None  # only where an older path must be kept
     lookup: Lookup | None = None  # webhook.validate(obj, the looked-up object or None)
     validate_reads_old: bool = False  # its webhook's validate takes old=<the object before UPDATE>
+    mutate_reads_tas: bool = False  # its webhook's mutate takes tas=<TopologyAwareScheduling on>
 
     @property
     def resource(self) -> Resource:
@@ -118,6 +134,12 @@ class GenericJobKind:
         if self.validate_reads_old:
             return self.webhook.validate(obj, old=old)
         return self.webhook.validate(obj)
+
+    def mutate(self, obj: Mapping, *, tas: bool) -> dict:
+        """The mutating webhook's merge patch for a reviewed object."""
+        if self.mutate_reads_tas:
+            return self.webhook.mutate(obj, tas=tas)
+        return self.webhook.mutate(obj)
 
     def children_watch(self, children: Children) -> str:
         return f"{self.resource.kind.lower()}-{children.resource.plural}"
@@ -177,6 +199,20 @@ GENERIC_JOBS: tuple[GenericJobKind, ...] = (
         rayservice_webhook,
         children=(Children(RAYCLUSTER_RESOURCE, f"{RAY_ORIGIN_LABEL}=RayService"),),
         validate_reads_old=True,
+    ),
+    # The training operators create each replica's pod themselves, controlled by the job.
+    GenericJobKind(Framework.PYTORCHJOB, PYTORCH_JOB, pytorchjob_webhook),
+    GenericJobKind(Framework.TFJOB, TF_JOB, tfjob_webhook),
+    GenericJobKind(Framework.XGBOOSTJOB, XGBOOST_JOB, xgboostjob_webhook),
+    GenericJobKind(Framework.PADDLEJOB, PADDLE_JOB, paddlejob_webhook),
+    GenericJobKind(Framework.JAXJOB, JAX_JOB, jaxjob_webhook),
+    # Its workers are pods it controls; its launcher's pod is its launcher Job's.
+    GenericJobKind(
+        Framework.MPIJOB,
+        MPI_JOB,
+        mpijob_webhook,
+        children=(Children(JOB_RESOURCE, MPIJOB_LAUNCHER_LABEL),),
+        mutate_reads_tas=True,
     ),
 )
 BY_FRAMEWORK: Mapping[str, GenericJobKind] = {k.framework: k for k in GENERIC_JOBS}

@@ -26,7 +26,8 @@ class Finished:
 
 
 class GenericJob(Protocol):
-    resource: Resource
+    @property
+    def resource(self) -> Resource: ...  # read-only: a kind may be a frozen dataclass
 
     def pod_sets(
         self,

@@ -142,12 +142,36 @@ APPWRAPPER_RULES = {
     *{("batch", "jobs", v, None) for v in ("list", "watch")},
     *{("kubeflow.org", "pytorchjobs", v, None) for v in ("list", "watch")},
 }
+# The Kubeflow training jobs and MPIJob: framework -> their kubeflow.org resource.
+KUBEFLOW_KINDS = {
+    "kubeflow.org/pytorchjob": "pytorchjobs",
+    "kubeflow.org/tfjob": "tfjobs",
+    "kubeflow.org/xgboostjob": "xgboostjobs",
+    "kubeflow.org/paddlejob": "paddlejobs",
+    "kubeflow.org/jaxjob": "jaxjobs",
+    "kubeflow.org/mpijob": "mpijobs",
+}
+
+
+def kubeflow_rules(resource: str) -> set:
+    """List, watch and patch (suspend, start) the kind; update finalizers (its Workload's
+    ownerReference blocks its deletion)."""
+    return {
+        *{("kubeflow.org", resource, v, None) for v in ("list", "watch", "patch")},
+        ("kubeflow.org", f"{resource}/finalizers", "update", None),
+    }
+
+
+# An MPIJob's launcher is a Job it controls, holding the launcher's pod.
+MPIJOB_CHILD_RULES = {("batch", "jobs", v, None) for v in ("list", "watch")}
 INTEGRATION_RULES = {
     "batch/job": JOB_RULES,
     "jobset.x-k8s.io/jobset": JOBSET_RULES,
     "pod": POD_RULES,
     "statefulset": POD_RULES,  # its pods are pod groups: nothing of its own is read or written
     "leaderworkerset.x-k8s.io/leaderworkerset": POD_RULES | LWS_RULES,
+    **{name: kubeflow_rules(resource) for name, resource in KUBEFLOW_KINDS.items()},
+    "deployment": POD_RULES,  # its pods are single pods: nothing of its own is read or written
     "trainer.kubeflow.org/trainjob": TRAINJOB_RULES,
     "workload.codeflare.dev/appwrapper": APPWRAPPER_RULES,
 }
@@ -170,17 +194,8 @@ INTEGRATION_RULES["ray.io/rayjob"] |= {
 INTEGRATION_RULES["ray.io/rayservice"] |= {
     ("ray.io", "rayclusters", v, None) for v in ("list", "watch")
 }
+INTEGRATION_RULES["kubeflow.org/mpijob"] |= MPIJOB_CHILD_RULES
 ALL_INTEGRATIONS = list(INTEGRATION_RULES)
-# Known to the operator (api/frameworks.py) but wired on another branch: not in the chart yet.
-NOT_YET_IN_THE_CHART = {
-    "kubeflow.org/pytorchjob",
-    "kubeflow.org/tfjob",
-    "kubeflow.org/xgboostjob",
-    "kubeflow.org/paddlejob",
-    "kubeflow.org/jaxjob",
-    "kubeflow.org/mpijob",
-    "deployment",
-}
 
 
 def expected_rules(integrations=ALL_INTEGRATIONS) -> set:
@@ -483,6 +498,10 @@ def test_tas_operator_accepts_the_rendered_command_line() -> None:
         ["ray.io/raycluster"],
         ["ray.io/rayservice", "ray.io/raycluster"],  # both read RayClusters: granted once
         ["jobset.x-k8s.io/jobset", "ray.io/rayjob"],  # both read Jobs: granted once
+        ["kubeflow.org/pytorchjob"],
+        ["kubeflow.org/mpijob"],
+        ["jobset.x-k8s.io/jobset", "kubeflow.org/mpijob"],  # both read Jobs: granted once
+        ["deployment"],
     ],
     ids=lambda v: "default" if v is None else ",".join(v) or "none",
 )
@@ -523,9 +542,7 @@ def test_rbac_adds_the_numa_rules_only_with_the_gate_on(enabled: bool) -> None:
 def test_the_default_integrations_are_every_one_the_operator_knows() -> None:
     from tas.integrations import Framework
 
-    assert sorted(str(f) for f in Framework if f not in NOT_YET_IN_THE_CHART) == sorted(
-        ALL_INTEGRATIONS
-    )
+    assert sorted(str(f) for f in Framework) == sorted(ALL_INTEGRATIONS)
     values = yaml.safe_load((CHART / "values.yaml").read_text())
     assert sorted(values["integrations"]) == sorted(ALL_INTEGRATIONS)
     schema = json.loads((CHART / "values.schema.json").read_text())
@@ -736,6 +753,44 @@ def webhook_table():
                 (name, f"validate-{resource}", validating, group, resource, ["CREATE", "UPDATE"]),
             )
         ),
+        *(
+            row
+            for name, resource in KUBEFLOW_KINDS.items()
+            for row in (
+                (
+                    name,
+                    f"suspend-queued-{resource}",
+                    mutating,
+                    "kubeflow.org",
+                    resource,
+                    ["CREATE"],
+                ),
+                (
+                    name,
+                    f"validate-{resource}",
+                    validating,
+                    "kubeflow.org",
+                    resource,
+                    ["CREATE", "UPDATE"],
+                ),
+            )
+        ),
+        (
+            "deployment",
+            op.MUTATE_DEPLOYMENT_WEBHOOK,
+            mutating,
+            "apps",
+            "deployments",
+            ["CREATE", "UPDATE"],
+        ),
+        (
+            "deployment",
+            op.VALIDATE_DEPLOYMENT_WEBHOOK,
+            validating,
+            "apps",
+            "deployments",
+            ["CREATE", "UPDATE"],
+        ),
     ]
 
 
@@ -840,11 +895,15 @@ def test_the_leaderworkerset_bound_is_the_operators_unless_the_chart_sets_one() 
         ["jobset.x-k8s.io/jobset"],
         ["statefulset"],
         ["leaderworkerset.x-k8s.io/leaderworkerset"],
+        ["kubeflow.org/tfjob"],
+        ["kubeflow.org/mpijob"],
+        ["deployment"],
     ],
     ids=lambda v: ",".join(v) or "none",
 )
 def test_only_the_enabled_integrations_have_webhooks(integrations) -> None:
-    """statefulset and leaderworkerset also need the pod webhooks: their pods are pod groups."""
+    """statefulset and leaderworkerset also need the pod webhooks (their pods are pod groups),
+    and deployment (its pods are single pods)."""
     from tas.integrations import Framework, parse
 
     enabled = parse(integrations)
