@@ -1,8 +1,8 @@
 """The Kubeflow training jobs (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob), MPIJob and
 Deployment, end to end with Kueue's documented samples (e2e/fixtures/kueue-examples).
 
-Only the training kinds' CRDs are installed, from the Go module cache (training-operator
-v1.9.3, mpi-operator v0.8.0: what Kueue v0.17.0's go.mod names): no training operator runs
+Only the training kinds' CRDs are installed, from the binary cache (training-operator v1.9.3,
+mpi-operator v0.8.0: what Kueue v0.17.0's go.mod names): no training operator runs
 here, so the test creates the pods as it would, once the job is started: from each replica
 type's started template, named `<job>-<type>-<i>`, labelled with their replica index, type
 and job name, controlled by the job. mpi-operator's launcher is a batch/v1 Job
@@ -14,29 +14,18 @@ operators. A Deployment's pods come from the controller manager, each admitted o
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 import yaml
 
-from e2e import jobs
+from e2e import integrations, jobs
 from e2e.harness import ROOT, Cluster, wait_for
 from e2e.topology import HOSTNAME_LABEL, NODE_GROUP, NODE_GROUP_LABEL, RACK_LABEL
 
 pytestmark = pytest.mark.e2e
 
 SAMPLES = ROOT / "e2e" / "fixtures" / "kueue-examples"
-GO_MODULES = Path(os.environ.get("GOMODCACHE") or Path.home() / "go" / "pkg" / "mod")
-# The training operator's CRDs but its own (v1) MPIJob: mpi-operator's v2beta1 is Kueue's.
-CRD_FILES = [
-    *(
-        f"github.com/kubeflow/training-operator@v1.9.3/manifests/base/crds/kubeflow.org_{p}.yaml"
-        for p in ("pytorchjobs", "tfjobs", "xgboostjobs", "paddlejobs", "jaxjobs")
-    ),
-    "github.com/kubeflow/mpi-operator@v0.8.0/manifests/base/kubeflow.org_mpijobs.yaml",
-]
 TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
 ADMISSION_GATES = {"kueue.x-k8s.io/admission", TOPOLOGY_GATE}
 REPLICA_INDEX = "training.kubeflow.org/replica-index"
@@ -107,13 +96,12 @@ def create(cluster: Cluster, namespace: str, obj: dict) -> None:
 @pytest.fixture(scope="module")
 def training_crds(cluster: Cluster, operator) -> None:
     """The CRDs alone, and the operator's handling of each kind (its watch and webhooks)."""
-    paths = [GO_MODULES / f for f in CRD_FILES]
-    missing = [str(p) for p in paths if not p.is_file()]
-    if missing:
-        pytest.skip(f"not in the Go module cache (go mod download): {missing}")
-    for path in paths:
-        cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(path))
-    names = [yaml.safe_load(p.read_text())["metadata"]["name"] for p in paths]
+    # Copied by `build-bins.sh manifests` (versions in e2e/versions.env): training-operator's
+    # kinds but its own v1 MPIJob, and mpi-operator's v2beta1 MPIJob (Kueue's).
+    names = [
+        *integrations.install_crds(cluster, "training-operator"),
+        *integrations.install_crds(cluster, "mpi-operator"),
+    ]
     for name in names:
         wait_for(
             lambda name=name: f"{name.split('.')[0]}: CRD {name} established" in operator.log(),
