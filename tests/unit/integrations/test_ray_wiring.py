@@ -13,7 +13,7 @@ import kopf
 import pytest
 
 import tas.handlers.operator  # noqa: F401  (registers the webhooks)
-from tas import integrations
+from tas import features, integrations
 from tas.config import Settings
 from tas.integrations.registry import BY_FRAMEWORK
 from tas.kube import Kube
@@ -33,7 +33,8 @@ def handler(handler_id: str):
 
 
 def memo(names: str) -> SimpleNamespace:
-    return SimpleNamespace(settings=SimpleNamespace(integrations=integrations.parse(names)))
+    settings = SimpleNamespace(integrations=integrations.parse(names), gates=features.parse(""))
+    return SimpleNamespace(settings=settings)
 
 
 def validate(framework: str, obj: dict, old: dict | None, names: str = ALL_RAY) -> str | None:
