@@ -16,7 +16,7 @@ INTEGRATIONS_API_PORT ?= 19443
 INTEGRATIONS_ETCD_PORT ?= 15379
 INTEGRATIONS_CLUSTER := TAS_CLUSTER_DIR=$(CURDIR)/.cluster/integrations TAS_API_PORT=$(INTEGRATIONS_API_PORT) TAS_ETCD_PORT=$(INTEGRATIONS_ETCD_PORT)
 
-.PHONY: help venv lint fmt unit integration e2e test bins cluster-up cluster-down crds demo demo-down bench mutation clean \
+.PHONY: help venv lint fmt unit integration e2e test bins cluster-up cluster-down crds chart-data demo demo-down bench mutation clean \
 	image image-lock image-test e2e-integrations docs
 
 help:  ## list the targets
@@ -67,6 +67,9 @@ cluster-down:  ## stop the local cluster and remove its data
 
 crds: venv  ## regenerate crds/ and the chart's CRDs from the pydantic models
 	$(BIN)/python -m tas.api.crdgen crds --chart helm/tas-operator/templates/crds
+
+chart-data: venv  ## regenerate the chart's list of GenericJob kinds from integrations/registry.py
+	$(BIN)/python -m tas.integrations.chartdata helm/tas-operator/files/generic-jobs.yaml
 
 demo: venv  ## local cluster, chart, operator, Kueue's example flow, and where every pod landed
 	@$(DEV_CLUSTER) bash e2e/demo.sh

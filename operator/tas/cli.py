@@ -273,9 +273,9 @@ def _add_operator_flags(op: argparse.ArgumentParser) -> None:
     op.add_argument(
         "--integrations",
         default=None,
-        help="kinds to admit, Kueue's integrations.frameworks names, comma-separated: "
-        "batch/job, jobset.x-k8s.io/jobset, leaderworkerset.x-k8s.io/leaderworkerset, pod, "
-        "statefulset (also TAS_INTEGRATIONS; default batch/job)",
+        help="kinds to admit, Kueue's integrations.frameworks names, comma-separated (an "
+        "unknown name is refused with the list of known ones; also TAS_INTEGRATIONS; default "
+        "batch/job)",
     )
     op.add_argument("--metrics-port", type=int, default=int(env_default("METRICS_PORT", "0")))
     op.add_argument(

@@ -92,13 +92,13 @@ Whether a feature gate is set true in featureGates: `include "tas-operator.gate"
 {{/*
 Whether an integration is enabled: `include "tas-operator.integration" (list . "pod")` is
 "true" or "". pod is enabled implicitly by statefulset and leaderworkerset (their pods are pod
-groups), as in Kueue.
+groups) and by deployment (its pods are single pods), as in Kueue.
 */}}
 {{- define "tas-operator.integration" -}}
 {{- $root := index . 0 -}}
 {{- $name := index . 1 -}}
 {{- $on := has $name $root.Values.integrations -}}
-{{- if and (eq $name "pod") (or (has "statefulset" $root.Values.integrations) (has "leaderworkerset.x-k8s.io/leaderworkerset" $root.Values.integrations)) -}}
+{{- if and (eq $name "pod") (or (has "statefulset" $root.Values.integrations) (has "leaderworkerset.x-k8s.io/leaderworkerset" $root.Values.integrations) (has "deployment" $root.Values.integrations)) -}}
 {{- $on = true -}}
 {{- end -}}
 {{- if $on }}true{{ end -}}
@@ -162,5 +162,53 @@ matchExpressions:
   - key: kubernetes.io/metadata.name
     operator: NotIn
     values: [kube-system, {{ .Release.Namespace }}]
+{{- end -}}
+{{- end -}}
+
+{{/*
+The kinds held suspended until admitted (Job, JobSet, ...), as a YAML list: files/generic-jobs.yaml,
+made from operator/tas/integrations/registry.py by `make chart-data`. Each row: its framework
+name, API group, version, resource, kind, its two webhook paths, whether it patches its status,
+and the children its controller makes (whose pods its Workload covers).
+*/}}
+{{- define "tas-operator.genericJobs" -}}
+{{- .Files.Get "files/generic-jobs.yaml" -}}
+{{- end -}}
+
+{{/*
+The ClusterRole's rules of the enabled GenericJob kinds, one rule per (group, resource) with
+the verbs of every kind that needs it (a JobSet's Jobs are read, a queued Job's patched):
+list, watch and patch its objects, update their finalizers (a Workload's ownerReference sets
+blockOwnerDeletion), patch their status where it resets status.startTime (a suspended Job's
+template stays immutable until then, as Kueue does), list and watch the children its
+controller makes, for their pods' capacity, and get, list and watch what its pod sets are
+built from (a TrainJob's runtimes).
+*/}}
+{{- define "tas-operator.genericJobRules" -}}
+{{- $root := . -}}
+{{- $rules := dict -}}
+{{- range $kind := include "tas-operator.genericJobs" $root | fromYamlArray -}}
+{{- if include "tas-operator.integration" (list $root $kind.framework) -}}
+{{- $wanted := list (list $kind.group $kind.resource (list "list" "watch" "patch")) (list $kind.group (printf "%s/finalizers" $kind.resource) (list "update")) -}}
+{{- if $kind.patchesStatus -}}
+{{- $wanted = append $wanted (list $kind.group (printf "%s/status" $kind.resource) (list "patch")) -}}
+{{- end -}}
+{{- range $child := $kind.children -}}
+{{- $wanted = append $wanted (list $child.group $child.resource (list "list" "watch")) -}}
+{{- end -}}
+{{- range $looked := $kind.lookups -}}
+{{- $wanted = append $wanted (list $looked.group $looked.resource (list "get" "list" "watch")) -}}
+{{- end -}}
+{{- range $rule := $wanted -}}
+{{- $key := printf "%s|%s" (index $rule 0) (index $rule 1) -}}
+{{- $_ := set $rules $key (concat (get $rules $key | default list) (index $rule 2) | uniq) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- range $key := keys $rules | sortAlpha }}
+{{- $parts := splitList "|" $key }}
+- apiGroups: [{{ index $parts 0 | quote }}]
+  resources: [{{ index $parts 1 }}]
+  verbs: [{{ join ", " (sortAlpha (get $rules $key)) }}]
 {{- end -}}
 {{- end -}}

@@ -14,9 +14,9 @@ Capacity bookkeeping:
   admission whose status write is in flight; `forget()` rolls an assumption back.
 - Every pod bound to a node and not finished takes capacity on that node ("non-TAS usage"),
   unless a charge already covers it. A charge covers a pod only by our own records: the pod is
-  the workload's (the pod's controlling owner is one of the workload's owners, or so is the
-  owner of that owner as recorded by `link_owner` - a JobSet's Jobs -, or the pod itself is an
-  owner - plain pods and pod groups), and the charge's topology assignment has a free slot for
+  the workload's (the pod's controlling owner is one of the workload's owners, or so is an
+  owner up its chain as recorded by `link_owner` - a JobSet's Jobs, a TrainJob's JobSet's
+  Jobs -, or the pod itself is an owner - plain pods and pod groups), and the charge's topology assignment has a free slot for
   the pod's pod set in the domain of the pod's node. Labels and annotations a user can set
   never hide a pod; pods beyond the assigned count, or outside it, count. A covered pod that
   asks for more than its slot (an in-place resize) counts on its node for the difference.
@@ -76,6 +76,10 @@ from tas.solver.types import (
     with_one_pod,
 )
 
+# How far up its recorded owners a pod is followed to its workload's owner: a TrainJob's pods
+# are three links below it (TrainJob -> JobSet -> Job -> pod).
+MAX_OWNER_DEPTH = 4
+
 log = logging.getLogger(__name__)
 
 
@@ -103,6 +107,7 @@ class ClusterState:
         self.workloads: dict[Key, WorkloadInfo] = {}
         self.workload_by_owner: dict[str, Key] = {}  # controlling owner uid -> workload
         # Owners of owners, from our own watches: a JobSet's Job uid -> the JobSet's uid.
+        # Followed up to MAX_OWNER_DEPTH links (see owner_chain).
         self.parents: dict[str, str] = {}
         # Indexes kept on every change (an admission cycle or a node check costs what changed):
         # waiting workloads, ones with a node to replace, and those holding capacity per node.
@@ -338,26 +343,34 @@ class ClusterState:
         return (pod.pod_set, tuple(node.labels.get(level, "") for level in levels))
 
     def _belongs(self, pod: PodInfo, owners: frozenset[str]) -> bool:
-        """The pod is the workload's by our records: its controller (or that controller's own
-        recorded owner) is an owner of the workload, or the workload is owned by the pod."""
-        if pod.uid in owners:
-            return True
-        if pod.owner_uid is None:
-            return False
-        return pod.owner_uid in owners or self.parents.get(pod.owner_uid) in owners
+        """The pod is the workload's by our records: its controller, or an owner up its chain
+        of recorded owners (a TrainJob's JobSet's Job), is an owner of the workload, or the
+        workload is owned by the pod."""
+        return pod.uid in owners or any(uid in owners for uid in self.owner_chain(pod.owner_uid))
+
+    def owner_chain(self, uid: str | None) -> list[str]:
+        """`uid`, then its recorded owner, that one's, ...: at most MAX_OWNER_DEPTH, and never
+        round a cycle (only our own watches record links, but a loop must not hang us)."""
+        chain: list[str] = []
+        while uid is not None and uid not in chain and len(chain) < MAX_OWNER_DEPTH:
+            chain.append(uid)
+            uid = self.parents.get(uid)
+        return chain
 
     def link_owner(self, child: str, parent: str | None) -> None:
         """Record (or with None forget) that `parent` controls `child` (a JobSet its Job), so
-        that the pods of `child` are the parent's workload's; its coverage is rebuilt."""
+        that the pods of `child` are the workload's of its owner chain; the coverage of the
+        workloads up the old and the new chain is rebuilt."""
         self._check_thread()
         old = self.parents.get(child)
         if old == parent:
             return
+        before = self.owner_chain(old)
         if parent is None:
             del self.parents[child]
         else:
             self.parents[child] = parent
-        for uid in {u for u in (old, parent) if u is not None}:
+        for uid in {*before, *self.owner_chain(parent)}:
             key = self.workload_by_owner.get(uid)
             if key is not None and key in self._charges:
                 self._cover(key)

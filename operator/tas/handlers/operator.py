@@ -26,32 +26,35 @@ from kopf._core.reactor.inventory import ResourceMemories  # for ForgetfulMemori
 
 from tas import metrics
 from tas.api.constants import QUEUE_NAME_LABEL
-from tas.api.frameworks import RESOURCES, Framework
+from tas.api.frameworks import RESOURCES, Framework, Resource
 from tas.config import Settings
 from tas.features import Gate
-from tas.integrations.job import webhook as job_webhook
-from tas.integrations.jobset import webhook as jobset_webhook
+from tas.integrations.deployment import webhook as deployment_webhook
 from tas.integrations.leaderworkerset import webhook as lws_webhook
 from tas.integrations.pod import webhook as pod_webhook
+from tas.integrations.registry import BY_FRAMEWORK, GENERIC_JOBS, GenericJobKind, managed_owners
 from tas.integrations.statefulset import webhook as sts_webhook
+from tas.jobframework.owners import controller_of
 from tas.kube import client_session
 from tas.kube.kubeconfig import load_connection
 from tas.runtime.runtime import Runtime
-from tas.runtime.watches import owned_by_jobset
 from tas.webhooks.rotation import WebhookCertificates
 from tas.webhooks.server import ReviewFn, WebhookServer, call_on
 
 log = logging.getLogger("tas.operator")
 
 # The webhooks' handler ids, which are their URL paths in the chart's webhook configurations.
-SUSPEND_WEBHOOK = "suspend-queued-jobs"
-VALIDATE_WEBHOOK = "validate-topology-request"
-SUSPEND_JOBSET_WEBHOOK = "suspend-queued-jobsets"
-VALIDATE_JOBSET_WEBHOOK = "validate-jobsets"
+# A GenericJob kind's are its registry row's (tas.integrations.registry).
+SUSPEND_WEBHOOK = BY_FRAMEWORK[Framework.JOB].suspend_webhook
+VALIDATE_WEBHOOK = BY_FRAMEWORK[Framework.JOB].validate_webhook
+SUSPEND_JOBSET_WEBHOOK = BY_FRAMEWORK[Framework.JOBSET].suspend_webhook
+VALIDATE_JOBSET_WEBHOOK = BY_FRAMEWORK[Framework.JOBSET].validate_webhook
 MUTATE_POD_WEBHOOK = "gate-queued-pods"
 VALIDATE_POD_WEBHOOK = "validate-pods"
 MUTATE_STATEFULSET_WEBHOOK = "mark-queued-statefulsets"
 VALIDATE_STATEFULSET_WEBHOOK = "validate-statefulsets"
+MUTATE_DEPLOYMENT_WEBHOOK = "mark-queued-deployments"
+VALIDATE_DEPLOYMENT_WEBHOOK = "validate-deployments"
 MUTATE_LWS_WEBHOOK = "mark-queued-leaderworkersets"
 VALIDATE_LWS_WEBHOOK = "validate-leaderworkersets"
 
@@ -87,7 +90,7 @@ class OffLoopReviews:
         self.fn = fn
         served = {
             references.Resource(r.group, r.version, r.plural, kind=r.kind, namespaced=True)
-            for r in RESOURCES.values()
+            for r in (*RESOURCES.values(), *(k.resource for k in GENERIC_JOBS))
         }
         self.insights = references.Insights(webhook_resources=served)
 
@@ -202,7 +205,7 @@ async def workers_alive(memo: kopf.Memo, **_: Any) -> dict:
 # ---- admission webhooks ------------------------------------------------------------------------
 
 
-def enabled(memo: Any, framework: Framework) -> bool:
+def enabled(memo: Any, framework: str) -> bool:
     """A webhook of a disabled integration passes everything (the chart does not call it)."""
     return memo.settings.integrations.enabled(framework)
 
@@ -228,18 +231,19 @@ Review = Callable[..., Awaitable[None]]
 
 def webhook(
     on: Callable[..., Callable[[Review], Any]],
-    framework: Framework,
+    framework: str,
     handler_id: str,
     operations: list[str],
     *,
     queued_only: bool = True,
+    resource: Resource | None = None,
 ) -> Callable[[Review], Review]:
     """kopf's decorator (`on`: kopf.on.mutate or kopf.on.validate) for a webhook of one
-    integration: on its kind, under `handler_id` (the path the chart's webhook configuration
-    calls), without side effects, for objects with a queue name unless `queued_only` is False
-    (a pod may be queued by its parent's mark alone). The handler runs only while the
-    integration is enabled."""
-    resource = RESOURCES[framework]
+    integration: on its kind (`resource`, by default the framework's in RESOURCES), under
+    `handler_id` (the path the chart's webhook configuration calls), without side effects, for
+    objects with a queue name unless `queued_only` is False (a pod may be queued by its
+    parent's mark alone). The handler runs only while the integration is enabled."""
+    resource = resource or RESOURCES[Framework(framework)]
 
     def register(fn: Review) -> Review:
         @functools.wraps(fn)
@@ -260,37 +264,46 @@ def webhook(
     return register
 
 
-# ---- batch/v1 Jobs -----------------------------------------------------------------------------
+# ---- the kinds held suspended until admitted (batch/v1 Job, JobSet, ...) ------------------------
 
 
-@webhook(kopf.on.mutate, Framework.JOB, SUSPEND_WEBHOOK, ["CREATE"])
-async def suspend_queued_job(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
-    """A queued Job starts suspended: its pods wait for admission. A JobSet's Job is left to its
-    JobSet."""
-    if not owned_by_jobset(body):
-        patch.update(job_webhook.mutate(review_object(body)))
+def admitted_with_owner(memo: Any, body: kopf.Body) -> bool:
+    """Controlled by an object of an enabled kind admitted as a whole (a JobSet's Job): left
+    to that owner, as Kueue's webhooks leave an object whose owner it manages."""
+    return managed_owners(memo.settings.integrations).controller(body) is not None
 
 
-@webhook(kopf.on.validate, Framework.JOB, VALIDATE_WEBHOOK, ["CREATE", "UPDATE"])
-async def validate_topology_request(body: kopf.Body, **_: Any) -> None:
-    if not owned_by_jobset(body):
-        refuse(job_webhook.validate(review_object(body)))
+def register_generic_job(kind: GenericJobKind) -> None:
+    """The kind's webhooks: a queued object starts suspended (its pods wait for admission, and
+    with it every child its controller makes), and its pod templates' topology annotations
+    are validated with Kueue's rules (the message names the annotation and the template)."""
+
+    async def suspend(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any) -> None:
+        if not admitted_with_owner(memo, body):
+            tas = memo.settings.gates.enabled(Gate.TOPOLOGY_AWARE_SCHEDULING)
+            patch.update(kind.mutate(review_object(body), tas=tas))
+
+    async def validate(body: kopf.Body, memo: kopf.Memo, old: Any = None, **_: Any) -> None:
+        if admitted_with_owner(memo, body):
+            return
+        obj = review_object(body)
+        previous = {k: dict(old.get(k) or {}) for k in ("metadata", "spec")} if old else None
+        looked_up = None
+        if kind.lookup is not None:  # what its pod sets are built from (a TrainJob's runtime)
+            generic = rt(memo).generic_jobs[kind.name]
+            looked_up = await on_cache_loop(memo, generic.lookup, obj)
+        refuse(kind.validate(obj, previous, looked_up))
+
+    for on, handler_id, operations, fn in (
+        (kopf.on.mutate, kind.suspend_webhook, ["CREATE"], suspend),
+        (kopf.on.validate, kind.validate_webhook, ["CREATE", "UPDATE"], validate),
+    ):
+        fn.__name__ = fn.__qualname__ = handler_id.replace("-", "_")
+        webhook(on, kind.framework, handler_id, operations, resource=kind.resource)(fn)
 
 
-# ---- JobSets -----------------------------------------------------------------------------------
-
-
-@webhook(kopf.on.mutate, Framework.JOBSET, SUSPEND_JOBSET_WEBHOOK, ["CREATE"])
-async def suspend_queued_jobset(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
-    """A queued JobSet starts suspended, and with it every Job it makes."""
-    patch.update(jobset_webhook.mutate(review_object(body)))
-
-
-@webhook(kopf.on.validate, Framework.JOBSET, VALIDATE_JOBSET_WEBHOOK, ["CREATE", "UPDATE"])
-async def validate_jobset(body: kopf.Body, **_: Any) -> None:
-    """Every replicatedJob's topology annotations, with Kueue's rules; the message names the
-    annotation and the replicatedJob."""
-    refuse(jobset_webhook.validate(review_object(body)))
+for _kind in GENERIC_JOBS:
+    register_generic_job(_kind)
 
 
 # ---- plain pods and pod groups -----------------------------------------------------------------
@@ -301,10 +314,11 @@ async def gate_queued_pod(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, *
     """A queued pod is gated at creation until its Workload (its own, or its group's) is
     admitted; a pod of a Job or JobSet admitted as a whole is left alone."""
     pod = review_object(body)
-    controller = next(
-        (o.get("uid") for o in body.meta.get("ownerReferences") or [] if o.get("controller")), None
-    )
-    if await on_cache_loop(memo, rt(memo).managed_owner, controller):
+    if admitted_with_owner(memo, body):
+        return
+    controller = controller_of(pod)
+    uid = controller.get("uid") if controller else None
+    if await on_cache_loop(memo, rt(memo).managed_owner, uid):
         return
     patch.update(
         pod_webhook.mutate(pod, tas=memo.settings.gates.enabled(Gate.TOPOLOGY_AWARE_SCHEDULING))
@@ -336,6 +350,25 @@ async def validate_statefulset(body: kopf.Body, old: Any = None, **_: Any) -> No
         return
     previous = {k: dict(old.get(k) or {}) for k in ("metadata", "spec", "status")}
     refuse(sts_webhook.validate_update(previous, review_object(body)))
+
+
+# ---- Deployments -------------------------------------------------------------------------------
+
+
+@webhook(kopf.on.mutate, Framework.DEPLOYMENT, MUTATE_DEPLOYMENT_WEBHOOK, ["CREATE", "UPDATE"])
+async def mark_queued_deployment(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
+    """Its pods are queued plain pods, each admitted on its own."""
+    patch.update(deployment_webhook.mutate(review_object(body)))
+
+
+@webhook(kopf.on.validate, Framework.DEPLOYMENT, VALIDATE_DEPLOYMENT_WEBHOOK, ["CREATE", "UPDATE"])
+async def validate_deployment(body: kopf.Body, old: Any = None, **_: Any) -> None:
+    """Decided from the reviewed object alone, as a StatefulSet's."""
+    if not old:
+        refuse(deployment_webhook.validate(review_object(body)))
+        return
+    previous = {k: dict(old.get(k) or {}) for k in ("metadata", "status")}
+    refuse(deployment_webhook.validate_update(previous, review_object(body)))
 
 
 # ---- LeaderWorkerSets --------------------------------------------------------------------------

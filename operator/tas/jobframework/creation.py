@@ -18,6 +18,7 @@ from tas.api.constants import (
     REASON_INVALID_TOPOLOGY_REQUEST,
     REASON_PRIORITY_CLASS_NOT_FOUND,
 )
+from tas.jobframework.interface import ReferenceMissing
 from tas.jobframework.priority import PriorityClassMissing
 from tas.kube import Kube, KubeError, Ref, kueue_path
 
@@ -27,15 +28,17 @@ REFUSED = (400, 422)  # the request itself is wrong: sending it again changes no
 
 # Why an owner's Workload could not be built, said in a Warning event on the owner. The
 # validating webhooks refuse a bad topology request, but an object can slip past them; a
-# Workload naming a missing priority class is built once the class appears (its watch syncs
-# the owners again), as Kueue.
-NOT_BUILT = (TopologyRequestError, PriorityClassMissing)
+# Workload naming a missing priority class, or built from a missing object (a TrainJob's
+# runtime), is built once it appears (its watch syncs the owners again).
+NOT_BUILT = (TopologyRequestError, PriorityClassMissing, ReferenceMissing)
 
 
 def not_built_reason(exc: Exception) -> str:
     """The event reason for one of NOT_BUILT."""
     if isinstance(exc, TopologyRequestError):
         return REASON_INVALID_TOPOLOGY_REQUEST
+    if isinstance(exc, ReferenceMissing):
+        return REASON_ERR_WORKLOAD_COMPOSE  # Kueue's reason when it cannot build the pod sets
     return REASON_PRIORITY_CLASS_NOT_FOUND
 
 

@@ -8,10 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from tas.api.frameworks import Resource
 from tas.cache.projections import FlavorInfo, WorkloadInfo
+
+
+class ReferenceMissing(LookupError):
+    """An object the pod sets are built from is not in the cluster (yet): a TrainJob's
+    runtime. The Workload is built once it appears (its watch syncs the owners again)."""
 
 
 @dataclass(frozen=True)
@@ -21,13 +26,15 @@ class Finished:
 
 
 class GenericJob(Protocol):
-    resource: Resource
+    @property
+    def resource(self) -> Resource: ...  # read-only: a kind may be a frozen dataclass
 
     def pod_sets(
         self,
         obj: Mapping,
     ) -> list[dict]:
-        """The Workload's spec.podSets; raises TopologyRequestError for a bad annotation."""
+        """The Workload's spec.podSets; raises TopologyRequestError for a bad annotation,
+        ReferenceMissing when an object they are built from is missing."""
 
     def priority(self, obj: Mapping) -> int: ...
 
@@ -50,6 +57,23 @@ class GenericJob(Protocol):
 
     def needs_start_time_reset(self, obj: Mapping) -> bool:
         """A suspended object whose templates stay immutable until its status is reset."""
+
+
+@runtime_checkable
+class JobWithPriorityClass(Protocol):
+    """A GenericJob that may name a PriorityClass in a field of its own, ahead of its pod
+    templates' (Kueue's JobWithPriorityClass)."""
+
+    def priority_class(self, obj: Mapping) -> tuple[str, str] | None:
+        """(class name, the field naming it), or None."""
+
+
+@runtime_checkable
+class JobWithSkip(Protocol):
+    """A kind some of whose queued objects are not ours to admit (Kueue's JobWithSkip: a
+    RayJob on an existing cluster, a RayCluster its RayJob made)."""
+
+    def skips(self, obj: Mapping) -> bool: ...
 
 
 def guarded(obj: Mapping, body: dict) -> dict:

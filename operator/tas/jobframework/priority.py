@@ -2,9 +2,11 @@
 cache (watched WorkloadPriorityClasses and PriorityClasses).
 
 1. The object's `kueue.x-k8s.io/priority-class` label names a WorkloadPriorityClass.
-2. Otherwise the first pod template with a `priorityClassName` names a PriorityClass.
-3. Otherwise the PriorityClass with `globalDefault: true` (the lowest value when several).
-4. Otherwise priority 0 and no class.
+2. Otherwise a PriorityClass the object names itself, for a kind that has such a field (Kueue's
+   JobWithPriorityClass: a training job's `runPolicy.schedulingPolicy.priorityClass`).
+3. Otherwise the first pod template with a `priorityClassName` names a PriorityClass.
+4. Otherwise the PriorityClass with `globalDefault: true` (the lowest value when several).
+5. Otherwise priority 0 and no class.
 
 A named class that does not exist is an error: the Workload is not created until it does.
 """
@@ -46,7 +48,9 @@ def resolve(
     templates: Iterable[Mapping],
     workload_classes: Mapping[str, int],
     pod_classes: Mapping[str, PodPriorityClass],
+    named: tuple[str, str] | None = None,
 ) -> Priority:
+    """`named`: (class name, its field) when the object names a PriorityClass itself."""
     name = labels.get(WORKLOAD_PRIORITY_CLASS_LABEL)
     if name:
         if name not in workload_classes:
@@ -55,6 +59,8 @@ def resolve(
                 f"WorkloadPriorityClass {name!r} not found"
             )
         return Priority(workload_classes[name], name, WORKLOAD_PRIORITY_CLASS)
+    if named and named[0]:
+        return _pod_class(*named, pod_classes)
     name = next(
         (
             t["spec"]["priorityClassName"]
@@ -64,11 +70,7 @@ def resolve(
         None,
     )
     if name:
-        if name not in pod_classes:
-            raise PriorityClassMissing(
-                f"spec.template.spec.priorityClassName: PriorityClass {name!r} not found"
-            )
-        return Priority(pod_classes[name].value, name, POD_PRIORITY_CLASS)
+        return _pod_class(name, "spec.template.spec.priorityClassName", pod_classes)
     defaults = sorted(
         (pc.value, pc_name) for pc_name, pc in pod_classes.items() if pc.global_default
     )
@@ -76,3 +78,9 @@ def resolve(
         value, name = defaults[0]
         return Priority(value, name, POD_PRIORITY_CLASS)
     return Priority()
+
+
+def _pod_class(name: str, field: str, pod_classes: Mapping[str, PodPriorityClass]) -> Priority:
+    if name not in pod_classes:
+        raise PriorityClassMissing(f"{field}: PriorityClass {name!r} not found")
+    return Priority(pod_classes[name].value, name, POD_PRIORITY_CLASS)

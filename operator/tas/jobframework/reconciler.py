@@ -17,7 +17,7 @@ from collections.abc import Container, Mapping
 from tas.cache.projections import Key, WorkloadInfo
 from tas.cache.state import ClusterState
 from tas.jobframework.creation import NOT_BUILT, create_workload, not_built_reason
-from tas.jobframework.interface import GenericJob
+from tas.jobframework.interface import GenericJob, JobWithSkip
 from tas.jobframework.namespaces import EVERY_NAMESPACE
 from tas.jobframework.workload import (
     build_workload,
@@ -93,6 +93,8 @@ class JobReconciler:
         if obj["metadata"].get("deletionTimestamp"):
             # Being deleted (a foreground deletion removes its Workload first): as Kueue, left
             # alone; a Workload made for it now would be admitted and start it again.
+            return
+        if isinstance(self.job, JobWithSkip) and self.job.skips(obj):
             return
         workload = self.workload_of(obj)
         done = self.job.finished(obj)

@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from tas.api.annotations import TopologyRequestError
+from tas.api.constants import QUEUE_NAME_LABEL
 from tas.jobframework.interface import GenericJob
+from tas.jobframework.workload import queue_name
 
 
 def suspend(job: GenericJob, obj: Mapping) -> dict:
@@ -27,3 +29,11 @@ def validate(
     except TopologyRequestError as exc:
         return [str(exc)]
     return []
+
+
+def validate_queue_name_update(job: GenericJob, old: Mapping, new: Mapping) -> list[str]:
+    """Kueue's ValidateJobOnUpdate: the queue name may change only while the object is
+    suspended."""
+    if job.suspended(new) or queue_name(old) == queue_name(new):
+        return []
+    return [f"metadata.labels[{QUEUE_NAME_LABEL}]: field is immutable"]

@@ -22,6 +22,7 @@ from tas.cache.projections import (
     WorkloadInfo,
     workload_from_object,
 )
+from tas.jobframework.interface import JobWithPriorityClass, ReferenceMissing
 from tas.jobframework.names import workload_name
 from tas.jobframework.priority import Priority
 from tas.jobframework.priority import resolve as resolve_priority
@@ -140,7 +141,8 @@ def build_workload(
         obj,
     )
     pod_sets = with_pod_defaults(pod_sets, defaults)
-    priority = workload_priority(meta, pod_sets, job.priority(obj), classes)
+    named = job.priority_class(obj) if isinstance(job, JobWithPriorityClass) else None
+    priority = workload_priority(meta, pod_sets, job.priority(obj), classes, named)
     return new_workload(
         workload_name(resource.kind, resource.group, meta["name"], meta.get("uid") or ""),
         meta.get("namespace") or "",
@@ -153,13 +155,19 @@ def build_workload(
 
 
 def workload_priority(
-    meta: Mapping, pod_sets: list[dict], fallback: int, classes: PriorityClasses | None
+    meta: Mapping,
+    pod_sets: list[dict],
+    fallback: int,
+    classes: PriorityClasses | None,
+    named: tuple[str, str] | None = None,
 ) -> int | Priority:
     """The priority a new Workload takes: resolved from the cluster's classes as Kueue does
-    (raises PriorityClassMissing), or without them the templates' own `fallback`."""
+    (raises PriorityClassMissing), or without them the templates' own `fallback`. `named`: the
+    PriorityClass the object names itself, and its field."""
     if classes is None:
         return fallback
-    return resolve_priority(meta.get("labels") or {}, (ps["template"] for ps in pod_sets), *classes)
+    templates = (ps["template"] for ps in pod_sets)
+    return resolve_priority(meta.get("labels") or {}, templates, *classes, named=named)
 
 
 def template_priority(template: Mapping) -> int:
@@ -192,8 +200,8 @@ def needs_new_workload(
                 defaults=defaults,
             )
         )
-    except (TopologyRequestError, KeyError, TypeError, ValueError):
-        return True  # an edit made it invalid: the new Workload's creation reports why
+    except (TopologyRequestError, ReferenceMissing, KeyError, TypeError, ValueError):
+        return True  # an edit made it invalid (or its runtime went): the creation reports why
     return wanted.pod_sets != workload.pod_sets
 
 

@@ -13,20 +13,21 @@ import functools
 import logging
 import os
 import signal
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from tas import metrics
 from tas.admission.loop import AdmissionLoop
-from tas.api.frameworks import Framework
 from tas.cache import projections as proj
+from tas.cache.projections import OwnerRef
 from tas.cache.state import ClusterState
 from tas.config import Settings
 from tas.features import Gate
 from tas.hotswap.controller import NodeHealthController
 from tas.hotswap.replace import ReplacementRules
-from tas.integrations.job.controller import JOB
-from tas.integrations.jobset.controller import JOB_SET
 from tas.integrations.leaderworkerset.controller import LeaderWorkerSetController
 from tas.integrations.pod.controller import PodController
+from tas.integrations.registry import GENERIC_JOBS, GenericJobKind, ObjectRef, managed_owners
 from tas.jobframework.namespaces import ManagedNamespaces
 from tas.jobframework.reconciler import JobReconciler
 from tas.kube import CRDS, Kube, KubeError
@@ -51,15 +52,47 @@ NAMESPACED = (
     "limitranges",
     "localqueues",
     "workloads",
-    "jobs",
-    "jobset-jobs",
-    "jobsets",
+    *(k.name for k in GENERIC_JOBS),
+    *(k.children_watch(c) for k in GENERIC_JOBS for c in k.children),
+    *(r.plural for k in GENERIC_JOBS if k.lookup for r in k.lookup.resources if r.namespaced),
     "managed-pods",
     "leaderworkersets",
     "placementgroups",
 )
 # The workers that write: cancelled at once when the lease is lost.
-WRITERS = ("admission", "jobs", "jobsets", "pods", "leaderworkersets", "ungater", "hotswap")
+WRITERS = (
+    "admission",
+    *(k.name for k in GENERIC_JOBS),
+    "pods",
+    "leaderworkersets",
+    "ungater",
+    "hotswap",
+)
+
+
+@dataclass(frozen=True)
+class GenericJobRuntime:
+    """An enabled GenericJob kind as it runs: its reconciler, the worker that syncs it, and
+    the objects its pod sets are built from (its lookup's, as watched: a TrainJob's runtimes)."""
+
+    kind: GenericJobKind
+    reconciler: JobReconciler
+    worker: SerialWorker
+    looked_up: dict[ObjectRef, Mapping]
+
+    def lookup(self, obj: Mapping) -> Mapping | None:
+        """What `obj` names of its kind's lookup, as cached (None: not there, or no lookup)."""
+        lookup = self.kind.lookup
+        return None if lookup is None else self.looked_up.get(lookup.named_by(obj))
+
+    def owns(self, owner: OwnerRef | None) -> bool:
+        """The Workload's controlling owner is of this kind."""
+        resource = self.kind.resource
+        return (
+            owner is not None
+            and owner.kind == resource.kind
+            and owner.api_version.rsplit("/", 1)[0] == (resource.group or owner.api_version)
+        )
 
 
 class Runtime:
@@ -99,12 +132,12 @@ class Runtime:
             multiple_nodes=gates.enabled(Gate.TAS_REPLACE_MULTIPLE_FAILED_NODES),
         )
         self.hotswap_worker = SerialWorker("hotswap", self.node_health.sync, concurrency=2)
-        # CRD name -> the kind it serves, for the enabled integrations served by a CRD.
-        self.crd_kinds = {
-            w.crd: kind
-            for kind, w in WATCHES.items()
-            if w.crd and self.enabled(w.framework, w.gate)
-        }
+        # CRD name -> the watches of what it serves, for the enabled integrations (a kind, the
+        # children or runtimes of another: JobSets are both).
+        self.crd_kinds: dict[str, list[str]] = {}
+        for kind, w in WATCHES.items():
+            if w.crd and self.enabled(w.framework, w.gate):
+                self.crd_kinds.setdefault(w.crd, []).append(kind)
         self.numa_problems: dict[str, str] = {}  # node -> why its zones are not counted
         self.dynamic: dict[str, list[tuple[Reflector, asyncio.Task]]] = {}
         self.reflectors = self._reflectors()
@@ -121,8 +154,16 @@ class Runtime:
         )
         managed = self.managed
         writes = self.leader_kube
-        self.jobs = JobReconciler(JOB, self.state, writes, self.writer, managed=managed)
-        self.jobsets = JobReconciler(JOB_SET, self.state, writes, self.writer, managed=managed)
+        # Every registered GenericJob kind, enabled or not (a disabled one is never listed, so
+        # its reconciler stays empty); by name (its resource's plural).
+        self.generic_jobs = {}
+        for kind in GENERIC_JOBS:
+            looked_up: dict[ObjectRef, Mapping] = {}
+            job = kind.lookup.bind(looked_up.get) if kind.lookup else kind.job
+            reconciler = JobReconciler(job, self.state, writes, self.writer, managed=managed)
+            worker = SerialWorker(kind.name, reconciler.sync, concurrency=kind.concurrency)
+            self.generic_jobs[kind.name] = GenericJobRuntime(kind, reconciler, worker, looked_up)
+        self.owners = managed_owners(settings.integrations)
         self.pod_groups = PodController(self.state, writes, self.writer, managed=managed)
         self.leaderworkersets = LeaderWorkerSetController(
             self.state,
@@ -131,10 +172,9 @@ class Runtime:
             max_replicas=settings.max_leaderworkerset_replicas,
             managed=managed,
         )
-        self.child_jobs: dict[tuple[str, str], str] = {}  # a JobSet's Jobs: key -> uid
+        # The children of a queued kind (a JobSet's Jobs): (watch, namespace, name) -> uid.
+        self.children: dict[tuple[str, str, str], str] = {}
         self.ungater = Ungater(self.state, writes)
-        self.job_worker = SerialWorker("jobs", self.jobs.sync, concurrency=8)
-        self.jobset_worker = SerialWorker("jobsets", self.jobsets.sync, concurrency=4)
         self.pod_worker = SerialWorker("pods", self.pod_groups.sync, concurrency=8)
         self.lws_worker = SerialWorker(
             "leaderworkersets", self.leaderworkersets.sync, concurrency=4
@@ -145,7 +185,7 @@ class Runtime:
         lease = LeaseSettings(namespace=self.settings.leader_election_namespace)
         return LeaderElector(self.kube, lease, on_lost=self._lost_lease)
 
-    def enabled(self, framework: Framework | None, gate: Gate | None = None) -> bool:
+    def enabled(self, framework: str | None, gate: Gate | None = None) -> bool:
         if gate is not None and not self.settings.gates.enabled(gate):
             return False
         return framework is None or self.settings.integrations.enabled(framework)
@@ -172,13 +212,14 @@ class Runtime:
     async def _on_crd(self, kind: str, obj) -> None:
         """Start listing a kind when its CRD is established, stop when it goes away."""
         name = obj["metadata"]["name"]
-        watched = self.crd_kinds.get(name)
-        if watched is None:
-            return
         conditions = (obj.get("status") or {}).get("conditions") or []
         established = kind != "DELETED" and any(
             c.get("type") == "Established" and c.get("status") == "True" for c in conditions
         )
+        for watched in self.crd_kinds.get(name, ()):
+            await self._crd_watch(watched, name, established)
+
+    async def _crd_watch(self, watched: str, name: str, established: bool) -> None:
         running = self.dynamic.get(watched)
         if established and running is None:
             log.info("%s: CRD %s established; handling them", watched, name)
@@ -196,7 +237,8 @@ class Runtime:
                     )
 
     def _report_missing_crds(self) -> None:
-        for crd, kind in self.crd_kinds.items():
+        for crd, kinds in self.crd_kinds.items():
+            kind = kinds[0]  # one line per CRD
             if kind not in self.dynamic:
                 log.info(
                     "%s integration: CRD %s is not installed; skipped until it appears",
@@ -207,11 +249,10 @@ class Runtime:
     def owner_changed(self, workload) -> None:
         """A Workload changed: its owner's integration looks again."""
         namespace = workload.namespace
-        if workload.owner_job:
-            self.job_worker.submit((namespace, workload.owner_job))
         owner = workload.owner
-        if owner is not None and owner.kind == "JobSet":
-            self.jobset_worker.submit((namespace, owner.name))
+        for generic in self.generic_jobs.values():
+            if owner is not None and generic.owns(owner):
+                generic.worker.submit((namespace, owner.name))
         for key in self.pod_groups.keys_of_workload(workload):
             self.pod_worker.submit(key)
         lws = workload.owned_by("LeaderWorkerSet")
@@ -223,14 +264,11 @@ class Runtime:
         named a missing class waits for it) are looked at again; pods and LeaderWorkerSets are
         all resubmitted, as at start-up (a sync with nothing to do writes nothing)."""
         pacer = Pacer()
-        for reconciler, worker in (
-            (self.jobs, self.job_worker),
-            (self.jobsets, self.jobset_worker),
-        ):
-            for key, obj in list(reconciler.objects.items()):
+        for generic in self.generic_jobs.values():
+            for key, obj in list(generic.reconciler.objects.items()):
                 await pacer.maybe_yield()
-                if reconciler.workload_of(obj) is None:
-                    worker.submit(key)
+                if generic.reconciler.workload_of(obj) is None:
+                    generic.worker.submit(key)
         await self._resubmit_pods_and_lws(pacer)
 
     def managed_owner(self, uid: str | None) -> bool:
@@ -267,8 +305,7 @@ class Runtime:
 
     def workers(self) -> list[SerialWorker]:
         return [
-            self.job_worker,
-            self.jobset_worker,
+            *(generic.worker for generic in self.generic_jobs.values()),
             self.pod_worker,
             self.lws_worker,
             self.ungate_worker,
@@ -318,12 +355,10 @@ class Runtime:
         for name in list(self.state.nodes):  # a node may have failed while we were away
             await pacer.maybe_yield()
             self.check_node(name)
-        for key in list(self.jobs.objects):
-            await pacer.maybe_yield()
-            self.job_worker.submit(key)
-        for key in list(self.jobsets.objects):
-            await pacer.maybe_yield()
-            self.jobset_worker.submit(key)
+        for generic in self.generic_jobs.values():
+            for key in list(generic.reconciler.objects):
+                await pacer.maybe_yield()
+                generic.worker.submit(key)
         await self._resubmit_pods_and_lws(pacer)
         for key, workload in list(self.state.workloads.items()):
             await pacer.maybe_yield()

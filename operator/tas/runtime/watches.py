@@ -15,13 +15,15 @@ from typing import Any, Protocol
 
 from tas.admission.loop import AdmissionLoop
 from tas.api.constants import HOSTNAME_LABEL, MANAGED_LABEL, QUEUE_NAME_LABEL, TAS_GROUP
-from tas.api.frameworks import JOBSET, LEADERWORKERSET, NODE_RESOURCE_TOPOLOGY, Framework
+from tas.api.frameworks import LEADERWORKERSET, NODE_RESOURCE_TOPOLOGY, Framework, Resource
 from tas.cache import projections as proj
 from tas.cache.state import ClusterState
 from tas.features import Gate
 from tas.integrations.leaderworkerset.controller import LeaderWorkerSetController, waiting_pod
 from tas.integrations.pod.controller import PodController, work_key
+from tas.integrations.registry import GENERIC_JOBS, Children, GenericJobKind, ObjectRef
 from tas.jobframework.namespaces import ManagedNamespaces
+from tas.jobframework.owners import ManagedOwners
 from tas.jobframework.reconciler import JobReconciler
 from tas.kube import Kube, Ref, kueue_path
 from tas.runtime.serial import SerialWorker
@@ -30,6 +32,22 @@ from tas.ungater.worker import Ungater
 log = logging.getLogger(__name__)
 
 Obj = Mapping[str, Any]
+
+
+class GenericJobContext(Protocol):
+    """One GenericJob kind as the runtime runs it (runtime.GenericJobRuntime)."""
+
+    @property
+    def reconciler(self) -> JobReconciler: ...
+
+    @property
+    def worker(self) -> SerialWorker: ...
+
+    @property
+    def kind(self) -> GenericJobKind: ...
+
+    @property
+    def looked_up(self) -> dict[ObjectRef, Obj]: ...
 
 
 class WatchContext(Protocol):
@@ -41,18 +59,18 @@ class WatchContext(Protocol):
     kube: Kube
     managed: ManagedNamespaces
     active: bool
-    jobs: JobReconciler
-    jobsets: JobReconciler
+    owners: ManagedOwners
     pod_groups: PodController
     leaderworkersets: LeaderWorkerSetController
     ungater: Ungater
-    child_jobs: dict[tuple[str, str], str]
+    children: dict[tuple[str, str, str], str]
     numa_problems: dict[str, str]
-    job_worker: SerialWorker
-    jobset_worker: SerialWorker
     pod_worker: SerialWorker
     lws_worker: SerialWorker
     ungate_worker: SerialWorker
+
+    @property
+    def generic_jobs(self) -> Mapping[str, GenericJobContext]: ...
 
     def owner_changed(self, workload: Any) -> None: ...
 
@@ -77,9 +95,9 @@ def resync_namespace(rt: WatchContext, namespace: str) -> None:
     """The namespace became ours (new, or relabelled into managedJobsNamespaceSelector) or
     stopped being: its queued objects are looked at again. Before activation everything is
     looked at anyway."""
-    for reconciler, worker in ((rt.jobs, rt.job_worker), (rt.jobsets, rt.jobset_worker)):
-        for key in [k for k in reconciler.objects if k[0] == namespace]:
-            worker.submit(key)
+    for generic in rt.generic_jobs.values():
+        for key in [k for k in generic.reconciler.objects if k[0] == namespace]:
+            generic.worker.submit(key)
     for key, pod in list(rt.pod_groups.pods.items()):
         if key[0] == namespace:
             if (wk := work_key(pod)) is not None:
@@ -202,46 +220,40 @@ async def on_workload(rt: WatchContext, kind: str, obj: Obj) -> None:
     rt.admission.wake()
 
 
-async def on_job(rt: WatchContext, kind: str, obj: Obj) -> None:
-    if kind == "DELETED":
-        rt.jobs.forget(*proj.key_of(obj))
-        return
-    if not owned_by_jobset(obj):  # a JobSet's Job is admitted with its JobSet
-        rt.job_worker.submit(rt.jobs.upsert(obj))
+def on_generic_job(name: str) -> WatchHandler:
+    """The handler of a GenericJob kind's watch: an object controlled by a kind admitted as a
+    whole (a TrainJob's JobSet) is admitted with it, never queued on its own."""
+
+    async def handle(rt: WatchContext, kind: str, obj: Obj) -> None:
+        generic = rt.generic_jobs[name]
+        if kind == "DELETED":
+            generic.reconciler.forget(*proj.key_of(obj))
+        elif rt.owners.controller(obj) is None:
+            generic.worker.submit(generic.reconciler.upsert(obj))
+
+    handle.__name__ = handle.__qualname__ = f"on_{name}"
+    return handle
 
 
-def owned_by_jobset(obj: Obj) -> str | None:
-    """The uid of the JobSet controlling this Job, if one does."""
-    return next(
-        (
-            o.get("uid")
-            for o in obj["metadata"].get("ownerReferences") or []
-            if o.get("controller")
-            and o.get("kind") == JOBSET.kind
-            and (o.get("apiVersion") or "").startswith(JOBSET.group + "/")
-        ),
-        None,
-    )
+def on_children(watch: str, children: Children) -> WatchHandler:
+    """The handler of a watch of a queued kind's children (a JobSet's Jobs): which managed
+    object controls each, so that its pods are that object's Workload's (capacity)."""
 
+    async def handle(rt: WatchContext, kind: str, obj: Obj) -> None:
+        key = (watch, *proj.key_of(obj))
+        uid = obj["metadata"].get("uid")
+        if kind == "DELETED":
+            uid = rt.children.pop(key, uid)
+            if uid:
+                rt.state.link_owner(uid, None)
+        elif uid:
+            rt.children[key] = uid
+            parent = rt.owners.controller(obj) or children.owners.controller(obj)
+            rt.state.link_owner(uid, parent)
+        rt.admission.wake()
 
-async def on_jobset(rt: WatchContext, kind: str, obj: Obj) -> None:
-    if kind == "DELETED":
-        rt.jobsets.forget(*proj.key_of(obj))
-        return
-    rt.jobset_worker.submit(rt.jobsets.upsert(obj))
-
-
-async def on_jobset_job(rt: WatchContext, kind: str, obj: Obj) -> None:
-    """A JobSet's Job: its pods are the JobSet's workload's (capacity accounting)."""
-    uid = obj["metadata"].get("uid")
-    if kind == "DELETED":
-        uid = rt.child_jobs.pop(proj.key_of(obj), uid)
-        if uid:
-            rt.state.link_owner(uid, None)
-    elif uid:
-        rt.child_jobs[proj.key_of(obj)] = uid
-        rt.state.link_owner(uid, owned_by_jobset(obj))
-    rt.admission.wake()
+    handle.__name__ = handle.__qualname__ = f"on_{watch.replace('-', '_')}"
+    return handle
 
 
 async def on_managed_pod(rt: WatchContext, kind: str, obj: Obj) -> None:
@@ -349,13 +361,38 @@ async def on_runtime_class(rt: WatchContext, kind: str, obj: Obj) -> None:
 def resubmit_pending(rt: WatchContext, namespace: str | None) -> None:
     """Queued Jobs and JobSets (of `namespace`, or all) whose Workload holds no quota are
     looked at again: a Workload that no longer asks for what their pods will is re-created."""
-    for reconciler, worker in ((rt.jobs, rt.job_worker), (rt.jobsets, rt.jobset_worker)):
-        for key, obj in list(reconciler.objects.items()):
+    for generic in rt.generic_jobs.values():
+        for key, obj in list(generic.reconciler.objects.items()):
             if namespace is not None and key[0] != namespace:
                 continue
-            workload = reconciler.workload_of(obj)
+            workload = generic.reconciler.workload_of(obj)
             if workload is not None and not workload.has_quota:
-                worker.submit(key)
+                generic.worker.submit(key)
+
+
+def on_looked_up(name: str, resource: Resource) -> WatchHandler:
+    """The handler of a watch of what a GenericJob kind's pod sets are built from (a
+    TrainJob's runtimes): cached for its reconciler and webhook; its objects that name the one
+    that appeared, changed or went are synced again (a sync with nothing to do writes
+    nothing; before activation every object is synced anyway)."""
+
+    async def handle(rt: WatchContext, kind: str, obj: Obj) -> None:
+        generic = rt.generic_jobs[name]
+        meta = obj["metadata"]
+        ref = (resource, meta.get("namespace") if resource.namespaced else None, meta["name"])
+        if kind == "DELETED":
+            generic.looked_up.pop(ref, None)
+        else:
+            generic.looked_up[ref] = {"spec": obj.get("spec") or {}}  # all the job reads
+        lookup = generic.kind.lookup
+        if not rt.active or lookup is None:
+            return
+        for key, queued in list(generic.reconciler.objects.items()):
+            if lookup.named_by(queued) == ref:
+                generic.worker.submit(key)
+
+    handle.__name__ = handle.__qualname__ = f"on_{resource.plural}"
+    return handle
 
 
 WatchHandler = Callable[[WatchContext, str, Obj], Awaitable[None]]
@@ -366,7 +403,7 @@ class Watch:
     path: str  # the API path of the collection
     params: Mapping[str, str]
     handler: WatchHandler
-    framework: Framework | None = None  # only when this integration is enabled (None: always)
+    framework: str | None = None  # only when this integration is enabled (None: always)
     crd: str | None = None  # listed only while this CRD is established (see runtime.py)
     gate: Gate | None = None  # only when this feature gate is on (None: always)
 
@@ -395,23 +432,6 @@ WATCHES: dict[str, Watch] = {
     # What the API server adds to pods at creation, folded into the Workloads we build.
     "limitranges": Watch("/api/v1/limitranges", {}, on_limit_range),
     "runtimeclasses": Watch("/apis/node.k8s.io/v1/runtimeclasses", {}, on_runtime_class),
-    "jobs": Watch(
-        "/apis/batch/v1/jobs", {"labelSelector": QUEUE_NAME_LABEL}, on_job, Framework.JOB
-    ),
-    # The Jobs a JobSet makes (they carry its name), for their pods' capacity.
-    "jobset-jobs": Watch(
-        "/apis/batch/v1/jobs",
-        {"labelSelector": "jobset.sigs.k8s.io/jobset-name"},
-        on_jobset_job,
-        Framework.JOBSET,
-    ),
-    "jobsets": Watch(
-        JOBSET.collection(),
-        {"labelSelector": QUEUE_NAME_LABEL},
-        on_jobset,
-        Framework.JOBSET,
-        crd=JOBSET.crd_name,
-    ),
     # Managed pods, finished ones included (a pod group counts its succeeded pods).
     "managed-pods": Watch(
         "/api/v1/pods", {"labelSelector": f"{MANAGED_LABEL}=true"}, on_managed_pod, Framework.POD
@@ -437,3 +457,42 @@ WATCHES: dict[str, Watch] = {
         gate=Gate.TAS_PLACEMENT_GROUPS,
     ),
 }
+
+
+def generic_job_watches(kind: GenericJobKind) -> dict[str, Watch]:
+    """A GenericJob kind's watches: its queued objects (only those with a queue-name label
+    are ours), and the children its controller makes, for their pods' capacity."""
+    resource = kind.resource
+    crd = crd_of(resource)
+    queued = {"labelSelector": QUEUE_NAME_LABEL}
+    out = {
+        kind.name: Watch(
+            resource.collection(), queued, on_generic_job(kind.name), kind.framework, crd=crd
+        )
+    }
+    for children in kind.children:
+        name = kind.children_watch(children)
+        params = {"labelSelector": children.selector}
+        out[name] = Watch(
+            children.resource.collection(),
+            params,
+            on_children(name, children),
+            kind.framework,
+            crd=crd_of(children.resource),
+        )
+    for looked_up in kind.lookup.resources if kind.lookup else ():
+        out[looked_up.plural] = Watch(
+            looked_up.collection(),
+            {},
+            on_looked_up(kind.name, looked_up),
+            kind.framework,
+            crd=crd_of(looked_up),
+        )
+    return out
+
+
+def crd_of(resource: Resource) -> str | None:
+    return resource.crd_name if resource.crd else None
+
+
+WATCHES.update(watch for kind in GENERIC_JOBS for watch in generic_job_watches(kind).items())

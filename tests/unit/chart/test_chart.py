@@ -123,13 +123,78 @@ POD_RULES = {
 LWS_RULES = {
     *{("leaderworkerset.x-k8s.io", "leaderworkersets", v, None) for v in ("list", "watch")}
 }
+# A TrainJob: its JobSet and that JobSet's Jobs (its pods' owners), and its runtimes (read).
+TRAINJOB_RULES = {
+    *{("trainer.kubeflow.org", "trainjobs", v, None) for v in ("list", "watch", "patch")},
+    ("trainer.kubeflow.org", "trainjobs/finalizers", "update", None),
+    *{("jobset.x-k8s.io", "jobsets", v, None) for v in ("list", "watch")},
+    *{("batch", "jobs", v, None) for v in ("list", "watch")},
+    *{
+        ("trainer.kubeflow.org", r, v, None)
+        for r in ("clustertrainingruntimes", "trainingruntimes")
+        for v in ("get", "list", "watch")
+    },
+}
+# An AppWrapper: the wrapped Jobs and PyTorchJobs, its pods' owners.
+APPWRAPPER_RULES = {
+    *{("workload.codeflare.dev", "appwrappers", v, None) for v in ("list", "watch", "patch")},
+    ("workload.codeflare.dev", "appwrappers/finalizers", "update", None),
+    *{("batch", "jobs", v, None) for v in ("list", "watch")},
+    *{("kubeflow.org", "pytorchjobs", v, None) for v in ("list", "watch")},
+}
+# The Kubeflow training jobs and MPIJob: framework -> their kubeflow.org resource.
+KUBEFLOW_KINDS = {
+    "kubeflow.org/pytorchjob": "pytorchjobs",
+    "kubeflow.org/tfjob": "tfjobs",
+    "kubeflow.org/xgboostjob": "xgboostjobs",
+    "kubeflow.org/paddlejob": "paddlejobs",
+    "kubeflow.org/jaxjob": "jaxjobs",
+    "kubeflow.org/mpijob": "mpijobs",
+}
+
+
+def kubeflow_rules(resource: str) -> set:
+    """List, watch and patch (suspend, start) the kind; update finalizers (its Workload's
+    ownerReference blocks its deletion)."""
+    return {
+        *{("kubeflow.org", resource, v, None) for v in ("list", "watch", "patch")},
+        ("kubeflow.org", f"{resource}/finalizers", "update", None),
+    }
+
+
+# An MPIJob's launcher is a Job it controls, holding the launcher's pod.
+MPIJOB_CHILD_RULES = {("batch", "jobs", v, None) for v in ("list", "watch")}
 INTEGRATION_RULES = {
     "batch/job": JOB_RULES,
     "jobset.x-k8s.io/jobset": JOBSET_RULES,
     "pod": POD_RULES,
     "statefulset": POD_RULES,  # its pods are pod groups: nothing of its own is read or written
     "leaderworkerset.x-k8s.io/leaderworkerset": POD_RULES | LWS_RULES,
+    **{name: kubeflow_rules(resource) for name, resource in KUBEFLOW_KINDS.items()},
+    "deployment": POD_RULES,  # its pods are single pods: nothing of its own is read or written
+    "trainer.kubeflow.org/trainjob": TRAINJOB_RULES,
+    "workload.codeflare.dev/appwrapper": APPWRAPPER_RULES,
 }
+# KubeRay's kinds: framework -> their ray.io resource.
+RAY_KINDS = {
+    "ray.io/rayjob": "rayjobs",
+    "ray.io/raycluster": "rayclusters",
+    "ray.io/rayservice": "rayservices",
+}
+for _name, _resource in RAY_KINDS.items():
+    INTEGRATION_RULES[_name] = {  # list, watch, patch; finalizers (a Workload's ownerReference)
+        *{("ray.io", _resource, v, None) for v in ("list", "watch", "patch")},
+        ("ray.io", f"{_resource}/finalizers", "update", None),
+    }
+# The RayCluster a RayJob or RayService makes, and a RayJob's submitter Job: their pods'.
+INTEGRATION_RULES["ray.io/rayjob"] |= {
+    *{("ray.io", "rayclusters", v, None) for v in ("list", "watch")},
+    *{("batch", "jobs", v, None) for v in ("list", "watch")},
+}
+INTEGRATION_RULES["ray.io/rayservice"] |= {
+    ("ray.io", "rayclusters", v, None) for v in ("list", "watch")
+}
+INTEGRATION_RULES["kubeflow.org/mpijob"] |= MPIJOB_CHILD_RULES
 ALL_INTEGRATIONS = list(INTEGRATION_RULES)
 
 
@@ -429,6 +494,14 @@ def test_tas_operator_accepts_the_rendered_command_line() -> None:
         ["statefulset"],
         ["leaderworkerset.x-k8s.io/leaderworkerset"],
         ["batch/job", "pod"],
+        ["ray.io/rayjob"],
+        ["ray.io/raycluster"],
+        ["ray.io/rayservice", "ray.io/raycluster"],  # both read RayClusters: granted once
+        ["jobset.x-k8s.io/jobset", "ray.io/rayjob"],  # both read Jobs: granted once
+        ["kubeflow.org/pytorchjob"],
+        ["kubeflow.org/mpijob"],
+        ["jobset.x-k8s.io/jobset", "kubeflow.org/mpijob"],  # both read Jobs: granted once
+        ["deployment"],
     ],
     ids=lambda v: "default" if v is None else ",".join(v) or "none",
 )
@@ -668,6 +741,56 @@ def webhook_table():
             "leaderworkersets",
             ["CREATE", "UPDATE"],
         ),
+        *(
+            row
+            for name, group, resource in (
+                ("trainer.kubeflow.org/trainjob", "trainer.kubeflow.org", "trainjobs"),
+                ("workload.codeflare.dev/appwrapper", "workload.codeflare.dev", "appwrappers"),
+                *((name, "ray.io", resource) for name, resource in RAY_KINDS.items()),
+            )
+            for row in (
+                (name, f"suspend-queued-{resource}", mutating, group, resource, ["CREATE"]),
+                (name, f"validate-{resource}", validating, group, resource, ["CREATE", "UPDATE"]),
+            )
+        ),
+        *(
+            row
+            for name, resource in KUBEFLOW_KINDS.items()
+            for row in (
+                (
+                    name,
+                    f"suspend-queued-{resource}",
+                    mutating,
+                    "kubeflow.org",
+                    resource,
+                    ["CREATE"],
+                ),
+                (
+                    name,
+                    f"validate-{resource}",
+                    validating,
+                    "kubeflow.org",
+                    resource,
+                    ["CREATE", "UPDATE"],
+                ),
+            )
+        ),
+        (
+            "deployment",
+            op.MUTATE_DEPLOYMENT_WEBHOOK,
+            mutating,
+            "apps",
+            "deployments",
+            ["CREATE", "UPDATE"],
+        ),
+        (
+            "deployment",
+            op.VALIDATE_DEPLOYMENT_WEBHOOK,
+            validating,
+            "apps",
+            "deployments",
+            ["CREATE", "UPDATE"],
+        ),
     ]
 
 
@@ -772,11 +895,15 @@ def test_the_leaderworkerset_bound_is_the_operators_unless_the_chart_sets_one() 
         ["jobset.x-k8s.io/jobset"],
         ["statefulset"],
         ["leaderworkerset.x-k8s.io/leaderworkerset"],
+        ["kubeflow.org/tfjob"],
+        ["kubeflow.org/mpijob"],
+        ["deployment"],
     ],
     ids=lambda v: ",".join(v) or "none",
 )
 def test_only_the_enabled_integrations_have_webhooks(integrations) -> None:
-    """statefulset and leaderworkerset also need the pod webhooks: their pods are pod groups."""
+    """statefulset and leaderworkerset also need the pod webhooks (their pods are pod groups),
+    and deployment (its pods are single pods)."""
     from tas.integrations import Framework, parse
 
     enabled = parse(integrations)
@@ -1101,3 +1228,13 @@ def test_the_chart_installs_the_numa_crd_with_the_gate() -> None:
 )
 def test_no_numa_crd_without_the_gate_or_when_another_install_owns_it(values) -> None:
     assert numa_crds(values) == []
+
+
+def test_the_charts_list_of_generic_job_kinds_is_the_registrys() -> None:
+    """files/generic-jobs.yaml, which the webhooks and RBAC of the kinds held suspended are
+    rendered from, is what `make chart-data` makes from the registry now."""
+    from tas.integrations import chartdata
+
+    assert (CHART / "files" / "generic-jobs.yaml").read_text() == chartdata.render(), (
+        "run `make chart-data`"
+    )

@@ -15,8 +15,8 @@ def test_integrations_are_kueues_framework_names_and_imply_pod():
     assert not enabled.enabled(integrations.Framework.JOB)
     assert integrations.defaults().names() == ["batch/job"]  # Kueue's Configuration default
     assert integrations.parse(" batch/job , pod ").names() == ["batch/job", "pod"]
-    with pytest.raises(integrations.IntegrationsError, match=r"'kubeflow\.org/mpijob'"):
-        integrations.parse("batch/job,kubeflow.org/mpijob")
+    with pytest.raises(integrations.IntegrationsError, match=r"'kubeflow\.org/mxjob'"):
+        integrations.parse("batch/job,kubeflow.org/mxjob")  # no Kueue v0.17 name
 
 
 def test_the_flag_wins_over_the_environment():

@@ -133,8 +133,8 @@ def test_a_namespace_that_becomes_managed_has_its_objects_looked_at_again():
         rt = runtime(leader_election_namespace="tas-system")
         rt.active = True
         submitted: list = []
-        rt.job_worker.submit = submitted.append
-        await watches.on_job(rt, "ADDED", running_job("late"))
+        rt.generic_jobs["jobs"].worker.submit = submitted.append
+        await watches.WATCHES["jobs"].handler(rt, "ADDED", running_job("late"))
         assert "late" not in rt.managed
         submitted.clear()
         await watches.on_namespace(

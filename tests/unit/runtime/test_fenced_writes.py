@@ -123,8 +123,7 @@ def test_the_runtimes_writers_are_fenced_and_its_lease_and_watches_are_not():
         rt = Runtime(Settings(leader_elect=True), kube=inner)  # not leading yet
         writers = {
             "workload writer": rt.writer.kube,
-            "jobs": rt.jobs.kube,
-            "jobsets": rt.jobsets.kube,
+            **{name: g.reconciler.kube for name, g in rt.generic_jobs.items()},
             "pods": rt.pod_groups.kube,
             "leaderworkersets": rt.leaderworkersets.kube,
             "ungater": rt.ungater.kube,

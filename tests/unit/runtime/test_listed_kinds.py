@@ -74,13 +74,15 @@ def test_a_kind_is_listed_once_its_crd_is_established_and_forgotten_when_it_goes
         assert reflector.path == "/apis/jobset.x-k8s.io/v1alpha2/jobsets"
         # Something listed meanwhile is forgotten with the CRD.
         reflector.known.add(("ns", "js"))
-        rt.jobsets.upsert({"metadata": {"name": "js", "namespace": "ns", "uid": "u"}, "spec": {}})
+        rt.generic_jobs["jobsets"].reconciler.upsert(
+            {"metadata": {"name": "js", "namespace": "ns", "uid": "u"}, "spec": {}}
+        )
         await rt._on_crd("MODIFIED", crd("jobsets.jobset.x-k8s.io", established=True))
         assert rt.dynamic["jobsets"][0][1] is task  # not started twice
         await rt._on_crd("DELETED", {"metadata": {"name": "jobsets.jobset.x-k8s.io"}})
         await asyncio.sleep(0)
         assert "jobsets" not in rt.dynamic and task.cancelled()
-        assert not rt.jobsets.objects
+        assert not rt.generic_jobs["jobsets"].reconciler.objects
         await rt._on_crd("ADDED", crd("other.example.com", established=True))  # not ours
         assert not rt.dynamic
         await rt.kube.close()

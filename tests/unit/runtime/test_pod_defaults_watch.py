@@ -32,13 +32,19 @@ class Reconciler:
 
 
 def runtime(**jobs):
-    return SimpleNamespace(
-        state=ClusterState(),
-        jobs=Reconciler(jobs),
-        jobsets=Reconciler({}),
-        job_worker=Worker(),
-        jobset_worker=Worker(),
-    )
+    """A runtime of two GenericJob kinds; `rt.jobs` and `rt.job_worker` are the first's."""
+    kinds = {
+        name: SimpleNamespace(reconciler=Reconciler({}), worker=Worker())
+        for name in ("jobs", "jobsets")
+    }
+    rt = SimpleNamespace(state=ClusterState(), generic_jobs=kinds)
+    rt.job_worker = kinds["jobs"].worker
+    return rt
+
+
+def set_jobs(rt, workloads: dict) -> Reconciler:
+    rt.generic_jobs["jobs"].reconciler = Reconciler(workloads)
+    return rt.generic_jobs["jobs"].reconciler
 
 
 PENDING = SimpleNamespace(has_quota=False)
@@ -58,9 +64,9 @@ def run(handler, rt, kind, obj) -> None:
 
 def test_a_limit_range_resubmits_its_namespaces_pending_objects_once() -> None:
     rt = runtime()
-    rt.jobs = Reconciler({("a", "p"): PENDING, ("a", "q"): ADMITTED, ("b", "p"): PENDING})
-    rt.jobs.objects[("a", "none")] = {"metadata": {"uid": "a/none"}}
-    rt.jobs._workloads["a/none"] = None  # no Workload yet: it will be built with the defaults
+    jobs = set_jobs(rt, {("a", "p"): PENDING, ("a", "q"): ADMITTED, ("b", "p"): PENDING})
+    jobs.objects[("a", "none")] = {"metadata": {"uid": "a/none"}}
+    jobs._workloads["a/none"] = None  # no Workload yet: it will be built with the defaults
     run(on_limit_range, rt, "ADDED", lr("a"))
     assert rt.job_worker.submitted == [("a", "p")]
     assert rt.state.pod_defaults("a").containers.requests == {"cpu": "1"}
@@ -82,7 +88,7 @@ def test_an_unreadable_limit_range_counts_as_none(caplog) -> None:
 
 def test_a_runtime_class_resubmits_every_namespaces_pending_objects() -> None:
     rt = runtime()
-    rt.jobs = Reconciler({("a", "p"): PENDING, ("b", "p"): PENDING, ("b", "q"): ADMITTED})
+    set_jobs(rt, {("a", "p"): PENDING, ("b", "p"): PENDING, ("b", "q"): ADMITTED})
     kata = {"metadata": {"name": "kata"}, "handler": "kata", "overhead": {"podFixed": {"cpu": "1"}}}
     run(on_runtime_class, rt, "ADDED", kata)
     assert sorted(rt.job_worker.submitted) == [("a", "p"), ("b", "p")]

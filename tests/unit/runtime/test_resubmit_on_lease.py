@@ -15,10 +15,10 @@ def test_resubmitting_many_owners_lets_other_tasks_run():
         kube = Kube(Connection(server="http://127.0.0.1:9", ssl=False))
         rt = Runtime(Settings(leader_elect=False), kube=kube)
         for i in range(JOBS):
-            rt.jobs.objects[("ns", f"job-{i}")] = {}
+            rt.generic_jobs["jobs"].reconciler.objects[("ns", f"job-{i}")] = {}
         ticks = 0
         submitted_at: list[int] = []
-        rt.job_worker.submit = lambda key: submitted_at.append(ticks)
+        rt.generic_jobs["jobs"].worker.submit = lambda key: submitted_at.append(ticks)
         resubmitting = asyncio.create_task(rt._resubmit_all())
         while not resubmitting.done():
             ticks += 1

@@ -25,6 +25,7 @@ from tas.api.constants import (
     TOPOLOGY_SCHEDULING_GATE,
     WORKLOAD_ANNOTATION,
 )
+from tas.api.frameworks import Framework
 from tas.cache.projections import FlavorInfo, PodSetAdmission, WorkloadInfo
 from tas.cache.state import ClusterState
 from tas.integrations.pod import group as g
@@ -47,8 +48,9 @@ def work_key(pod: Mapping) -> WorkKey | None:
     namespace, name = p.key(pod)
     if p.group_name(pod):
         return ("group", namespace, p.workload_name_of_group(pod) or "")
-    if p.suspending_parent(pod):
+    if p.suspending_parent(pod) == str(Framework.LEADERWORKERSET):
         return None  # a LeaderWorkerSet's pod waits for its group labels (integrations/leaderworkerset)
+    # Any other parent's pod without a group (a Deployment's) is a single pod of its own.
     return ("pod", namespace, name)
 
 

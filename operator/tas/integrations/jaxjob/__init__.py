@@ -1,0 +1,9 @@
+"""JAXJob (`kubeflow.org/jaxjob`, training-operator v1), as Kueue's
+pkg/controller/jobs/kubeflow/jobs/jaxjob on its kubeflow/kubeflowjob.
+
+- controller.py: the JAXJob as a GenericJob (jobframework.replica_specs): a pod set per replica
+  type of `spec.jaxReplicaSpecs` (Worker, in that order), ranked by the replica index label;
+  jobframework's JobReconciler drives it.
+- webhook.py: suspended at creation (`spec.runPolicy.suspend`); every replica type's topology
+  annotations validated.
+"""

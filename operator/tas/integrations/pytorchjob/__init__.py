@@ -1,0 +1,9 @@
+"""PyTorchJob (`kubeflow.org/pytorchjob`, training-operator v1), as Kueue's
+pkg/controller/jobs/kubeflow/jobs/pytorchjob on its kubeflow/kubeflowjob.
+
+- controller.py: the PyTorchJob as a GenericJob (jobframework.replica_specs): a pod set per replica
+  type of `spec.pytorchReplicaSpecs` (Master, Worker, in that order), ranked by the replica index label;
+  jobframework's JobReconciler drives it.
+- webhook.py: suspended at creation (`spec.runPolicy.suspend`); every replica type's topology
+  annotations validated.
+"""
