@@ -49,6 +49,9 @@ JOBSET_JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"  # the Job's index in it
 LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"  # 0: the leader
 STATEFULSET_POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
 POD_GROUP_POD_INDEX_LABEL = PREFIX + "pod-group-pod-index"
+# The Kubeflow training operators' (training-operator v1 and mpi-operator v2beta1 both set it
+# on every pod of a replica type: 0, 1, ...).
+REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
 # Names the label whose value a pod group's pod copies into POD_GROUP_POD_INDEX_LABEL.
 POD_GROUP_POD_INDEX_LABEL_ANNOTATION = PREFIX + "pod-group-pod-index-label"
 INDEX_LABELS = (
@@ -57,7 +60,11 @@ INDEX_LABELS = (
     LWS_WORKER_INDEX_LABEL,
     STATEFULSET_POD_INDEX_LABEL,
     POD_GROUP_POD_INDEX_LABEL,
+    REPLICA_INDEX_LABEL,
 )
+# On a pod template: subtract this from the pods' index to get their rank in the pod set (an
+# MPIJob's workers when the launcher, replica index 0, also works).
+POD_INDEX_OFFSET_ANNOTATION = PREFIX + "pod-index-offset"
 
 # Plain pods and pod groups (Kueue's pod integration), verbatim.
 MANAGED_LABEL = PREFIX + "managed"  # "true" on every pod the pod integration manages

@@ -27,6 +27,7 @@ from tas.api.constants import (
     MAY_STOP_SEARCH,
     NEVER,
     NUMA_ZONE_ANNOTATION,
+    POD_INDEX_OFFSET_ANNOTATION,
     PODSET_LABEL,
     REASON_DEACTIVATED,
     STRICT_FIFO,
@@ -229,6 +230,8 @@ class PodInfo:
     owner_uid: str | None = None  # the controlling owner (a Job's pods: the Job)
     # The integrations' index labels the pod carries (INDEX_LABELS), as integers: rank order.
     index_labels: Mapping[str, int] = field(default_factory=dict)
+    # POD_INDEX_OFFSET_ANNOTATION as written: the ungater parses it (a bad value is its error).
+    index_offset: str | None = None
     numa_zone: str | None = None  # NUMA_ZONE_ANNOTATION, set by our ungater
     numa: NumaShape | None = None  # read only for a pod with a zone annotation
 
@@ -270,6 +273,7 @@ def pod_from_object(obj: Mapping) -> PodInfo:
             None,
         ),
         index_labels=index_labels(labels),
+        index_offset=annotations.get(POD_INDEX_OFFSET_ANNOTATION),
         numa_zone=(zone := annotations.get(NUMA_ZONE_ANNOTATION)),
         numa=numa_shape(spec) if zone else None,
     )

@@ -19,15 +19,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tas.api.annotations import TopologyRequestError, validate_pod_set_groups
+from tas.api.constants import REPLICA_INDEX_LABEL
 from tas.api.frameworks import Resource
 from tas.cache.projections import FlavorInfo, WorkloadInfo, workload_from_object
 from tas.jobframework import podset
 from tas.jobframework import workload as framework
 from tas.jobframework.interface import Finished, guarded
 
-# The pod index label of the Kubeflow training operators (training-operator v1 and
-# mpi-operator v2beta1 both set it on every pod of a replica type: 0, 1, ...).
-REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
 PRIORITY_CLASS_FIELD = "spec.runPolicy.schedulingPolicy.priorityClass"
 
 

@@ -7,6 +7,9 @@ completion index plus the Job's index (`subGroupIndexLabel`) times the Job's siz
 fills ranks [i * size, (i + 1) * size) - one slice when the slice size is the Job's size.
 Two pod sets grouped by `podset-group-name` (a LeaderWorkerSet's leader and workers) share
 one index space: the smaller pod set (the leader) starts at 0, the other at its count.
+A pod set whose pods carry `kueue.x-k8s.io/pod-index-offset` (an MPIJob's workers when the
+launcher also works: their replica index starts at 1) starts at that offset too, on top of
+its group's.
 
 Ranks map to the assignment's slots in order, so neighbours in rank are neighbours in the
 topology. A pod set whose pods cannot all be ranked (an index missing, out of range or taken
@@ -15,9 +18,11 @@ twice) is placed in name order instead, as Kueue falls back to greedy.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from tas.api.constants import POD_INDEX_OFFSET_ANNOTATION
 from tas.cache.projections import PodInfo
 from tas.solver.types import PodSetRequest, TopologyRequest
 
@@ -46,6 +51,45 @@ def rule_for(
         sub_group_index_label=request.sub_group_index_label if sub_group else None,
         sub_group_count=request.sub_group_count if sub_group else None,
     )
+
+
+# What Go's strconv.Atoi accepts (Kueue parses the offset with it): a sign, ASCII digits, int64.
+_ATOI = re.compile(r"[+-]?[0-9]+")
+INT64_MAX = 2**63 - 1
+
+
+class IndexOffsetError(ValueError):
+    """A pod's offset annotation is no integer: Kueue ungates none of the workload's pods and
+    retries, and so do we (the worker's backoff)."""
+
+
+def index_offset(pods: Iterable[PodInfo]) -> int:
+    """The pod set's POD_INDEX_OFFSET_ANNOTATION, 0 without one. Read from the first pod not
+    finished that the cache lists, as Kueue reads the first its client lists: all of a pod
+    set's pods come from one template."""
+    pod = next((p for p in pods if not p.terminal), None)
+    if pod is None or pod.index_offset is None:
+        return 0
+    value = pod.index_offset
+    if _ATOI.fullmatch(value) and -INT64_MAX - 1 <= int(value) <= INT64_MAX:
+        return int(value)
+    raise IndexOffsetError(
+        f"pod {pod.namespace}/{pod.name}: annotation {POD_INDEX_OFFSET_ANNOTATION}: "
+        f"{value!r} is not an integer"
+    )
+
+
+def pod_set_rule(
+    request: TopologyRequest | None,
+    count: int,
+    pods: Iterable[PodInfo],
+    group: tuple[int, int] | None = None,
+) -> RankRule | None:
+    """The pod set's rule: its group's (offset, max index) from group_offsets, both moved by
+    the offset its pods carry, as Kueue adds the two. Raises IndexOffsetError."""
+    offset, max_index = group or (0, count)
+    shift = index_offset(pods)
+    return rule_for(request, count, offset + shift, max_index + shift)
 
 
 def group_offsets(

@@ -20,7 +20,7 @@ from tas.cache.projections import Key
 from tas.cache.state import ClusterState
 from tas.kube import STRATEGIC, Kube, KubeError, gather_bounded, pod_path
 from tas.ungater.plan import Ungate, plan, stranded
-from tas.ungater.ranks import group_offsets, rule_for
+from tas.ungater.ranks import group_offsets, pod_set_rule
 from tas.workload.pods import fail_pod
 
 log = logging.getLogger(__name__)
@@ -62,8 +62,9 @@ class Ungater:
             if admission.assignment is None:
                 continue
             pod_set_pods = [p for p in pods if p.pod_set == admission.name]
-            offset, max_index = offsets.get(admission.name, (0, None))
-            rule = rule_for(requests.get(admission.name), admission.count, offset, max_index)
+            group = offsets.get(admission.name)
+            # A bad offset raises before any write: none of the workload's pods are ungated.
+            rule = pod_set_rule(requests.get(admission.name), admission.count, pod_set_pods, group)
             ungates.extend(plan(admission.assignment, pod_set_pods, self.expected, unhealthy, rule))
             strays.extend(stranded(admission.assignment, pod_set_pods, self.expected))
         for pod in strays:

@@ -12,18 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from tas.api.constants import PODSET_GROUP_NAME, PREFIX
+from tas.api.constants import POD_INDEX_OFFSET_ANNOTATION, PODSET_GROUP_NAME
 from tas.integrations.mpijob.controller import LAUNCHER, MPI_JOB, REPLICA_SPECS_FIELD, WORKER
 from tas.jobframework.podset import merge_patch
 from tas.jobframework.replica_specs import template
-
-POD_INDEX_OFFSET = PREFIX + "pod-index-offset"
 
 
 def mutate(obj: Mapping, *, tas: bool = True) -> dict:
     patch = MPI_JOB.suspend_patch(obj)
     if tas and _workers_offset_by_launcher(obj):
-        offset = {"template": {"metadata": {"annotations": {POD_INDEX_OFFSET: "1"}}}}
+        offset = {"template": {"metadata": {"annotations": {POD_INDEX_OFFSET_ANNOTATION: "1"}}}}
         patch = merge_patch(patch, {"spec": {REPLICA_SPECS_FIELD: {WORKER: offset}}})
     return patch
 
