@@ -30,12 +30,13 @@ import base64
 import datetime
 import json
 import os
+import re
 import socket
 import subprocess
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -273,6 +274,53 @@ def install_crds(cluster: Cluster, name: str) -> list[str]:
             what=f"CRD {crd} established",
         )
     return names
+
+
+def wait_handled(
+    cluster: Cluster,
+    operator_log: Callable[[], str],
+    watches: Iterable[str],
+    samples: Mapping[str, str],
+    accepted: Callable[[dict], bool] = lambda obj: True,
+) -> None:
+    """Wait until the operator handles newly installed CRDs: it logs `<watch>: CRD <name>
+    established` for each of `watches`, and then each kind's webhooks answer. kopf finds a new
+    kind a moment after the operator's own CRD watch: until then the API server's calls to its
+    webhooks get 404. A server-side dry run of creating each of `samples` (kind: manifest, YAML
+    or JSON) goes through the webhooks, creating nothing; `accepted` checks what they returned."""
+    for watch in watches:
+        handled = re.compile(rf"(?<![\w-]){re.escape(watch)}: CRD \S+ established")
+        wait_for(
+            lambda handled=handled: handled.search(operator_log()),
+            timeout=60,
+            what=f"the operator to handle {watch}",
+        )
+
+    def webhooks_answer(manifest: str) -> bool:
+        out = cluster.kubectl(
+            "create", "-n", "default", "--dry-run=server", "-o", "json", "-f", "-",
+            input=manifest, check=False,
+        )  # fmt: skip
+        if out.returncode != 0:  # shown by wait_for when it gives up
+            raise AssertionError(out.stderr.strip()[-400:])
+        return accepted(json.loads(out.stdout))
+
+    for kind, manifest in samples.items():
+        wait_for(
+            lambda m=manifest: webhooks_answer(m), timeout=60, what=f"the {kind} webhooks to answer"
+        )
+
+
+def controller_ref(obj: dict) -> dict:
+    """The ownerReference of an object `obj` controls, as its controller sets it."""
+    return {
+        "apiVersion": obj["apiVersion"],
+        "kind": obj["kind"],
+        "name": obj["metadata"]["name"],
+        "uid": obj["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
 
 
 def _json_patch_replace(doc: dict, pointer: str, value: object) -> None:

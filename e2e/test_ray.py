@@ -36,24 +36,12 @@ def ray_crds(cluster: Cluster, operator) -> None:
     """KubeRay's CRDs (KubeRay's version in e2e/versions.env); the operator picks them up
     while running."""
     integrations.install_crds(cluster, "kuberay")  # copied by `build-bins.sh manifests`
-    for plural in ("rayjobs", "rayclusters", "rayservices"):
-        wait_for(
-            lambda p=plural: f"{p}: CRD {p}.ray.io established" in operator.log(),
-            timeout=60,
-            what=f"the operator to pick up the {plural} CRD",
-        )
-
-    # kopf learns of the new kinds a moment after us: until then their webhooks answer 404.
-    def webhooks_answer() -> bool:
-        for text in (RAYJOB, RAYCLUSTER):
-            out = cluster.kubectl(
-                "create", "-n", "default", "--dry-run=server", "-f", "-", input=text, check=False
-            )
-            if out.returncode != 0:
-                raise AssertionError(out.stderr.strip()[-400:])
-        return True
-
-    wait_for(webhooks_answer, timeout=60, what="the Ray webhooks to answer")
+    integrations.wait_handled(
+        cluster,
+        operator.log,
+        ("rayjobs", "rayclusters", "rayservices"),
+        {"RayJob": RAYJOB, "RayCluster": RAYCLUSTER},
+    )
 
 
 @pytest.fixture
@@ -77,17 +65,6 @@ def get(cluster: Cluster, kind: str, namespace: str, name: str) -> dict:
 
 def wait_admitted(cluster: Cluster, namespace: str, name: str) -> dict:
     return jobs.wait_admitted(cluster, namespace, name, timeout=60)
-
-
-def controller_ref(obj: dict) -> dict:
-    return {
-        "apiVersion": obj["apiVersion"],
-        "kind": obj["kind"],
-        "name": obj["metadata"]["name"],
-        "uid": obj["metadata"]["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
 
 
 def assert_started(spec: dict, templates: dict[str, dict]) -> None:
@@ -124,7 +101,7 @@ def make_ray_pods(cluster: Cluster, namespace: str, raycluster: dict) -> list[st
                 "ray.io/cluster": name,
                 "ray.io/group": group,
             }
-            meta["ownerReferences"] = [controller_ref(raycluster)]
+            meta["ownerReferences"] = [integrations.controller_ref(raycluster)]
             create(cluster, namespace, {"apiVersion": "v1", "kind": "Pod", **pod})
             names.append(meta["name"])
     return names
@@ -190,7 +167,7 @@ def test_kueue_rayjob_sample_runs_where_admitted_and_frees_its_quota_when_delete
             "metadata": {
                 "name": "rayjob-sample-raycluster-x7k2p",
                 "labels": labels,
-                "ownerReferences": [controller_ref(job)],
+                "ownerReferences": [integrations.controller_ref(job)],
             },
             "spec": spec["rayClusterSpec"],
         },
@@ -206,7 +183,7 @@ def test_kueue_rayjob_sample_runs_where_admitted_and_frees_its_quota_when_delete
             "metadata": {
                 "name": "rayjob-sample",
                 "labels": {ORIGIN: "RayJob", "ray.io/originated-from-cr-name": "rayjob-sample"},
-                "ownerReferences": [controller_ref(job)],
+                "ownerReferences": [integrations.controller_ref(job)],
             },
             "spec": {"backoffLimit": 2, "template": spec["submitterPodTemplate"]},
         },

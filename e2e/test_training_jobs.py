@@ -102,40 +102,16 @@ def training_crds(cluster: Cluster, operator) -> None:
         *integrations.install_crds(cluster, "training-operator"),
         *integrations.install_crds(cluster, "mpi-operator"),
     ]
-    for name in names:
-        wait_for(
-            lambda name=name: f"{name.split('.')[0]}: CRD {name} established" in operator.log(),
-            timeout=60,
-            what=f"the operator to pick up {name}",
-        )
-
-    # kopf finds each new resource a moment after us: until then its webhooks answer 404.
-    def webhooks_answer(kind: Kind) -> bool:
-        out = cluster.kubectl(
-            "create", "-n", "default", "--dry-run=server", "-o", "json", "-f", "-",
-            input=json.dumps(kind.obj), check=False,
-        )  # fmt: skip
-        if out.returncode != 0:
-            raise AssertionError(out.stderr.strip()[-400:])
-        return json.loads(out.stdout)["spec"]["runPolicy"]["suspend"] is True
-
-    for kind in KINDS.values():
-        wait_for(lambda k=kind: webhooks_answer(k), timeout=60, what=f"{kind.resource} webhooks")
+    integrations.wait_handled(
+        cluster,
+        operator.log,
+        [name.split(".")[0] for name in names],  # a kind's watch is named after its plural
+        {kind.resource: json.dumps(kind.obj) for kind in KINDS.values()},
+        accepted=lambda obj: obj["spec"]["runPolicy"]["suspend"] is True,  # created suspended
+    )
 
 
 # ---- the training operators' part ------------------------------------------------------------
-
-
-def controller_ref(obj: dict) -> dict:
-    meta = obj["metadata"]
-    return {
-        "apiVersion": obj["apiVersion"],
-        "kind": obj["kind"],
-        "name": meta["name"],
-        "uid": meta["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
 
 
 def with_labels(template: dict, labels: dict[str, str]) -> dict:
@@ -159,14 +135,14 @@ def run_replicas(cluster: Cluster, namespace: str, obj: dict, field: str) -> Non
             template["spec"]["restartPolicy"] = "OnFailure"
             meta = {"name": f"{name}-launcher", "labels": {"app": name}}
             job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta}
-            job["metadata"]["ownerReferences"] = [controller_ref(obj)]
+            job["metadata"]["ownerReferences"] = [integrations.controller_ref(obj)]
             job["spec"] = {"backoffLimit": 0, "template": template}
             create(cluster, namespace, job)
             continue
         for i in range(int(spec.get("replicas", 1))):
             template = with_labels(spec["template"], {**labels, REPLICA_INDEX: str(i)})
             meta = {**template["metadata"], "name": f"{name}-{role}-{i}"}
-            meta["ownerReferences"] = [controller_ref(obj)]
+            meta["ownerReferences"] = [integrations.controller_ref(obj)]
             create(cluster, namespace, {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
                                         "spec": template["spec"]})  # fmt: skip
 

@@ -57,34 +57,12 @@ def crds(cluster: Cluster, operator) -> None:
     for controller in ("jobset", "trainer", "appwrapper", "training-operator"):
         integrations.install_crds(cluster, controller)
     cluster.kubectl("apply", "-f", str(runtime_file(cluster)))
-    for watch in ("trainjobs", "clustertrainingruntimes", "appwrappers", "trainjob-jobsets"):
-        wait_for(
-            lambda watch=watch: f"{watch}: CRD " in operator.log(),
-            timeout=60,
-            what=f"the operator to handle {watch}",
-        )
-
-    def webhooks_answer():  # kopf discovers the kinds a moment after us; the runtime is cached
-        for sample in (TRAINJOB_SAMPLE, APPWRAPPER_SAMPLE):
-            out = cluster.kubectl(
-                "create", "-n", "default", "--dry-run=server", "-f", "-", input=sample, check=False
-            )
-            if out.returncode != 0:
-                raise AssertionError(out.stderr.strip()[-400:])
-        return True
-
-    wait_for(webhooks_answer, timeout=60, what="the TrainJob and AppWrapper webhooks to answer")
-
-
-def owner_ref(obj: dict) -> dict:
-    return {
-        "apiVersion": obj["apiVersion"],
-        "kind": obj["kind"],
-        "name": obj["metadata"]["name"],
-        "uid": obj["metadata"]["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+    integrations.wait_handled(  # the TrainJob's webhook also needs its runtime cached
+        cluster,
+        operator.log,
+        ("trainjobs", "clustertrainingruntimes", "appwrappers", "trainjob-jobsets"),
+        {"TrainJob": TRAINJOB_SAMPLE, "AppWrapper": APPWRAPPER_SAMPLE},
+    )
 
 
 def pod(name: str, template: dict, owner: dict, labels: dict) -> dict:
@@ -96,7 +74,7 @@ def pod(name: str, template: dict, owner: dict, labels: dict) -> dict:
             "name": name,
             "labels": {**(meta.get("labels") or {}), **labels},
             "annotations": dict(meta.get("annotations") or {}),
-            "ownerReferences": [owner_ref(owner)],
+            "ownerReferences": [integrations.controller_ref(owner)],
         },
         "spec": {"restartPolicy": "Never", **copy.deepcopy(template["spec"])},
     }
@@ -175,7 +153,7 @@ def play_trainer(cluster: Cluster, namespace: str, tj: dict) -> list[str]:
         "metadata": {
             "name": name,
             "labels": kueue["trainingRuntimeSpec"]["template"]["metadata"]["labels"],
-            "ownerReferences": [owner_ref(tj)],
+            "ownerReferences": [integrations.controller_ref(tj)],
         },
         "spec": {"replicatedJobs": rjobs},
     })  # fmt: skip
@@ -191,7 +169,7 @@ def play_trainer(cluster: Cluster, namespace: str, tj: dict) -> list[str]:
                 "metadata": {
                     "name": job_name,
                     "labels": {"jobset.sigs.k8s.io/jobset-name": name, JOB_INDEX: str(j)},
-                    "ownerReferences": [owner_ref(jobset)],
+                    "ownerReferences": [integrations.controller_ref(jobset)],
                 },
                 "spec": job_spec,
             })  # fmt: skip
@@ -280,7 +258,8 @@ def play_appwrapper(cluster: Cluster, namespace: str, aw: dict) -> list[str]:
     for replica_type, info in zip(("Master", "Worker"), component["podSetInfos"], strict=True):
         specs[replica_type]["template"] = with_info(specs[replica_type]["template"], info)
     wrapped["metadata"].update(
-        labels={APPWRAPPER_LABEL: aw["metadata"]["name"]}, ownerReferences=[owner_ref(aw)]
+        labels={APPWRAPPER_LABEL: aw["metadata"]["name"]},
+        ownerReferences=[integrations.controller_ref(aw)],
     )
     job = created(cluster, namespace, wrapped)
     names = []

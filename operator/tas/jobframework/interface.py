@@ -79,3 +79,18 @@ class JobWithSkip(Protocol):
 def guarded(obj: Mapping, body: dict) -> dict:
     """A merge patch that applies only to the version `obj` was read at."""
     return {"metadata": {"resourceVersion": obj["metadata"]["resourceVersion"]}, **body}
+
+
+def finished_at_condition(
+    obj: Mapping, complete_type: str, *, succeeded: str, failed: str
+) -> Finished | None:
+    """Finished at the first True status condition of type `complete_type` or "Failed": with
+    its message (a failure's reason next), else `succeeded` or `failed`."""
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond.get("status") != "True":
+            continue
+        if cond.get("type") == complete_type:
+            return Finished(True, cond.get("message") or succeeded)
+        if cond.get("type") == "Failed":
+            return Finished(False, cond.get("message") or cond.get("reason") or failed)
+    return None

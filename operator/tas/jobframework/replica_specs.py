@@ -22,7 +22,7 @@ from tas.api.annotations import TopologyRequestError, validate_pod_set_groups
 from tas.api.constants import REPLICA_INDEX_LABEL
 from tas.api.frameworks import Resource
 from tas.cache.projections import FlavorInfo, WorkloadInfo, workload_from_object
-from tas.jobframework import podset
+from tas.jobframework import named_templates, podset
 from tas.jobframework import workload as framework
 from tas.jobframework.interface import Finished, guarded
 
@@ -143,17 +143,14 @@ class ReplicaSpecsJob:
     def start_patch(
         self, obj: Mapping, workload: WorkloadInfo, flavors: Mapping[str, FlavorInfo]
     ) -> dict:
-        pod_sets = {p.name: p for p in workload.pod_sets}
-        admissions = {a.name: a for a in workload.admissions}
-        templates = {}
-        for replica_type, spec in self.replica_specs(obj):
-            name = pod_set_name(replica_type)
-            admission = admissions.get(name)
-            flavor = flavors.get(admission.flavor or "") if admission else None
-            patch = podset.start_template(
-                template(spec), name, pod_sets.get(name), admission, flavor, workload.name
-            )
-            templates[replica_type] = {"template": patch}
+        templates = {
+            replica_type: {
+                "template": named_templates.start_patch(
+                    template(spec), pod_set_name(replica_type), workload, flavors
+                )
+            }
+            for replica_type, spec in self.replica_specs(obj)
+        }
         return guarded(obj, {"spec": {"runPolicy": {"suspend": False}, self.field: templates}})
 
     def stop_patch(self, obj: Mapping) -> dict:

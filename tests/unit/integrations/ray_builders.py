@@ -36,13 +36,18 @@ def worker(
     return group
 
 
-def cluster_spec(*workers: dict, head: dict | None = None, **extra) -> dict:
-    return {
+def cluster_spec(
+    *workers: dict, head: dict | None = None, suspend: bool | None = None, **extra
+) -> dict:
+    spec = {
         "rayVersion": "2.9.0",
         "headGroupSpec": {"rayStartParams": {}, "template": template(head)},
         "workerGroupSpecs": [copy.deepcopy(w) for w in workers],
         **extra,
     }
+    if suspend is not None:
+        spec["suspend"] = suspend
+    return spec
 
 
 def meta(name: str, queue: str | None = "q") -> dict:
@@ -52,16 +57,14 @@ def meta(name: str, queue: str | None = "q") -> dict:
     return out
 
 
+def ray_object(kind: str, name: str, queue: str | None, spec: dict) -> dict:
+    return {"apiVersion": "ray.io/v1", "kind": kind, "metadata": meta(name, queue), "spec": spec}
+
+
 def raycluster(*workers: dict, head: dict | None = None, suspend=True, queue="q", **extra) -> dict:
-    spec = cluster_spec(*workers, head=head, **extra)
-    if suspend is not None:
-        spec["suspend"] = suspend
-    return {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayCluster",
-        "metadata": meta("rc", queue),
-        "spec": spec,
-    }
+    return ray_object(
+        "RayCluster", "rc", queue, cluster_spec(*workers, head=head, suspend=suspend, **extra)
+    )
 
 
 def rayjob(
@@ -80,21 +83,9 @@ def rayjob(
     }
     if mode:
         spec["submissionMode"] = mode
-    return {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayJob",
-        "metadata": meta("job", queue),
-        "spec": spec,
-    }
+    return ray_object("RayJob", "job", queue, spec)
 
 
 def rayservice(*workers: dict, head: dict | None = None, suspend=True, queue="q", **extra) -> dict:
-    cluster = cluster_spec(*workers, head=head, **extra)
-    if suspend is not None:
-        cluster["suspend"] = suspend
-    return {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayService",
-        "metadata": meta("svc", queue),
-        "spec": {"rayClusterSpec": cluster},
-    }
+    cluster = cluster_spec(*workers, head=head, suspend=suspend, **extra)
+    return ray_object("RayService", "svc", queue, {"rayClusterSpec": cluster})

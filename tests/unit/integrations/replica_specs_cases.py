@@ -1,6 +1,6 @@
 """The scenarios every replica-specs kind (the Kubeflow training jobs, MPIJob) must pass, as
-Kueue's kubeflowjob-based controller tests hold them for each kind: each kind's test module
-supplies a `kind` fixture (a `Kind`) and imports these tests (`from ... import *`).
+Kueue's kubeflowjob-based controller tests hold them for each kind: test_replica_specs runs
+these tests once for each kind (its `kind` fixture, a `Kind`), with each kind's own tables.
 
 Ported from Kueue v0.17.0 pkg/controller/jobs/kubeflow/jobs/*/*_controller_test.go and
 pkg/controller/jobs/mpijob/mpijob_{controller,webhook}_test.go: TestPodSets, TestValidate,
@@ -341,6 +341,49 @@ def resolved_priority_class(
     if ref:
         assert spec["priority"] == classes[ref["name"]].value
     return ref["name"] if ref else None
+
+
+def leader_and_worker_priority_classes(leader: str) -> list:
+    """Kueue's TestPriorityClass table (run policy's class, templates' classes, the class the
+    Workload takes) for a kind of a leader replica type and Workers (Master for PyTorchJob,
+    PaddleJob and XGBoostJob; Launcher for MPIJob's TestCalcPriorityClassName), by case name."""
+    lead = leader.lower()
+    return [
+        pytest.param(None, {}, None, id="none priority class name specified"),
+        pytest.param(
+            "scheduling-priority",
+            {leader: f"{lead}-priority", "Worker": "worker-priority"},
+            "scheduling-priority",
+            id="priority specified at runPolicy and replicas; use priority in runPolicy",
+        ),
+        pytest.param(
+            None,
+            {leader: f"{lead}-priority"},
+            f"{lead}-priority",
+            id=f"runPolicy present, but without priority; fallback to {lead}",
+        ),
+        pytest.param(
+            None,
+            {leader: f"{lead}-priority", "Worker": "worker-priority"},
+            f"{lead}-priority",
+            id=f"specified on {lead} takes precedence over worker",
+        ),
+        pytest.param(
+            None,
+            {leader: None, "Worker": "worker-priority"},
+            "worker-priority",
+            id=f"{lead} present, but without priority; fallback to worker",
+        ),
+        pytest.param(
+            None, {"Worker": "worker-priority"}, "worker-priority", id="specified on worker only"
+        ),
+        pytest.param(
+            None,
+            {"Worker": None},
+            None,
+            id="worker present, but without priority; fallback to empty",
+        ),
+    ]
 
 
 def test_a_missing_run_policy_priority_class_is_refused_naming_its_field(kind):

@@ -19,9 +19,9 @@ from tas.api.annotations import TopologyRequestError, validate_pod_set_groups
 from tas.api.constants import JOB_COMPLETION_INDEX_LABEL, JOBSET_JOB_INDEX_LABEL
 from tas.api.frameworks import JOBSET
 from tas.cache.projections import FlavorInfo, WorkloadInfo, workload_from_object
-from tas.jobframework import podset
+from tas.jobframework import named_templates, podset
 from tas.jobframework import workload as framework
-from tas.jobframework.interface import Finished, guarded
+from tas.jobframework.interface import Finished, finished_at_condition, guarded
 
 REPLICATED_JOBS = "spec.replicatedJobs"
 
@@ -96,27 +96,17 @@ class _JobSet:
         return bool((obj.get("spec") or {}).get("suspend"))
 
     def finished(self, obj: Mapping) -> Finished | None:
-        for cond in (obj.get("status") or {}).get("conditions") or []:
-            if cond.get("status") != "True":
-                continue
-            if cond.get("type") == "Completed":
-                return Finished(True, cond.get("message") or "JobSet finished successfully")
-            if cond.get("type") == "Failed":
-                return Finished(False, cond.get("message") or cond.get("reason") or "JobSet failed")
-        return None
+        return finished_at_condition(
+            obj, "Completed", succeeded="JobSet finished successfully", failed="JobSet failed"
+        )
 
     def start_patch(
         self, obj: Mapping, workload: WorkloadInfo, flavors: Mapping[str, FlavorInfo]
     ) -> dict:
-        pod_sets = {p.name: p for p in workload.pod_sets}
-        admissions = {a.name: a for a in workload.admissions}
         out = []
         for rj in replicated_jobs(obj):
-            name = rj.get("name", "")
-            admission = admissions.get(name)
-            flavor = flavors.get(admission.flavor or "") if admission else None
-            patch = podset.start_template(
-                pod_template(rj), name, pod_sets.get(name), admission, flavor, workload.name
+            patch = named_templates.start_patch(
+                pod_template(rj), rj.get("name", ""), workload, flavors
             )
             out.append(_with_template(rj, podset.merge_patch(pod_template(rj), patch)))
         # A merge patch replaces a list whole: every replicatedJob goes, as read, templates new.

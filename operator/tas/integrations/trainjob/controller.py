@@ -30,9 +30,9 @@ from tas.integrations.trainjob.runtime import (
     child_replicated_jobs,
     runtime_ref,
 )
-from tas.jobframework import podset
+from tas.jobframework import named_templates
 from tas.jobframework import workload as framework
-from tas.jobframework.interface import Finished, guarded
+from tas.jobframework.interface import Finished, finished_at_condition, guarded
 
 # The runtime a TrainJob names, as the cluster holds it, or None.
 RuntimeLookup = Callable[[RuntimeRef], Mapping | None]
@@ -148,14 +148,9 @@ class TrainJob:
         return bool((obj.get("spec") or {}).get("suspend"))
 
     def finished(self, obj: Mapping) -> Finished | None:
-        for cond in (obj.get("status") or {}).get("conditions") or []:
-            if cond.get("status") != "True":
-                continue
-            if cond.get("type") == "Complete":
-                return Finished(True, cond.get("message") or "TrainJob completed")
-            if cond.get("type") == "Failed":
-                return Finished(False, cond.get("message") or cond.get("reason") or "failed")
-        return None
+        return finished_at_condition(
+            obj, "Complete", succeeded="TrainJob completed", failed="failed"
+        )
 
     def start_patch(
         self, obj: Mapping, workload: WorkloadInfo, flavors: Mapping[str, FlavorInfo]
@@ -171,16 +166,12 @@ class TrainJob:
     def started_replicated_jobs(
         self, workload: WorkloadInfo, flavors: Mapping[str, FlavorInfo]
     ) -> list[dict]:
-        admissions = {a.name: a for a in workload.admissions}
-        out = []
-        for pod_set in workload.pod_sets:
-            admission = admissions.get(pod_set.name)
-            flavor = flavors.get(admission.flavor or "") if admission else None
-            patch = podset.start_template(
-                {}, pod_set.name, pod_set, admission, flavor, workload.name
+        return [
+            replicated_job_patch(
+                pod_set.name, named_templates.start_patch({}, pod_set.name, workload, flavors)
             )
-            out.append(replicated_job_patch(pod_set.name, patch))
-        return out
+            for pod_set in workload.pod_sets
+        ]
 
     def stop_patch(self, obj: Mapping) -> dict:
         return guarded(obj, {"spec": {"suspend": True}})

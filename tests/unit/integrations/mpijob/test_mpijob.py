@@ -1,6 +1,7 @@
 """MPIJob: Kueue's mpijob_controller_test.go (TestCalcPriorityClassName, TestPodSets,
-TestReconciler) and mpijob_webhook_test.go (TestValidateCreate, TestDefault) by case name, and
-the scenarios every replica-specs kind passes (replica_specs_cases)."""
+TestReconciler) and mpijob_webhook_test.go (TestValidateCreate, TestDefault) by case name.
+test_replica_specs runs its priority table, and every scenario replica-specs kinds share, for
+each kind."""
 
 from __future__ import annotations
 
@@ -10,11 +11,10 @@ from tas.integrations.mpijob import webhook
 from tas.integrations.mpijob.controller import MPI_JOB
 from tas.jobframework.podset import merge_patch
 from tests.unit.integrations.builders import BLOCK, GROUP, PREFERRED, RACK, REQUIRED
-from tests.unit.integrations.replica_specs_cases import *  # noqa: F403 - run here for this kind
 from tests.unit.integrations.replica_specs_cases import (
     Kind,
+    leader_and_worker_priority_classes,
     replica,
-    resolved_priority_class,
     training_job,
 )
 
@@ -24,44 +24,14 @@ LAUNCHER_PATH = KIND.path("Launcher")
 WORKER_PATH = KIND.path("Worker")
 
 
-@pytest.fixture(scope="module")  # immutable: shared by the hypothesis examples too
-def kind() -> Kind:
-    return KIND
-
-
 def test_the_kind_is_kueues():
     assert KIND.types == ("Launcher", "Worker")
     assert MPI_JOB.field == "mpiReplicaSpecs"
     assert MPI_JOB.resource.api_version == "kubeflow.org/v2beta1"
 
 
-@pytest.mark.parametrize(
-    ("run_policy", "templates", "want"),
-    [
-        (None, {}, None),
-        (
-            "scheduling-priority",
-            {"Launcher": "launcher-priority", "Worker": "worker-priority"},
-            "scheduling-priority",
-        ),
-        (None, {"Launcher": "launcher-priority"}, "launcher-priority"),
-        (None, {"Launcher": "launcher-priority", "Worker": "worker-priority"}, "launcher-priority"),
-        (None, {"Launcher": None, "Worker": "worker-priority"}, "worker-priority"),
-        (None, {"Worker": "worker-priority"}, "worker-priority"),
-        (None, {"Worker": None}, None),
-    ],
-    ids=[
-        "none priority class name specified",
-        "priority specified at runPolicy and replicas; use priority in runPolicy",
-        "runPolicy present, but without priority; fallback to launcher",
-        "specified on launcher takes precedence over worker",
-        "launcher present, but without priority; fallback to worker",
-        "specified on worker only",
-        "worker present, but without priority; fallback to empty",
-    ],
-)
-def test_calc_priority_class_name(run_policy, templates, want):
-    assert resolved_priority_class(KIND, templates, run_policy) == want
+# Kueue's TestCalcPriorityClassName; test_replica_specs runs it with the other kinds' tables
+PRIORITY_CLASS = leader_and_worker_priority_classes("Launcher")
 
 
 @pytest.mark.parametrize(

@@ -93,6 +93,15 @@ def trainjob(*, num_nodes=None, patches=None, suspend=True, trainer=None, kind=N
     }
 
 
+def node_patch(manager: str, pod_template: dict) -> dict:
+    """A runtime patch, by `manager`, of the pod template of the "node" replicatedJob."""
+    rjob = {"name": "node", "template": {"spec": {"template": pod_template}}}
+    return {
+        "manager": manager,
+        "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [rjob]}}},
+    }
+
+
 NODE_AND_FOO = runtime(rjob("node", trainer=True), rjob("foo"))
 
 
@@ -197,29 +206,9 @@ def test_coscheduling_labels_every_pod_template_with_the_trainjob_name():
         (
             runtime(rjob("node", trainer=True)),
             [
-                {
-                    "manager": "example.com/user",
-                    "trainingRuntimeSpec": {
-                        "template": {
-                            "spec": {
-                                "replicatedJobs": [
-                                    {
-                                        "name": "node",
-                                        "template": {
-                                            "spec": {
-                                                "template": {
-                                                    "metadata": {
-                                                        "annotations": {REQUIRED: "cloud.com/block"}
-                                                    }
-                                                }
-                                            }
-                                        },
-                                    }
-                                ]
-                            }
-                        }
-                    },
-                }
+                node_patch(
+                    "example.com/user", {"metadata": {"annotations": {REQUIRED: "cloud.com/block"}}}
+                )
             ],
             "cloud.com/block",
         ),
@@ -321,23 +310,7 @@ def kueue_patch(replicated_jobs=None):
     }
 
 
-USER_PATCH = {
-    "manager": "example.com/user-manager",
-    "trainingRuntimeSpec": {
-        "template": {
-            "spec": {
-                "replicatedJobs": [
-                    {
-                        "name": "node",
-                        "template": {
-                            "spec": {"template": {"spec": {"nodeSelector": {"disktype": "sdd"}}}}
-                        },
-                    }
-                ]
-            }
-        }
-    },
-}
+USER_PATCH = node_patch("example.com/user-manager", {"spec": {"nodeSelector": {"disktype": "sdd"}}})
 
 
 def started(tj, rt):
