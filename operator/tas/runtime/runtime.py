@@ -136,8 +136,10 @@ class Runtime:
         # children or runtimes of another: JobSets are both).
         self.crd_kinds: dict[str, list[str]] = {}
         for kind, w in WATCHES.items():
-            if w.crd and self.enabled(w.framework, w.gate):
-                self.crd_kinds.setdefault(w.crd, []).append(kind)
+            if self.enabled(w.framework, w.gate):
+                for crd in w.crds:
+                    self.crd_kinds.setdefault(crd, []).append(kind)
+        self.established: set[str] = set()  # the CRDs of crd_kinds established now
         self.numa_problems: dict[str, str] = {}  # node -> why its zones are not counted
         self.dynamic: dict[str, list[tuple[Reflector, asyncio.Task]]] = {}
         self.reflectors = self._reflectors()
@@ -203,7 +205,7 @@ class Runtime:
         CRD is established (see `_on_crd`): its reflector is made then."""
         out = []
         for kind, watch in WATCHES.items():
-            if self.enabled(watch.framework, watch.gate) and watch.crd is None:
+            if self.enabled(watch.framework, watch.gate) and not watch.crds:
                 out += self._reflector(kind, watch)
         if self.crd_kinds:
             out.append(Reflector(self.kube, CRDS, self._on_crd, name="crds"))
@@ -216,8 +218,13 @@ class Runtime:
         established = kind != "DELETED" and any(
             c.get("type") == "Established" and c.get("status") == "True" for c in conditions
         )
+        if established:
+            self.established.add(name)
+        else:
+            self.established.discard(name)
         for watched in self.crd_kinds.get(name, ()):
-            await self._crd_watch(watched, name, established)
+            served = all(crd in self.established for crd in WATCHES[watched].crds)
+            await self._crd_watch(watched, name, served)
 
     async def _crd_watch(self, watched: str, name: str, established: bool) -> None:
         running = self.dynamic.get(watched)
@@ -239,7 +246,7 @@ class Runtime:
     def _report_missing_crds(self) -> None:
         for crd, kinds in self.crd_kinds.items():
             kind = kinds[0]  # one line per CRD
-            if kind not in self.dynamic:
+            if crd not in self.established:
                 log.info(
                     "%s integration: CRD %s is not installed; skipped until it appears",
                     WATCHES[kind].framework,

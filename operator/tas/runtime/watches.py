@@ -404,7 +404,9 @@ class Watch:
     params: Mapping[str, str]
     handler: WatchHandler
     framework: str | None = None  # only when this integration is enabled (None: always)
-    crd: str | None = None  # listed only while this CRD is established (see runtime.py)
+    # Listed only while every one of these CRDs is established (see runtime.py): the one that
+    # serves the resource, and for a kind's children or lookups the kind's own.
+    crds: tuple[str, ...] = ()
     gate: Gate | None = None  # only when this feature gate is on (None: always)
 
 
@@ -441,13 +443,13 @@ WATCHES: dict[str, Watch] = {
         {"labelSelector": QUEUE_NAME_LABEL},
         on_leaderworkerset,
         Framework.LEADERWORKERSET,
-        crd=LEADERWORKERSET.crd_name,
+        crds=(LEADERWORKERSET.crd_name,),
     ),
     "noderesourcetopologies": Watch(
         NODE_RESOURCE_TOPOLOGY.collection(),
         {},
         on_node_resource_topology,
-        crd=NODE_RESOURCE_TOPOLOGY.crd_name,
+        crds=(NODE_RESOURCE_TOPOLOGY.crd_name,),
         gate=Gate.TAS_NUMA_ZONES,
     ),
     "placementgroups": Watch(
@@ -461,13 +463,15 @@ WATCHES: dict[str, Watch] = {
 
 def generic_job_watches(kind: GenericJobKind) -> dict[str, Watch]:
     """A GenericJob kind's watches: its queued objects (only those with a queue-name label
-    are ours), and the children its controller makes, for their pods' capacity."""
+    are ours), and the children its controller makes, for their pods' capacity, and what its
+    pod sets are built from. Those two only while the kind itself is served: without its CRD
+    none of its objects can exist, and a watch of Jobs for it would be wasted."""
     resource = kind.resource
-    crd = crd_of(resource)
+    own = crds_of(resource)
     queued = {"labelSelector": QUEUE_NAME_LABEL}
     out = {
         kind.name: Watch(
-            resource.collection(), queued, on_generic_job(kind.name), kind.framework, crd=crd
+            resource.collection(), queued, on_generic_job(kind.name), kind.framework, crds=own
         )
     }
     for children in kind.children:
@@ -478,7 +482,7 @@ def generic_job_watches(kind: GenericJobKind) -> dict[str, Watch]:
             params,
             on_children(name, children),
             kind.framework,
-            crd=crd_of(children.resource),
+            crds=own + crds_of(children.resource),
         )
     for looked_up in kind.lookup.resources if kind.lookup else ():
         out[looked_up.plural] = Watch(
@@ -486,13 +490,13 @@ def generic_job_watches(kind: GenericJobKind) -> dict[str, Watch]:
             {},
             on_looked_up(kind.name, looked_up),
             kind.framework,
-            crd=crd_of(looked_up),
+            crds=own + crds_of(looked_up),
         )
     return out
 
 
-def crd_of(resource: Resource) -> str | None:
-    return resource.crd_name if resource.crd else None
+def crds_of(resource: Resource) -> tuple[str, ...]:
+    return (resource.crd_name,) if resource.crd else ()
 
 
 WATCHES.update(watch for kind in GENERIC_JOBS for watch in generic_job_watches(kind).items())

@@ -149,10 +149,14 @@ def test_the_raycluster_crd_starts_every_watch_that_needs_it():
     async def go():
         rt = runtime(ALL_RAY)
         listed = {r.name for r in rt.reflectors}
-        assert "rayjob-jobs" in listed  # the submitter Jobs need no CRD
-        assert not {"rayclusters", "rayjob-rayclusters", "rayservice-rayclusters"} & listed
+        # Nothing of Ray's is listed before its CRDs; the submitter Jobs wait for RayJobs.
+        assert not {"rayjob-jobs", "rayclusters", "rayjob-rayclusters"} & listed
         await rt._on_crd("ADDED", crd("rayclusters.ray.io"))
+        assert set(rt.dynamic) == {"rayclusters"}  # no RayJob or RayService can exist yet
+        for parent in ("rayjobs.ray.io", "rayservices.ray.io"):
+            await rt._on_crd("ADDED", crd(parent))
         assert {"rayclusters", "rayjob-rayclusters", "rayservice-rayclusters"} <= set(rt.dynamic)
+        assert "rayjob-jobs" in rt.dynamic
         assert rt.dynamic["rayjob-rayclusters"][0][0].params == {
             "labelSelector": "ray.io/originated-from-crd=RayJob"
         }

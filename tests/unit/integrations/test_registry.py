@@ -13,7 +13,7 @@ import yaml
 from tas import integrations
 from tas.api.frameworks import Framework
 from tas.integrations.registry import BY_FRAMEWORK, GENERIC_JOBS, enabled, managed_owners
-from tests.unit.runtime.test_listed_kinds import listed, runtime
+from tests.unit.runtime.test_listed_kinds import runtime
 
 SAMPLES = Path(__file__).parents[3] / "e2e" / "fixtures" / "kueue-examples"
 
@@ -119,12 +119,15 @@ def test_an_mpijobs_launcher_jobs_are_watched_for_its_pods():
         "app",
     )
 
+    def waiting(rt) -> set[str]:  # listed once their CRDs are established
+        return {w for kinds in rt.crd_kinds.values() for w in kinds}
+
     async def go():
-        return listed(runtime("kubeflow.org/mpijob")), listed(runtime("kubeflow.org/tfjob"))
+        return waiting(runtime("kubeflow.org/mpijob")), waiting(runtime("kubeflow.org/tfjob"))
 
     with_mpijob, with_tfjob = asyncio.run(go())
-    assert {"mpijob-jobs", "crds"} <= with_mpijob
-    assert "mpijob-jobs" not in with_tfjob and "crds" in with_tfjob
+    assert {"mpijobs", "mpijob-jobs"} <= with_mpijob  # with the MPIJob CRD, not before
+    assert "mpijob-jobs" not in with_tfjob and "tfjobs" in with_tfjob
 
 
 def test_deployment_enables_the_pod_integration_and_is_no_generic_job():

@@ -40,8 +40,8 @@ def test_only_the_enabled_integrations_kinds_are_listed():
         }
         assert listed(runtime("")) == base
         assert listed(runtime("batch/job")) == base | {"jobs"}
-        # JobSets themselves wait for their CRD; their Jobs are listed for their pods' capacity.
-        assert listed(runtime("jobset.x-k8s.io/jobset")) == base | {"jobset-jobs", "crds"}
+        # JobSets wait for their CRD, and so do their Jobs (no JobSet, no JobSet's Job).
+        assert listed(runtime("jobset.x-k8s.io/jobset")) == base | {"crds"}
         assert listed(runtime("statefulset")) == base | {"managed-pods"}  # pod, implicitly
         assert listed(runtime("leaderworkerset.x-k8s.io/leaderworkerset")) == base | {
             "managed-pods",
@@ -70,6 +70,7 @@ def test_a_kind_is_listed_once_its_crd_is_established_and_forgotten_when_it_goes
         await rt._on_crd("ADDED", crd("jobsets.jobset.x-k8s.io", established=False))
         assert "jobsets" not in rt.dynamic
         await rt._on_crd("MODIFIED", crd("jobsets.jobset.x-k8s.io", established=True))
+        assert set(rt.dynamic) == {"jobsets", "jobset-jobs"}  # the kind and its children
         [(reflector, task)] = rt.dynamic["jobsets"]
         assert reflector.path == "/apis/jobset.x-k8s.io/v1alpha2/jobsets"
         # Something listed meanwhile is forgotten with the CRD.
@@ -81,9 +82,27 @@ def test_a_kind_is_listed_once_its_crd_is_established_and_forgotten_when_it_goes
         assert rt.dynamic["jobsets"][0][1] is task  # not started twice
         await rt._on_crd("DELETED", {"metadata": {"name": "jobsets.jobset.x-k8s.io"}})
         await asyncio.sleep(0)
-        assert "jobsets" not in rt.dynamic and task.cancelled()
+        assert not rt.dynamic and task.cancelled()
         assert not rt.generic_jobs["jobsets"].reconciler.objects
         await rt._on_crd("ADDED", crd("other.example.com", established=True))  # not ours
+        assert not rt.dynamic
+        await rt.kube.close()
+
+    asyncio.run(go())
+
+
+def test_a_watch_needing_two_crds_starts_once_both_are_established_and_stops_with_either():
+    """A RayJob's RayClusters are listed only while both RayJobs and RayClusters are served."""
+
+    async def go():
+        rt = runtime("ray.io/rayjob")
+        jobs, clusters = "rayjobs.ray.io", "rayclusters.ray.io"
+        await rt._on_crd("ADDED", crd(clusters, established=True))
+        assert "rayjob-rayclusters" not in rt.dynamic  # no RayJob can exist yet
+        await rt._on_crd("ADDED", crd(jobs, established=True))
+        assert {"rayjobs", "rayjob-rayclusters", "rayjob-jobs"} <= set(rt.dynamic)
+        await rt._on_crd("DELETED", {"metadata": {"name": jobs}})
+        await asyncio.sleep(0)
         assert not rt.dynamic
         await rt.kube.close()
 

@@ -72,30 +72,61 @@ AW_OWNER = controlled("AppWrapper", "workload.codeflare.dev/v1beta2", "aw", "aw-
 # ---- what is listed ------------------------------------------------------------------------------
 
 
+TRAINJOBS_CRD = "trainjobs.trainer.kubeflow.org"
+JOBSETS_CRD = "jobsets.jobset.x-k8s.io"
+APPWRAPPERS_CRD = "appwrappers.workload.codeflare.dev"
+PYTORCHJOBS_CRD = "pytorchjobs.kubeflow.org"
+
+
 @pytest.mark.parametrize(
-    ("names", "crd", "started"),
+    ("names", "crds", "started"),
     [
-        (TRAINJOB, "trainjobs.trainer.kubeflow.org", {"trainjobs"}),
-        (TRAINJOB, RUNTIMES_CRD, {"clustertrainingruntimes"}),
-        (TRAINJOB, "trainingruntimes.trainer.kubeflow.org", {"trainingruntimes"}),
-        (TRAINJOB, "jobsets.jobset.x-k8s.io", {"trainjob-jobsets"}),
-        (f"{TRAINJOB},{JOBSET}", "jobsets.jobset.x-k8s.io", {"jobsets", "trainjob-jobsets"}),
-        (APPWRAPPER, "appwrappers.workload.codeflare.dev", {"appwrappers"}),
-        (APPWRAPPER, "pytorchjobs.kubeflow.org", {"appwrapper-pytorchjobs"}),
+        (TRAINJOB, [TRAINJOBS_CRD], {"trainjobs", "trainjob-jobs"}),
+        (TRAINJOB, [RUNTIMES_CRD], set()),  # no TrainJob can exist: nothing to build from them
+        (
+            TRAINJOB,
+            [TRAINJOBS_CRD, RUNTIMES_CRD],
+            {"trainjobs", "trainjob-jobs", "clustertrainingruntimes"},
+        ),
+        (
+            TRAINJOB,
+            [TRAINJOBS_CRD, "trainingruntimes.trainer.kubeflow.org"],
+            {"trainjobs", "trainjob-jobs", "trainingruntimes"},
+        ),
+        (TRAINJOB, [JOBSETS_CRD], set()),
+        (
+            TRAINJOB,
+            [JOBSETS_CRD, TRAINJOBS_CRD],
+            {"trainjobs", "trainjob-jobs", "trainjob-jobsets"},
+        ),
+        (f"{TRAINJOB},{JOBSET}", [JOBSETS_CRD], {"jobsets", "jobset-jobs"}),
+        (APPWRAPPER, [APPWRAPPERS_CRD], {"appwrappers", "appwrapper-jobs"}),
+        (APPWRAPPER, [PYTORCHJOBS_CRD], set()),
+        (
+            APPWRAPPER,
+            [PYTORCHJOBS_CRD, APPWRAPPERS_CRD],
+            {"appwrappers", "appwrapper-jobs", "appwrapper-pytorchjobs"},
+        ),
     ],
     ids=[
         "trainjobs",
+        "runtimes-alone",
         "cluster-runtimes",
         "namespaced-runtimes",
+        "jobsets-alone",
         "the-trainjobs-jobsets",
-        "one-crd-two-watches",
+        "jobset-kind-and-children",
         "appwrappers",
+        "pytorchjobs-alone",
         "wrapped-pytorchjobs",
     ],
 )
-def test_each_crd_served_watch_starts_when_its_crd_is_established(names, crd, started):
+def test_each_crd_served_watch_starts_once_every_crd_it_needs_is_established(names, crds, started):
+    """A kind's children and lookups need the kind's CRD as well as their own."""
+
     async def body(rt: Runtime):
-        await rt._on_crd("ADDED", established(crd))
+        for crd in crds:
+            await rt._on_crd("ADDED", established(crd))
         assert set(rt.dynamic) == started
         for pairs in rt.dynamic.values():
             for _, task in pairs:
@@ -104,11 +135,14 @@ def test_each_crd_served_watch_starts_when_its_crd_is_established(names, crd, st
     run(names, body)
 
 
-def test_the_jobs_below_are_listed_at_once_and_the_runtimes_only_with_trainjob():
+def test_the_jobs_below_wait_for_their_kind_and_the_runtimes_only_with_trainjob():
     async def body(rt: Runtime):
         listed = {r.name for r in rt.reflectors}
-        assert {"trainjob-jobs", "appwrapper-jobs", "crds"} <= listed
-        assert "jobsets" not in rt.crd_kinds.get("jobsets.jobset.x-k8s.io", [])
+        assert "crds" in listed
+        assert not {"trainjob-jobs", "appwrapper-jobs"} & listed
+        assert "trainjob-jobs" in rt.crd_kinds[TRAINJOBS_CRD]
+        assert "appwrapper-jobs" in rt.crd_kinds[APPWRAPPERS_CRD]
+        assert "jobsets" not in rt.crd_kinds.get(JOBSETS_CRD, [])
 
     run(f"{TRAINJOB},{APPWRAPPER}", body)
     run("batch/job", lambda rt: _no_runtimes(rt))
