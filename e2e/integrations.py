@@ -141,11 +141,17 @@ def _kuberay_args(c: Controller) -> list[str]:
 
 
 def _trainer_args(c: Controller) -> list[str]:
-    return [
-        "--metrics-bind-address=0",
-        f"--health-probe-bind-address=127.0.0.1:{c.health_port}",
-        f"--webhook-server-port={c.port}",
-    ]
+    """Trainer v2.2 takes its settings from a Configuration file only (no more flags); no
+    leaderElection there means none. cert-controller stays on (the harness feeds it)."""
+    config = {
+        "apiVersion": "config.trainer.kubeflow.org/v1alpha1",
+        "kind": "Configuration",
+        "webhook": {"port": c.port},
+        "metrics": {"bindAddress": "0"},
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{c.health_port}"},
+    }
+    (c.dir / "config.yaml").write_text(yaml.safe_dump(config))
+    return [f"--config={c.dir / 'config.yaml'}"]
 
 
 def _appwrapper_args(c: Controller) -> list[str]:

@@ -97,3 +97,19 @@ def resources_to_milli(resources: Mapping[str, object]) -> dict[str, int]:
             raise ValueError(f"{name}: quantity {value!r} must not be negative")
         result[name] = milli
     return result
+
+
+def canonical_number(value: int | float) -> str:
+    """A quantity written as a JSON number, in the string form Kubernetes' Go types write it
+    back (`Quantity.String()`, decimal SI): 1 -> "1", 0.5 -> "500m", 2000 -> "2k". A value
+    finer than a nano-unit is rounded up to one, as Go does."""
+    amount = Fraction(str(value))  # the decimal written, not the float's binary value
+    sign = "-" if amount < 0 else ""
+    amount = abs(amount)
+    if amount == 0:
+        return "0"
+    for suffix, scale in reversed(_DECIMAL_SUFFIXES.items()):  # largest exponent first
+        mantissa = amount / scale
+        if mantissa.denominator == 1:
+            return f"{sign}{mantissa.numerator}{suffix}"
+    return f"{sign}{math.ceil(amount * 10**9)}n"

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tas.api.quantity import parse_milli, parse_quantity, resources_to_milli
+from tas.api.quantity import canonical_number, parse_milli, parse_quantity, resources_to_milli
 
 
 @pytest.mark.parametrize(
@@ -124,3 +124,31 @@ def test_every_binary_suffix_round_trips_through_the_formatter(suffix: str) -> N
 def test_only_ascii_digits_make_a_quantity(digits: str) -> None:
     with pytest.raises(ValueError, match="not a Kubernetes quantity"):
         parse_milli(digits)
+
+
+@pytest.mark.parametrize(
+    ("number", "text"),
+    [
+        (1, "1"),
+        (0, "0"),
+        (0.5, "500m"),
+        (1.5, "1500m"),
+        (2000, "2k"),
+        (1500, "1500"),
+        (2_000_000_000, "2G"),
+        (0.0000000001, "1n"),  # finer than a nano-unit: rounded up, as Go does
+        (-2, "-2"),
+    ],
+    ids=["one", "zero", "half", "one-and-a-half", "2k", "1500", "2G", "sub-nano", "negative"],
+)
+def test_a_number_is_written_as_kubernetes_writes_the_quantity(number, text) -> None:
+    assert canonical_number(number) == text
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(min_value=-(10**20), max_value=10**20)
+    | st.integers(min_value=0, max_value=10**18).map(lambda n: n / 10**9)
+)
+def test_the_canonical_form_keeps_the_value(number) -> None:
+    assert parse_quantity(canonical_number(number)) == Fraction(str(number))

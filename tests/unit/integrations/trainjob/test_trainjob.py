@@ -424,6 +424,26 @@ def test_mutate_suspends_and_appends_kueues_runtime_patch_with_the_queue_label()
     assert ours["trainingRuntimeSpec"]["template"]["metadata"]["labels"] == {QUEUE: "q"}
 
 
+@pytest.mark.parametrize(
+    ("resources", "want"),
+    [
+        ({"requests": {"cpu": 1, "memory": "2Gi"}, "limits": {"cpu": 0.5}},
+         {"requests": {"cpu": "1"}, "limits": {"cpu": "500m"}}),
+        ({"requests": {"cpu": "1", "memory": "2Gi"}}, None),
+        ({"requests": {"cpu": True}, "claims": [{"name": "gpu"}]}, None),
+        ({"requests": "bad"}, None),
+    ],
+    ids=["numbers", "strings-already", "not-a-number", "malformed"],
+)  # fmt: skip
+def test_mutate_writes_numeric_quantities_per_node_as_strings(resources, want):
+    """As Kueue's webhook does by rewriting the TrainJob from its Go types: the Trainer's own
+    webhook would otherwise rewrite them at Kueue's start, against spec.trainer's immutability."""
+    tj = trainjob()
+    tj["spec"]["trainer"] = {"numNodes": 1, "resourcesPerNode": resources}
+    patch = webhook.mutate(tj)
+    assert patch["spec"].get("trainer") == (want and {"resourcesPerNode": want})
+
+
 def test_mutate_leaves_a_trainjob_without_queue_alone():
     tj = trainjob()
     tj["metadata"]["labels"] = {}
@@ -497,5 +517,6 @@ def test_kueues_sample_trainjob_is_one_pod_set_of_its_nodes():
     [ps] = build_workload(lookup(TORCH_DISTRIBUTED), tj)["spec"]["podSets"]
     assert (ps["name"], ps["count"]) == ("node", 1)
     container = ps["template"]["spec"]["containers"][0]
-    assert container["resources"]["requests"] == {"cpu": 1, "memory": "2Gi"}
+    # stored as Kueue's webhook writes it: a number as its quantity string
+    assert container["resources"]["requests"] == {"cpu": "1", "memory": "2Gi"}
     assert container["command"][0] == "bash"
