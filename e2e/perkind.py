@@ -36,6 +36,27 @@ class Played:
     templates: Callable[[dict], list[dict]]  # its pod templates (references into the object)
     suspended: Callable[[dict], bool]  # its own suspend field
     run: Callable[[Cluster, str, dict], object]  # its pods, as its controller makes them
+    # What a start changes and a stop restores, when not its pod templates (an AppWrapper's
+    # podSetInfos).
+    started_part: Callable[[dict], list[dict]] | None = None
+
+    def restored(self, obj: dict) -> list[dict]:
+        """What a stop restores, without an empty `metadata`, which a typed client (Kueue's)
+        writes as {}."""
+        part = (self.started_part or self.templates)(obj)
+        return [{k: v for k, v in t.items() if v or k != "metadata"} for t in part]
+
+    def as_kueue_restores(self, obj: dict) -> list[dict]:
+        """`restored` of the object as created, its empty restorable maps gone: Kueue's typed
+        write omits an empty map, so a user's `labels: {}` does not come back."""
+        obj = copy.deepcopy(obj)
+        if self.started_part is None:
+            for template in self.templates(obj):
+                for part, key in (("metadata", "labels"), ("metadata", "annotations"),
+                                  ("spec", "nodeSelector")):  # fmt: skip
+                    if template.get(part, {}).get(key) == {}:
+                        del template[part][key]
+        return self.restored(obj)
 
 
 @pytest.fixture
@@ -89,11 +110,6 @@ def with_pods_of(obj: dict, kind: Played, cpu: str, annotations: dict) -> dict:
     return obj
 
 
-def as_written(templates: list[dict]) -> list[dict]:
-    """Templates without an empty `metadata`, which a typed client (Kueue's) writes as {}."""
-    return [{k: v for k, v in t.items() if v or k != "metadata"} for t in templates]
-
-
 def own_pods(cluster: Cluster, namespace: str) -> list[dict]:
     """The object's pods: those of no batch Job (the high-priority Job's are)."""
     return cluster.get_json("pods", "-n", namespace, "-l", "!batch.kubernetes.io/job-name")["items"]
@@ -140,7 +156,7 @@ def check_preempted_and_requeued(
     def stopped_as_created():
         # The operator suspends, then restores in a second write (Kueue does both in one).
         got = cluster.get_json(kind.resource, "-n", namespace, name)
-        now, before = as_written(kind.templates(got)), as_written(kind.templates(made))
+        now, before = kind.restored(got), kind.as_kueue_restores(made)
         if not (kind.suspended(got) and now == before):
             raise AssertionError(now, before)  # shown on timeout
         return True
