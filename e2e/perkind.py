@@ -76,11 +76,13 @@ def preempting_queue(cluster: Cluster, namespace: str, operator):
 
 
 @pytest.fixture
-def hotswap_lq(cluster: Cluster, namespace: str, operator) -> str:
+def hotswap_lq(cluster: Cluster, namespace: str, operator):
     """`q`, on a ClusterQueue of test_hotswap.py's node group (its nodes: `rack_nodes`)."""
     install_hotswap_queue(cluster, HOTSWAP_CQ, quota={"cpu": 1000, "memory": "1Ti"})
     cluster.apply(jobs.local_queue("q", HOTSWAP_CQ), namespace)
-    return "q"
+    yield "q"
+    for kind in ("clusterqueue", "resourceflavor", "topology"):
+        cluster.kubectl("delete", kind, HOTSWAP_CQ, "--wait=false", check=False)
 
 
 def created(cluster: Cluster, namespace: str, obj: dict) -> dict:
