@@ -14,8 +14,10 @@ from collections import Counter
 import pytest
 import yaml
 
-from e2e import integrations, jobs
+from e2e import integrations, jobs, perkind
 from e2e.harness import ROOT, Cluster, wait_for
+from e2e.perkind import hotswap_lq, preempting_queue  # noqa: F401 (fixtures)
+from e2e.test_hotswap import rack_nodes  # noqa: F401 (fixture)
 from e2e.topology import HOSTNAME_LABEL, RACK_LABEL
 
 pytestmark = pytest.mark.e2e
@@ -239,3 +241,50 @@ def test_a_raycluster_whose_workers_need_more_than_a_rack_waits_with_kueues_mess
     assert "small-group" in message, message
     assert 'topology "default" allows to fit only 16 out of 17 pod(s)' in message, message
     assert get(cluster, "raycluster", namespace, "raycluster-complete")["spec"]["suspend"] is True
+
+
+# ---- preemption and hot swap -------------------------------------------------------------------
+
+# RayJob and RayCluster stop through spec.suspend and share the reconciler and the ungater: the
+# RayCluster stands for them (e2e/perkind.py).
+PLAYED = {
+    "raycluster": (
+        RAYCLUSTER,
+        perkind.Played(
+            "raycluster",
+            templates=lambda obj: list(cluster_templates(obj["spec"]).values()),
+            suspended=lambda obj: obj["spec"].get("suspend") is True,
+            run=make_ray_pods,
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(PLAYED))
+def test_a_preempted_ray_object_is_suspended_with_its_templates_restored_and_requeued(
+    cluster: Cluster,
+    namespace: str,
+    preempting_queue: str,  # noqa: F811 (the fixture)
+    ray_crds,
+    kind: str,
+):
+    manifest, played = PLAYED[kind]
+    perkind.check_preempted_and_requeued(
+        cluster, namespace, preempting_queue, played, yaml.safe_load(manifest)
+    )
+
+
+@pytest.mark.parametrize("kind", list(PLAYED))
+def test_a_failed_node_under_a_ray_object_is_replaced_by_a_spare_in_its_rack(
+    cluster: Cluster,
+    namespace: str,
+    hotswap_lq: str,  # noqa: F811 (the fixture)
+    rack_nodes,  # noqa: F811 (the fixture)
+    ray_crds,
+    kind: str,
+):
+    [rack] = rack_nodes(racks=1, hosts=3).values()
+    manifest, played = PLAYED[kind]
+    perkind.check_failed_node_replaced(
+        cluster, namespace, hotswap_lq, played, yaml.safe_load(manifest), rack
+    )

@@ -19,8 +19,10 @@ from dataclasses import dataclass
 import pytest
 import yaml
 
-from e2e import integrations, jobs
+from e2e import integrations, jobs, perkind
 from e2e.harness import ROOT, Cluster, wait_for
+from e2e.perkind import hotswap_lq, preempting_queue  # noqa: F401 (fixtures)
+from e2e.test_hotswap import rack_nodes  # noqa: F401 (fixture)
 from e2e.topology import HOSTNAME_LABEL, NODE_GROUP, NODE_GROUP_LABEL, RACK_LABEL
 
 pytestmark = pytest.mark.e2e
@@ -283,4 +285,49 @@ def test_kueues_deployment_sample_has_each_pod_admitted_on_its_own(
         lambda: not cluster.get_json(jobs.WORKLOADS_V1BETA1, "-n", namespace)["items"],
         timeout=90,
         what="the pods' workloads deleted",
+    )
+
+
+# ---- preemption and hot swap -----------------------------------------------------------------
+
+# All six kinds stop through runPolicy.suspend and share the reconciler and the ungater: one
+# stands for them (e2e/perkind.py).
+UNDER_PREEMPTION_AND_HOT_SWAP = ("pytorchjob",)
+
+
+def played(kind: Kind) -> perkind.Played:
+    return perkind.Played(
+        kind.resource,
+        templates=lambda obj: [spec["template"] for spec in obj["spec"][kind.field].values()],
+        suspended=lambda obj: obj["spec"]["runPolicy"].get("suspend") is True,
+        run=lambda cluster, namespace, obj: run_replicas(cluster, namespace, obj, kind.field),
+    )
+
+
+@pytest.mark.parametrize("kind", UNDER_PREEMPTION_AND_HOT_SWAP)
+def test_a_preempted_job_is_suspended_with_its_templates_restored_and_requeued(
+    cluster: Cluster,
+    namespace: str,
+    preempting_queue: str,  # noqa: F811 (the fixture)
+    training_crds,
+    kind: str,
+):
+    kind_ = KINDS[kind]
+    perkind.check_preempted_and_requeued(
+        cluster, namespace, preempting_queue, played(kind_), kind_.obj
+    )
+
+
+@pytest.mark.parametrize("kind", UNDER_PREEMPTION_AND_HOT_SWAP)
+def test_a_failed_node_under_a_job_is_replaced_by_a_spare_in_its_rack(
+    cluster: Cluster,
+    namespace: str,
+    hotswap_lq: str,  # noqa: F811 (the fixture)
+    rack_nodes,  # noqa: F811 (the fixture)
+    training_crds,
+    kind: str,
+):
+    [rack] = rack_nodes(racks=1, hosts=3).values()
+    perkind.check_failed_node_replaced(
+        cluster, namespace, hotswap_lq, played(KINDS[kind]), KINDS[kind].obj, rack
     )

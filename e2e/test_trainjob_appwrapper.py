@@ -18,8 +18,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from e2e import integrations, jobs
+from e2e import integrations, jobs, perkind
 from e2e.harness import Cluster, wait_for
+from e2e.perkind import hotswap_lq, preempting_queue  # noqa: F401 (fixtures)
+from e2e.test_hotswap import rack_nodes  # noqa: F401 (fixture)
 from e2e.test_integrations import (
     assert_on_assigned_hosts,
     create,
@@ -317,3 +319,58 @@ def test_an_appwrapper_whose_rack_cannot_hold_it_waits_with_kueues_message(
     waits_with(cluster, namespace, name, "allows to fit only 2 out of 3 pod(s)")
     assert cluster.get_json("appwrapper", "-n", namespace, name)["spec"]["suspend"] is True
     assert not pods(cluster, namespace)
+
+
+# ---- preemption and hot swap -------------------------------------------------------------------
+
+# TrainJob and AppWrapper stop through spec.suspend and share the reconciler and the ungater:
+# the AppWrapper stands for them (e2e/perkind.py).
+
+
+def wrapped_templates(aw: dict) -> list[dict]:
+    [component] = aw["spec"]["components"]
+    return [s["template"] for s in component["template"]["spec"]["pytorchReplicaSpecs"].values()]
+
+
+PLAYED = {
+    "appwrapper": (
+        APPWRAPPER_SAMPLE,
+        perkind.Played(
+            "appwrapper",
+            templates=wrapped_templates,
+            suspended=lambda obj: obj["spec"].get("suspend") is True,
+            run=play_appwrapper,
+            started_part=lambda obj: obj["spec"]["components"],  # its podSetInfos
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(PLAYED))
+def test_a_preempted_wrapper_is_suspended_with_its_pod_sets_restored_and_requeued(
+    cluster: Cluster,
+    namespace: str,
+    preempting_queue: str,  # noqa: F811 (the fixture)
+    crds,
+    kind: str,
+):
+    manifest, played = PLAYED[kind]
+    perkind.check_preempted_and_requeued(
+        cluster, namespace, preempting_queue, played, yaml.safe_load(manifest)
+    )
+
+
+@pytest.mark.parametrize("kind", list(PLAYED))
+def test_a_failed_node_under_a_wrapper_is_replaced_by_a_spare_in_its_rack(
+    cluster: Cluster,
+    namespace: str,
+    hotswap_lq: str,  # noqa: F811 (the fixture)
+    rack_nodes,  # noqa: F811 (the fixture)
+    crds,
+    kind: str,
+):
+    [rack] = rack_nodes(racks=1, hosts=3).values()
+    manifest, played = PLAYED[kind]
+    perkind.check_failed_node_replaced(
+        cluster, namespace, hotswap_lq, played, yaml.safe_load(manifest), rack
+    )

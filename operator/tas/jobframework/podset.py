@@ -104,17 +104,21 @@ def restore_template(template: Mapping, pod_set: PodSetRequest | None) -> dict |
     if pod_set.topology.implied:
         ours.append(PODSET_UNCONSTRAINED_TOPOLOGY)
     patch_meta: dict = {}
-    annotations = {k: None for k in ours if k in (meta.get("annotations") or {})}
-    if annotations:
-        patch_meta["annotations"] = annotations
+    annotations = meta.get("annotations") or {}
+    if any(k in annotations for k in ours):
+        patch_meta["annotations"] = without(annotations, ours)
     if PODSET_LABEL in (meta.get("labels") or {}):
-        patch_meta["labels"] = {PODSET_LABEL: None}
+        patch_meta["labels"] = without(meta["labels"], [PODSET_LABEL])
 
     patch_spec: dict = {}
     selector = dict(spec.get("nodeSelector") or {})
     if selector != dict(pod_set.node_selector):
-        patch_spec["nodeSelector"] = {k: None for k in selector if k not in pod_set.node_selector}
-        patch_spec["nodeSelector"].update(pod_set.node_selector)
+        stale = [k for k in selector if k not in pod_set.node_selector]
+        patch_spec["nodeSelector"] = (
+            {**dict.fromkeys(stale), **pod_set.node_selector}
+            if pod_set.node_selector
+            else without(selector, stale)
+        )
     tolerations = [toleration_to_api(t) for t in pod_set.tolerations]
     current = [toleration_to_api(toleration_from_object(t)) for t in spec.get("tolerations") or []]
     if current != tolerations:
@@ -130,6 +134,14 @@ def restore_template(template: Mapping, pod_set: PodSetRequest | None) -> dict |
     if patch_spec:
         out["spec"] = patch_spec
     return out or None
+
+
+def without(current: Mapping, keys: list[str]) -> dict | None:
+    """The merge patch of a map that drops `keys`; null (the map itself) when nothing is left,
+    as Kueue's typed write omits an empty map: a custom resource keeps an emptied map as `{}`."""
+    if all(k in keys for k in current):
+        return None
+    return {k: None for k in keys if k in current}
 
 
 def merge_patch(target: object, patch: Mapping) -> dict:
