@@ -11,7 +11,7 @@ DEV_CLUSTER := TAS_CLUSTER_DIR=$(CURDIR)/.cluster/dev
 IMAGE_API_PORT ?= 18443
 IMAGE_ETCD_PORT ?= 14379
 IMAGE_CLUSTER := TAS_CLUSTER_DIR=$(CURDIR)/.cluster/image TAS_API_PORT=$(IMAGE_API_PORT) TAS_ETCD_PORT=$(IMAGE_ETCD_PORT)
-# `make e2e-integrations` runs one more, with the real JobSet and LeaderWorkerSet controllers.
+# `make e2e-integrations` runs one more, with the integrations' real upstream controllers.
 INTEGRATIONS_API_PORT ?= 19443
 INTEGRATIONS_ETCD_PORT ?= 15379
 INTEGRATIONS_CLUSTER := TAS_CLUSTER_DIR=$(CURDIR)/.cluster/integrations TAS_API_PORT=$(INTEGRATIONS_API_PORT) TAS_ETCD_PORT=$(INTEGRATIONS_ETCD_PORT)
@@ -88,8 +88,9 @@ image-test: venv bins  ## run `tas operator` from the image's root filesystem ag
 	rc=0; $(IMAGE_CLUSTER) $(BIN)/pytest e2e/test_image.py -q -m image || rc=$$?; \
 	  [[ -n "$${KEEP_CLUSTER:-}$${KUBECONFIG:-}" ]] || $(IMAGE_CLUSTER) bash e2e/cluster.sh down; exit $$rc
 
-# Not part of `make test`: building the two controllers takes about 20 min cold (see README).
-e2e-integrations: venv  ## e2e with the real JobSet and LeaderWorkerSet controllers (built from the Go proxy)
+# Not part of `make test`: building the seven controllers takes about 30 min cold on 2 cores
+# (3-4 min each; see e2e/build-bins.sh).
+e2e-integrations: venv  ## e2e with the integrations' real controllers (JobSet, LWS, training-operator, MPI, KubeRay, Trainer, AppWrapper)
 	bash e2e/build-bins.sh integrations
 	rc=0; $(INTEGRATIONS_CLUSTER) $(BIN)/pytest e2e -q -m integrations || rc=$$?; \
 	  [[ -n "$${KEEP_CLUSTER:-}$${KUBECONFIG:-}" ]] || $(INTEGRATIONS_CLUSTER) bash e2e/cluster.sh down; exit $$rc
