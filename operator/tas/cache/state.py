@@ -133,12 +133,7 @@ class ClusterState:
         )
         self._snapshots: dict[str, TopologySnapshot] = {}
         self.numa = NumaLedger()  # NUMA zones of the nodes that report them (TASNUMAZones)
-        # Read when a Workload is created (its priority), never by admission itself.
-        self.workload_priority_classes: dict[str, int] = {}
-        self.pod_priority_classes: dict[str, PodPriorityClass] = {}
-        # Read when a Workload is built: LimitRanges per namespace by name, RuntimeClass overheads
-        self.limit_ranges: dict[str, dict[str, ContainerDefaults]] = {}
-        self.runtime_class_overheads: dict[str, Mapping[str, str]] = {}
+        self._init_workload_building()
         # Placement groups (ours): the objects, members, partitions of admissions being written.
         self.placement_groups: dict[Key, PlacementGroupInfo] = {}
         self.group_members: dict[Key, set[Key]] = defaultdict(set)
@@ -149,6 +144,14 @@ class ClusterState:
         self.assumed_partitions: dict[Key, dict[Key, dict[tuple[str, ...], int]]] = defaultdict(
             dict
         )
+
+    def _init_workload_building(self) -> None:
+        """What is read when a Workload is built, never by admission itself: its priority, and
+        LimitRanges per namespace by name and RuntimeClass overheads for its requests."""
+        self.workload_priority_classes: dict[str, int] = {}
+        self.pod_priority_classes: dict[str, PodPriorityClass] = {}
+        self.limit_ranges: dict[str, dict[str, ContainerDefaults]] = {}
+        self.runtime_class_overheads: dict[str, Mapping[str, str]] = {}
 
     def bind_to_current_thread(self) -> None:
         self._owner = threading.get_ident()
