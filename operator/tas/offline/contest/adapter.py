@@ -19,6 +19,8 @@ from tas import features
 from tas.offline.contest.baselines import BASELINES
 from tas.offline.contest.generator import MAX_BATCH
 from tas.offline.contest.greedy import Greedy
+from tas.offline.contest.names import DEFAULT_PLANNER, GROWTH, PLANNERS
+from tas.offline.contest.planner import Growth
 from tas.offline.contest.pool import Pool, ProtocolError, Vm, VmType, in_range, vm_type
 from tas.solver.groups import (
     GroupPlacementFailure,
@@ -162,18 +164,13 @@ def _tokens(stream: IO[str]) -> Iterator[int]:
                 raise ProtocolError(f"not an integer: {token[:40]!r}") from None
 
 
-# `tas contest --planner`: "groups" is the placement-group planner of solver/groups.py (the
-# one the Kubernetes side uses, which the gate TASProfileFragmentationAware changes); the
-# others are greedy rules on the contest's own engine (greedy.py).
-PLANNERS = ("groups", *BASELINES)
-DEFAULT_PLANNER = "groups"
-
-
 def make_planner(
     name: str, pool: Pool, types: list[VmType], fragmentation_aware: bool = False
 ) -> Contest | Greedy:
     if name == "groups":
         return Contest(pool, types, fragmentation_aware)
+    if name == GROWTH:
+        return Greedy(pool, types, Growth())
     if name in BASELINES:
         return Greedy(pool, types, BASELINES[name]())
     raise ValueError(f"unknown planner {name!r}; one of {', '.join(PLANNERS)}")

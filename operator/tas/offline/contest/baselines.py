@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tas.offline.contest import names
 from tas.offline.contest.greedy import ND, GroupView, Rule
 from tas.offline.contest.pool import VmType
 
@@ -38,4 +39,6 @@ class Spread(BestFit):
         return [int(d) for d in fitting[np.argsort(-free[fitting], kind="stable")]]
 
 
-BASELINES: dict[str, type[Rule]] = {"first-fit": FirstFit, "best-fit": BestFit, "spread": Spread}
+BASELINES: dict[str, type[Rule]] = dict(
+    zip(names.BASELINES, (FirstFit, BestFit, Spread), strict=True)
+)

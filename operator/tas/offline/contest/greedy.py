@@ -66,6 +66,15 @@ class Rule:
         """The server for the next VM, among the indexes in `candidates` (not empty)."""
         return int(candidates[0])
 
+    def narrow(
+        self, group: GroupView, vm: VmType, count: int, scope: np.ndarray
+    ) -> list[np.ndarray]:
+        """Masks of servers to try a scope with, in order (the last should be `scope`)."""
+        return [scope]
+
+    def placed(self, group: GroupView, count: int) -> None:
+        """A creation request of the group was placed."""
+
 
 class Greedy:
     """The state of one run; the adapter's protocol loop drives it."""
@@ -103,11 +112,13 @@ class Greedy:
             raise ProtocolError(f"unknown VM type {type_index}")
         vm = self.types[type_index - 1]
         for scope in self._scopes(group, vm, len(ids)):
-            lines = self._try(group, vm, ids, scope)
-            if lines is not None:
-                group.requests += 1
-                group.peak = max(group.peak, len(group.vms))
-                return lines
+            for servers in self.rule.narrow(group, vm, len(ids), scope):
+                lines = self._try(group, vm, ids, servers)
+                if lines is not None:
+                    group.requests += 1
+                    group.peak = max(group.peak, len(group.vms))
+                    self.rule.placed(group, len(ids))
+                    return lines
         return None
 
     def delete_vms(self, ids: list[int]) -> None:
