@@ -27,7 +27,7 @@ class BestFit(Rule):
         return [int(d) for d in fitting[np.argsort(rooms[fitting], kind="stable")]]
 
     def pick(self, group: GroupView, candidates: np.ndarray, vm: VmType) -> int:
-        return int(candidates[np.argmin(self.engine.pool.free(candidates))])
+        return int(candidates[np.argmin(self.engine.pool.left[candidates])])
 
 
 class Spread(BestFit):

@@ -75,6 +75,9 @@ class Rule:
     def placed(self, group: GroupView, count: int) -> None:
         """A creation request of the group was placed."""
 
+    def changed(self, group: GroupView) -> None:
+        """VMs of the group were deleted."""
+
 
 class Greedy:
     """The state of one run; the adapter's protocol loop drives it."""
@@ -91,6 +94,7 @@ class Greedy:
         self.groups: dict[int, GroupView] = {}
         self.vms: dict[int, Vm] = {}
         self.whole = np.zeros(len(servers), dtype=bool)  # holds a live whole-pod VM
+        self.requests = 0  # creation requests seen (rules may cache what one request reads)
         self.rule = rule
         rule.bind(self)
 
@@ -111,6 +115,7 @@ class Greedy:
         if not 1 <= type_index <= len(self.types):
             raise ProtocolError(f"unknown VM type {type_index}")
         vm = self.types[type_index - 1]
+        self.requests += 1
         for scope in self._scopes(group, vm, len(ids)):
             for servers in self.rule.narrow(group, vm, len(ids), scope):
                 lines = self._try(group, vm, ids, servers)
@@ -122,11 +127,15 @@ class Greedy:
         return None
 
     def delete_vms(self, ids: list[int]) -> None:
+        groups = set()
         for vm_id in ids:
             vm = self.vms.pop(vm_id, None)
             if vm is None:
                 raise ProtocolError(f"deletion of unknown VM {vm_id}")
             self._forget(vm_id, vm)
+            groups.add(vm.group)
+        for index in groups:
+            self.rule.changed(self.groups[index])
 
     def capacity(self, vm: VmType) -> np.ndarray:
         """VMs of the type each server takes now; none beside a whole-pod VM."""
@@ -149,8 +158,7 @@ class Greedy:
 
     def domain_free(self, depth: int) -> np.ndarray:
         """What is left in each domain of the level (`Pool.free` summed)."""
-        free = self.pool.free(self.codes[SERVER])
-        return np.bincount(self.codes[depth], weights=free, minlength=self.sizes[depth])
+        return np.bincount(self.codes[depth], weights=self.pool.left, minlength=self.sizes[depth])
 
     def _empty_pods(self, depth: int) -> np.ndarray:
         busy = np.bincount(self.codes[POD], weights=self.pool.vms_on, minlength=self.sizes[POD])
@@ -181,32 +189,34 @@ class Greedy:
                 self._take(group, vm_id, vm, int(s), 0)
                 for vm_id, s in zip(ids, servers, strict=True)
             ]
-        placed: list[int] = []
         lines: list[str] = []
         cap = np.where(scope, self.capacity(vm), 0)
-        for vm_id in ids:
+        anti = ANTI_AFFINITY.get(group.kind)
+        if anti is not None:  # one VM per domain of the level: none where the group is
+            cap[np.isin(self.codes[anti], list(group.per_domain[anti]))] = 0
+        one_at_a_time = anti is not None or group.partitions > 0
+        todo = list(reversed(ids))
+        while todo:
             partition = self._smallest_partition(group)
             allowed = cap > 0
-            self._apply_rules(group, allowed, partition)
+            if partition:
+                others = [r for r, k in group.partition_of_rack.items() if k != partition]
+                allowed &= ~np.isin(self.codes[RACK], others)
             candidates = np.flatnonzero(allowed)
             if not len(candidates):
-                for done in placed:
+                for done in ids[: len(lines)]:
                     self._forget(done, self.vms.pop(done))
                 return None
             server = self.rule.pick(group, candidates, vm)
-            lines.append(self._take(group, vm_id, vm, server, partition))
-            placed.append(vm_id)
+            # Best fit would pick the same server again while it takes more: fill it at once.
+            for _ in range(1 if one_at_a_time else min(len(todo), int(cap[server]))):
+                lines.append(self._take(group, todo.pop(), vm, server, partition))
             cap[server] = self.pool.fits_on(server, vm)
+            if anti is not None:
+                span = len(self.codes[SERVER]) // self.sizes[anti]
+                start = server // span * span
+                cap[start : start + span] = 0
         return lines
-
-    def _apply_rules(self, group: GroupView, allowed: np.ndarray, partition: int) -> None:
-        anti = ANTI_AFFINITY.get(group.kind)
-        if anti is not None and group.per_domain[anti]:
-            allowed &= ~np.isin(self.codes[anti], list(group.per_domain[anti]))
-        if partition:
-            others = [r for r, k in group.partition_of_rack.items() if k != partition]
-            if others:
-                allowed &= ~np.isin(self.codes[RACK], others)
 
     def _smallest_partition(self, group: GroupView) -> int:
         if not group.partitions:

@@ -17,8 +17,6 @@ on the fuller node, so that whole nodes and whole servers stay for the VMs that 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from tas.offline.contest.baselines import BestFit
@@ -30,58 +28,60 @@ PRIOR_GROWTH = 4.0  # a growing group's final size over its first request, befor
 PRIOR_WEIGHT = 2  # ... counted as this many groups
 
 
-@dataclass
-class GrowthEstimate:
-    """How much growing groups grow: the mean of their peak over their first request."""
+class Growth(BestFit):
+    """Arrays indexed by group (growing groups only; the others stay 0): its network domain
+    (-1: none), its first request's VMs, its live VMs, what one of its VMs takes
+    (`Pool.units`) and its live VMs over its first request when it last grew."""
 
-    first: dict[int, int] = field(default_factory=dict)  # group -> its first request's VMs
-    ratios: dict[int, float] = field(default_factory=dict)  # group -> peak / first so far
+    def __init__(self) -> None:
+        self.domain = np.full(64, -1, dtype=np.int64)
+        self.first = np.zeros(64)
+        self.live = np.zeros(64)
+        self.units = np.zeros(64)
+        self.ratio = np.zeros(64)
+        self._headroom: tuple[int, np.ndarray] = (-1, np.zeros(0))
+
+    def _grow_to(self, index: int) -> None:
+        size = len(self.domain)
+        if index < size:
+            return
+        more = max(size, index + 1 - size)
+        self.domain = np.concatenate([self.domain, np.full(more, -1, dtype=np.int64)])
+        for name in ("first", "live", "units", "ratio"):
+            setattr(self, name, np.concatenate([getattr(self, name), np.zeros(more)]))
 
     def placed(self, group: GroupView, count: int) -> None:
-        if group.index not in self.first or len(group.vms) == count:  # (re)started
-            self.first[group.index] = count
-        self.ratios[group.index] = len(group.vms) / self.first[group.index]
+        if group.kind not in GROWING:
+            return
+        i = group.index
+        if len(group.vms) == count:  # its first request, or the first since it emptied
+            self.first[i] = count
+        self.ratio[i] = len(group.vms) / self.first[i]
+        self.changed(group)
+
+    def changed(self, group: GroupView) -> None:
+        if group.kind in GROWING:
+            domain = group.domain()
+            self.domain[group.index] = -1 if domain is None else domain
+            self.live[group.index] = len(group.vms)
 
     def factor(self) -> float:
-        seen = [r for r in self.ratios.values() if r > 1]
-        return (PRIOR_GROWTH * PRIOR_WEIGHT + sum(seen)) / (PRIOR_WEIGHT + len(seen))
-
-    def expected(self, group: GroupView) -> float:
-        """VMs the group is expected to add."""
-        first = self.first.get(group.index, 0)
-        return max(0.0, self.factor() * first - len(group.vms))
-
-
-def units(vm: VmType, node: tuple[int, int]) -> float:
-    """What a VM takes, in `Pool.free`'s units."""
-    return vm.numa_count * (vm.cpu / node[0] + vm.memory / node[1])
-
-
-class Growth(BestFit):
-    def __init__(self) -> None:
-        self.growth = GrowthEstimate()
-        self.last_type: dict[int, VmType] = {}  # growing group -> the VM type it asked for
-
-    def placed(self, group: GroupView, count: int) -> None:
-        if group.kind in GROWING:
-            self.growth.placed(group, count)
+        """How many times its first request a growing group ends up: the mean seen so far."""
+        seen = self.ratio[self.ratio > 1]
+        return float((PRIOR_GROWTH * PRIOR_WEIGHT + seen.sum()) / (PRIOR_WEIGHT + len(seen)))
 
     def headroom(self) -> np.ndarray:
-        """Per network domain: what is left once the growing groups' expected growth is kept."""
-        return self.engine.domain_free(ND) - self.reserved()
+        """Per network domain: what is left once the growing groups' expected growth is kept
+        (computed once per request)."""
+        if self._headroom[0] != self.engine.requests:
+            self._headroom = (self.engine.requests, self.engine.domain_free(ND) - self.reserved())
+        return self._headroom[1]
 
     def reserved(self) -> np.ndarray:
         """Per network domain: the expected growth of the growing groups in it."""
-        engine = self.engine
-        room = np.zeros(engine.sizes[ND])
-        for group in engine.groups.values():
-            domain = group.domain() if group.kind in GROWING else None
-            if domain is None:
-                continue
-            vm = self.last_type.get(group.index)
-            if vm is not None:
-                room[domain] += self.growth.expected(group) * units(vm, engine.pool.node)
-        return room
+        held = self.domain >= 0
+        growth = np.maximum(0.0, self.factor() * self.first - self.live) * self.units
+        return np.bincount(self.domain[held], weights=growth[held], minlength=self.engine.sizes[ND])
 
     def scope_order(self, group: GroupView, depth: int, rooms: np.ndarray, count: int) -> list[int]:
         fitting = np.flatnonzero(rooms >= count)
@@ -101,10 +101,11 @@ class Growth(BestFit):
         self, group: GroupView, vm: VmType, count: int, scope: np.ndarray
     ) -> list[np.ndarray]:
         if group.kind in GROWING:
-            self.last_type[group.index] = vm
+            self._grow_to(group.index)
+            self.units[group.index] = self.engine.pool.units(vm)
             return [scope]
         engine = self.engine
-        need = count * units(vm, engine.pool.node)
+        need = count * engine.pool.units(vm)
         spare = (self.headroom() >= need)[engine.codes[ND]] & scope
         if spare.any() and (spare != scope).any():
             return [spare, scope]

@@ -77,6 +77,9 @@ class Pool:
         self.cpu = np.full((len(paths), 2), cpu, dtype=np.int64)
         self.memory = np.full((len(paths), 2), memory, dtype=np.int64)
         self.vms_on = np.zeros(len(paths), dtype=np.int64)
+        # What is left on each server: CPU and memory as shares of a node's, summed over both
+        # nodes, times C*M to stay in integers (4*C*M empty, 0 full); take and release keep it.
+        self.left = np.full(len(paths), 4 * cpu * memory, dtype=np.int64)
 
     def per_node(self, vm: VmType) -> np.ndarray:
         """VMs of the type that fit on each NUMA node, one row per server."""
@@ -91,19 +94,15 @@ class Pool:
         fits = np.minimum(self.cpu[server] // vm.cpu, self.memory[server] // vm.memory)
         return int(fits.min() if vm.numa_count == 2 else fits.sum())
 
-    def free(self, servers: np.ndarray) -> np.ndarray:
-        """What is left on each of the servers, CPU and memory as shares of a node's, summed
-        over both nodes (0 full, 4 empty)."""
-        cpu = self.cpu[servers].sum(axis=1) / self.node[0]
-        memory = self.memory[servers].sum(axis=1) / self.node[1]
-        result: np.ndarray = cpu + memory
-        return result
+    def units(self, vm: VmType) -> int:
+        """What a VM takes of `left`."""
+        return vm.numa_count * (vm.cpu * self.node[1] + vm.memory * self.node[0])
 
     def take(self, server: int, vm: VmType) -> tuple[int, ...]:
         if vm.numa_count == 2:
             nodes: tuple[int, ...] = (0, 1)
         else:
-            fits = self.per_node(vm)[server]
+            fits = np.minimum(self.cpu[server] // vm.cpu, self.memory[server] // vm.memory)
             candidates = [k for k in (0, 1) if fits[k] > 0]
             # the node with less room left: the other keeps space for larger VMs
             nodes = (min(candidates, key=lambda k: (int(self.cpu[server, k]), k)),)
@@ -111,6 +110,7 @@ class Pool:
             self.cpu[server, k] -= vm.cpu
             self.memory[server, k] -= vm.memory
         self.vms_on[server] += 1
+        self.left[server] -= self.units(vm)
         return nodes
 
     def release(self, vm: Vm) -> None:
@@ -118,3 +118,4 @@ class Pool:
             self.cpu[vm.server, k] += vm.type.cpu
             self.memory[vm.server, k] += vm.type.memory
         self.vms_on[vm.server] -= 1
+        self.left[vm.server] += self.units(vm.type)
