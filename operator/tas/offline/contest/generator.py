@@ -328,7 +328,10 @@ class _Builder:
             vm_type = group.vm_type
             room = self._room(group, vm_type)
         # A growing group asks for its next step towards its plan (0 once there).
-        wanted = min(group.step, group.target - len(group.live)) if group.target else None
+        wanted = None
+        if group.target:  # whole pods for type 9, however many of its VMs were deleted
+            unit = self.pod_size if group.type in WHOLE_SERVER_TYPES else 1
+            wanted = min(group.step, (group.target - len(group.live)) // unit * unit)
         deleted = group.deleted_since_creation
         # A type-6 group's room covers its deletions: it had them live before, of one type.
         ask = self._size(group) if wanted is None else wanted
