@@ -9,6 +9,7 @@ from typing import overload
 
 from tas import __version__
 from tas.config import MAX_REVIEW_BYTES
+from tas.offline.contest import names as contest_names
 
 SYNC_BEFORE_KOPF_SECONDS = 10.0
 
@@ -28,7 +29,9 @@ def _simulate(args: argparse.Namespace) -> int:
 def _contest(args: argparse.Namespace) -> int:
     from tas.offline.contest import adapter
 
-    return adapter.main(sys.stdin, sys.stdout, sys.stderr, gates=args.feature_gates)
+    return adapter.main(
+        sys.stdin, sys.stdout, sys.stderr, gates=args.feature_gates, planner=args.planner
+    )
 
 
 def _migrate_storage(args: argparse.Namespace) -> int:
@@ -243,7 +246,13 @@ def _add_offline_commands(sub) -> None:
     contest.add_argument(
         "--feature-gates",
         metavar="GATES",
-        help="A=true,B=false (TASProfileFragmentationAware changes the placement)",
+        help="A=true,B=false (TASProfileFragmentationAware changes the groups planner)",
+    )
+    contest.add_argument(
+        "--planner",
+        choices=contest_names.PLANNERS,
+        default=contest_names.DEFAULT_PLANNER,
+        help="how VMs are placed (default %(default)s; first-fit and best-fit: plain baselines)",
     )
     contest.set_defaults(func=_contest)
 
