@@ -17,12 +17,12 @@ import orjson
 from aiohttp import web
 
 from tas.api.quantity import parse_milli
+from tas.config import DEFAULT_VIEW_ADDRESS
 from tas.view import codec
 from tas.view.publisher import Publisher, Update
 
 log = logging.getLogger(__name__)
 
-DEFAULT_ADDRESS = "127.0.0.1:8090"
 KEEPALIVE_SECONDS = 15.0  # an SSE comment this often: a closed page is noticed
 GANG_RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
 MODES = ("required", "preferred")
@@ -41,7 +41,7 @@ def parse_address(text: str) -> tuple[str, int]:
 
 class ViewServer:
     def __init__(
-        self, publisher: Publisher, largest_gangs: LargestGangs, address: str = DEFAULT_ADDRESS
+        self, publisher: Publisher, largest_gangs: LargestGangs, address: str = DEFAULT_VIEW_ADDRESS
     ) -> None:
         self.publisher = publisher
         self.largest_gangs = largest_gangs
