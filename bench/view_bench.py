@@ -78,7 +78,14 @@ class Viewers:
                     data = []
 
     def stop(self) -> None:
+        asyncio.run_coroutine_threadsafe(self._close(), self.loop).result(timeout=30)
         self.loop.call_soon_threadsafe(self.loop.stop)
+
+    async def _close(self) -> None:
+        followers = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in followers:
+            task.cancel()
+        await asyncio.gather(*followers, return_exceptions=True)
 
 
 def cpu_seconds(pid: int) -> float:

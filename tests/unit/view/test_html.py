@@ -6,6 +6,9 @@ import re
 from html.parser import HTMLParser
 
 import pytest
+
+from tas.view import html
+from tas.view import model as m
 from tests.unit.view.web_views import (
     CPU,
     HOST,
@@ -17,9 +20,6 @@ from tests.unit.view.web_views import (
     use,
     with_workloads,
 )
-
-from tas.view import html
-from tas.view import model as m
 
 
 class Elements(HTMLParser):

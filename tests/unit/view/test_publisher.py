@@ -7,6 +7,8 @@ import asyncio
 import re
 
 import pytest
+
+from tas.view.publisher import QUEUE_SIZE, Publisher
 from tests.unit.view.web_views import (
     admitted,
     cluster,
@@ -16,8 +18,6 @@ from tests.unit.view.web_views import (
     use,
     with_workloads,
 )
-
-from tas.view.publisher import QUEUE_SIZE, Publisher
 
 
 class Views:

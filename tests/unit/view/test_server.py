@@ -7,11 +7,11 @@ import asyncio
 
 import aiohttp
 import pytest
-from tests.unit.view.web_views import pending, two_racks, use, with_workloads
 
 from tas.view import codec
 from tas.view.publisher import Publisher
 from tas.view.server import ViewServer, gang_query, parse_address
+from tests.unit.view.web_views import pending, two_racks, use, with_workloads
 
 
 class Views:
