@@ -123,7 +123,8 @@ def _most(frees: list[Resources]) -> dict[str, int]:
     """The free resources of the domain with the most of the first resource it has."""
     for r in (*BAR_RESOURCES, "memory"):
         if any(r in f for f in frees):
-            return dict(max(frees, key=lambda f: f.get(r, 0)))
+            most: Resources = max(frees, key=lambda f: f.get(r, 0))
+            return dict(most)
     return dict(frees[0]) if frees else {}
 
 
@@ -191,7 +192,7 @@ class Renderer:
             bar_resource=bar_resource,
             free_by_level=free_by_level,
         )
-        self.macros = self.env.get_template("parts.html").module
+        self.macros: Any = self.env.get_template("parts.html").module  # its macros, by name
 
     def page(self, view: ClusterView, version: int) -> str:
         """The whole page; its event stream starts after `version` (the view's)."""
