@@ -7,7 +7,9 @@ nodes, so the other tests' capacity is untouched.
 
 from __future__ import annotations
 
+import json
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 
@@ -154,7 +156,7 @@ def start_rack_job(cluster, namespace, queue, pods: int, name: str = "train"):
 
 
 def test_not_ready_node_is_replaced_by_a_spare_in_the_same_rack(
-    cluster: Cluster, namespace, queue, rack_nodes
+    cluster: Cluster, operator, namespace, queue, rack_nodes
 ):
     racks = rack_nodes(racks=1, hosts=3)
     rack_hosts = next(iter(racks.values()))
@@ -176,6 +178,18 @@ def test_not_ready_node_is_replaced_by_a_spare_in_the_same_rack(
     print(f"\nhot swap: node failure -> replacement pods Running in {time.monotonic() - t0:.1f}s")
     wl = jobs.workload_of(cluster, namespace, "train")
     assert (jobs.condition(wl, "Evicted") or {}).get("status") != "True"
+    key = f"{namespace}/{wl['metadata']['name']}"
+    wait_for(
+        lambda: (key, failed, spare) in viewed_replacements(operator.view_url),
+        timeout=30,
+        what="the topology view to show the replacement",
+    )
+
+
+def viewed_replacements(view_url: str) -> set[tuple[str, str, str]]:
+    with urllib.request.urlopen(f"{view_url}model.json", timeout=10) as response:
+        view = json.load(response)
+    return {(r["workload"], r["failed"], r["replacement"]) for r in view["replacements"]}
 
 
 def was_evicted(cluster: Cluster, namespace: str) -> dict | None:

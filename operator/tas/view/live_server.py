@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
+from dataclasses import replace
 
 from tas.cache.state import ClusterState
 from tas.pacing import Pacer
 from tas.view import gang, live
 from tas.view.model import ClusterView
 from tas.view.publisher import Publisher
+from tas.view.replacements import ReplacementLog
 from tas.view.server import ViewServer
 
 
@@ -16,8 +19,11 @@ async def serve(state: ClusterState, address: str) -> ViewServer | None:
     """Serve the view of `state` on `address`, rebuilt whenever the cache changes; None when
     the address cannot be bound (logged once; the caller carries on without the view)."""
 
+    replacements = ReplacementLog()
+
     async def build() -> ClusterView:
-        return await live.build_paced(state, Pacer())
+        view = await live.build_paced(state, Pacer())
+        return replace(view, replacements=replacements.observe(view, time.time()))
 
     def largest(per_pod: Mapping[str, int], level: str, mode: str) -> Mapping[str, int]:
         return gang.largest_gangs(state, per_pod, level, mode)
