@@ -1,9 +1,12 @@
 """The live view and its viewers: rebuilt shortly after the cache changes, pushed as the parts
 of the page that changed.
 
-The cache calls `changed()` on every change (ClusterState.listeners). The first call arms a
-short timer (`DELAY`); when it fires the view is rebuilt once for everything that changed
-meanwhile, parts whose model data differ are rendered, and each viewer's queue gets them as
+The cache calls `changed()` on every change (ClusterState.listeners). While nobody watches,
+that only marks the view stale: it is rebuilt when a page or /model.json asks for it, so the view
+costs the operator nothing unwatched. While pages are connected, the first call arms a short
+timer (`DELAY`, stretched to twice the last rebuild's time, up to `MAX_DELAY`, so a busy large
+cluster cannot keep the loop rebuilding); when it fires the view is rebuilt once for everything
+that changed meanwhile, parts whose model data differ are rendered, and each viewer's queue gets them as
 one server-sent event. A viewer whose queue is full is dropped (its page reconnects and
 catches up), so a slow one never holds the loop or the others. Everything runs on the
 operator's loop; nothing here writes to the API server.
@@ -23,6 +26,7 @@ from tas.view.model import ClusterView
 log = logging.getLogger(__name__)
 
 DELAY = 0.2  # seconds from the first change to the rebuild: a burst costs one
+MAX_DELAY = 2.0  # the longest a connected page waits for a change, however slow a rebuild is
 QUEUE_SIZE = 8  # updates a viewer may fall behind before it is dropped
 
 Build = Callable[[], Awaitable[ClusterView]]
@@ -57,16 +61,30 @@ class Publisher:
         self._timer: asyncio.TimerHandle | None = None
         self._running: asyncio.Task | None = None
         self._again = False  # a change came while a rebuild ran
+        self._stale = True  # changes since the last rebuild, not yet scheduled (no viewers)
         self.last_update_seconds = 0.0  # the last rebuild's duration, build to queues
 
     # ---- from the cache ------------------------------------------------------------------------
 
     def changed(self) -> None:
         """The cache changed (called synchronously from its mutators: must stay cheap)."""
-        if self._running is not None:
+        if not self.viewers:
+            self._stale = True
+        elif self._running is not None:
             self._again = True
         elif self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(self.delay, self._fire)
+            delay = max(self.delay, min(MAX_DELAY, 2 * self.last_update_seconds))
+            self._timer = asyncio.get_running_loop().call_later(delay, self._fire)
+
+    async def current(self) -> ClusterView:
+        """The view, rebuilt first if the cache changed while nobody watched."""
+        if self._running is None and self._stale:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._fire()
+        if self._running is not None:
+            await asyncio.wait({self._running})  # a failure is logged by _done
+        return self.view
 
     def _fire(self) -> None:
         self._timer = None
@@ -84,6 +102,7 @@ class Publisher:
     async def refresh(self) -> Update | None:
         """Rebuild the view and send what changed; None when nothing on the page did."""
         started = time.monotonic()
+        self._stale = False
         view = await self.build()
         fresh = html.parts(view)
         changed = [pid for pid, part in fresh.items() if self.parts.get(pid) != part]
@@ -125,6 +144,8 @@ class Publisher:
     def subscribe(self) -> Viewer:
         viewer = Viewer()
         self.viewers.add(viewer)
+        if self._stale:
+            self.changed()  # what changed while nobody watched
         return viewer
 
     def drop(self, viewer: Viewer) -> None:

@@ -87,12 +87,14 @@ class ViewServer:
     # ---- routes --------------------------------------------------------------------------------
 
     async def page(self, request: web.Request) -> web.Response:
-        body = self.publisher.renderer.page(self.publisher.view, self.publisher.version)
+        view = await self.publisher.current()
+        body = self.publisher.renderer.page(view, self.publisher.version)
         return web.Response(text=body, content_type="text/html")
 
     async def model(self, request: web.Request) -> web.Response:
         return web.Response(
-            body=orjson.dumps(codec.to_data(self.publisher.view)), content_type="application/json"
+            body=orjson.dumps(codec.to_data(await self.publisher.current())),
+            content_type="application/json",
         )
 
     async def gang(self, request: web.Request) -> web.Response:

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tas.view.publisher import QUEUE_SIZE, Publisher
+from tas.view.publisher import MAX_DELAY, QUEUE_SIZE, Publisher
 from tests.unit.view.web_views import (
     admitted,
     cluster,
@@ -95,6 +95,7 @@ def test_a_burst_of_changes_is_one_rebuild_after_the_delay():
 
     async def go():
         publisher = Publisher(views, delay=0.05)
+        publisher.subscribe()
         for _ in range(100):
             publisher.changed()
         await asyncio.sleep(0.02)
@@ -119,6 +120,7 @@ def test_a_change_during_a_rebuild_brings_one_more():
             return two_racks(h1=(use("ns/a", len(calls)),))
 
         publisher = Publisher(build, delay=0.01)
+        publisher.subscribe()
         publisher.changed()
         await asyncio.sleep(0.03)  # the first rebuild is running
         publisher.changed()
@@ -185,6 +187,7 @@ def test_a_failing_build_is_logged_and_the_next_change_rebuilds(caplog):
             return with_workloads(two_racks(), admitted("ns/a", ("h1",)))
 
         publisher = Publisher(build, delay=0.01)
+        publisher.subscribe()
         publisher.changed()
         await asyncio.sleep(0.05)
         publisher.changed()
@@ -193,3 +196,53 @@ def test_a_failing_build_is_logged_and_the_next_change_rebuilds(caplog):
 
     assert run(go()) == 1
     assert "view not rebuilt" in caplog.text
+
+
+def test_unwatched_changes_build_nothing_until_asked_and_then_once():
+    views = Views(two_racks(), two_racks(h1=(use("ns/a", 1),)))
+
+    async def go():
+        publisher = Publisher(views, delay=0.01)
+        for _ in range(50):
+            publisher.changed()
+        await asyncio.sleep(0.05)
+        idle = views.calls
+        first, second = await asyncio.gather(publisher.current(), publisher.current())
+        return idle, views.calls, first is second
+
+    assert run(go()) == (0, 1, True)
+
+
+def test_a_page_connecting_after_unwatched_changes_gets_a_rebuild():
+    views = Views(two_racks(), two_racks(h1=(use("ns/a", 1),)))
+
+    async def go():
+        publisher = Publisher(views, delay=0.01)
+        await publisher.current()
+        publisher.changed()  # nobody watches: only marked
+        await asyncio.sleep(0.03)
+        before = views.calls
+        viewer = publisher.subscribe()
+        update = await asyncio.wait_for(viewer.queue.get(), 1)
+        return before, views.calls, "h1" in update.html
+
+    assert run(go()) == (1, 2, True)
+
+
+def test_a_slow_rebuild_stretches_the_delay_up_to_the_cap():
+    async def go():
+        publisher = Publisher(Views(two_racks()), delay=0.01)
+        publisher.last_update_seconds = 0.2
+        publisher.subscribe()  # the unwatched changes: a rebuild armed
+        stretched = publisher._timer.when() - asyncio.get_running_loop().time()
+        publisher._timer.cancel()
+        publisher._timer = None
+        publisher.last_update_seconds = 60.0
+        publisher.changed()
+        capped = publisher._timer.when() - asyncio.get_running_loop().time()
+        publisher.close()
+        return stretched, capped
+
+    stretched, capped = run(go())
+    assert 0.3 < stretched <= 0.4
+    assert 1.9 < capped <= MAX_DELAY
