@@ -5,7 +5,7 @@ used/total per resource, and how many of its hosts are cordoned, not ready or ta
 admitted workloads, the first pending ones with their reasons and needs, placement groups, and
 the latest replacements. Used is what the hosts' uses request (admitted workloads and pods
 outside topology-aware admission); total is the domain's allocatable. Every name from the
-cluster goes in as plain Text, never as rich markup.
+cluster goes in as plain Text (`shown`), never as rich markup nor with control characters.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from rich.text import Text
 
 from tas.view import model
 from tas.view.model import ClusterView, DomainView, FlavorView, HostView, WorkloadView
-from tas.view.words import amount, count, duration, level_name
+from tas.view.words import amount, count, duration, level_name, printable
 
 TOP_ADMITTED = 10
 TOP_PENDING = 10
@@ -42,7 +42,7 @@ def render(
     parts: list[RenderableType] = [header(view)]
     parts += [flavor_table(flavor) for flavor in view.flavors]
     if not view.flavors:
-        parts.append(Text("no topology-aware flavor"))
+        parts.append(shown("no topology-aware flavor"))
     parts.append(workloads_table(view.workloads, admitted=True, top=admitted))
     parts.append(workloads_table(view.workloads, admitted=False, top=pending))
     if view.placement_groups:
@@ -62,12 +62,18 @@ def to_text(view: ClusterView, width: int = 120, **top: int) -> str:
     return out.getvalue()
 
 
+def shown(value: str, style: str = "") -> Text:
+    """Text as it is, never markup, and with no control character: a name or a message from
+    the cluster must not move the cursor or clear the screen."""
+    return Text(printable(value), style=style)
+
+
 def header(view: ClusterView) -> Text:
     running = sum(1 for w in view.workloads if w.admitted)
-    line = Text(f"tas top · {clock(view.at)} · ", style="bold")
+    line = shown(f"tas top · {clock(view.at)} · ", style="bold")
     line.append(f"{running} admitted, {len(view.workloads) - running} pending")
     for key, value in sorted(view.extras.items()):
-        line.append(f" · {key}: {value}")
+        line.append_text(shown(f" · {key}: {value}"))
     line.append(f"\n{USED} used  {UNAVAILABLE} idle on hosts not offered  {FREE} free", style="dim")
     return line
 
@@ -84,7 +90,7 @@ def clock(at: float) -> str:
 def _table(title: str) -> Table:
     """Compact: a rule under the header and nothing else, to keep the frame short."""
     return Table(
-        title=Text(title, style="bold"),
+        title=shown(title, style="bold"),
         title_justify="left",
         box=box.SIMPLE_HEAD,
         show_edge=False,
@@ -158,14 +164,14 @@ def unavailable(hosts: Sequence[HostView]) -> dict[str, int]:
 def domain_row(domain: DomainView, depth: int, resources: Sequence[str]) -> list[Text]:
     hosts = list(hosts_of(domain))
     taken, idle = used(hosts), unavailable(hosts)
-    name = Text("  " * depth + f"{level_name(domain.level)} {domain.value}")
-    cells = [name, Text(count(len(hosts)))]
+    name = shown("  " * depth + f"{level_name(domain.level)} {domain.value}")
+    cells = [name, shown(count(len(hosts)))]
     for resource in resources:
         total = domain.allocatable.get(resource, 0)
         cells.append(meter(resource, taken.get(resource, 0), idle.get(resource, 0), total))
     for mark in (model.CORDONED, model.NOT_READY, model.TAINTED):
         marked = sum(1 for host in hosts if mark in host.marks)
-        cells.append(Text(str(marked) if marked else "-", style="red" if marked else "dim"))
+        cells.append(shown(str(marked) if marked else "-", style="red" if marked else "dim"))
     return cells
 
 
@@ -197,8 +203,8 @@ def _cells(part: int, total: int) -> int:
 def workloads_table(workloads: Sequence[WorkloadView], *, admitted: bool, top: int) -> Table:
     chosen = [w for w in workloads if w.admitted == admitted]
     kind = "admitted" if admitted else "pending"
-    shown = chosen[:top]
-    more = f", the first {len(shown)}" if len(chosen) > len(shown) else ""
+    first = chosen[:top]
+    more = f", the first {len(first)}" if len(chosen) > len(first) else ""
     table = _table(f"{kind} workloads: {len(chosen)}{more}")
     for column in ("workload", "cluster queue", "pods"):
         table.add_column(column, justify="right" if column == "pods" else "left")
@@ -207,12 +213,12 @@ def workloads_table(workloads: Sequence[WorkloadView], *, admitted: bool, top: i
     else:
         table.add_column("needs")
         table.add_column("reason", overflow="fold")
-    for workload in shown:
-        cells = [Text(workload.key), Text(workload.cluster_queue), Text(count(workload.pods))]
+    for workload in first:
+        cells = [shown(workload.key), shown(workload.cluster_queue), shown(count(workload.pods))]
         if admitted:
-            cells.append(Text(count(len(workload.hosts))))
+            cells.append(shown(count(len(workload.hosts))))
         else:
-            cells += [Text(workload.needs), Text(workload.reason)]
+            cells += [shown(workload.needs), shown(workload.reason)]
         table.add_row(*cells)
     return table
 
@@ -223,7 +229,7 @@ def groups_table(view: ClusterView) -> Table:
         table.add_column(column)
     for group in view.placement_groups:
         table.add_row(
-            Text(group.key), Text(level_name(group.level)), Text(", ".join(group.domains))
+            shown(group.key), shown(level_name(group.level)), shown(", ".join(group.domains))
         )
     return table
 
@@ -234,10 +240,10 @@ def replacements_table(view: ClusterView, top: int = RECENT_REPLACEMENTS) -> Tab
         table.add_column(column)
     for swap in view.replacements[:top]:
         table.add_row(
-            Text(_since(view.at, swap.at)),
-            Text(swap.workload),
-            Text(swap.failed),
-            Text(swap.replacement),
+            shown(_since(view.at, swap.at)),
+            shown(swap.workload),
+            shown(swap.failed),
+            shown(swap.replacement),
         )
     return table
 

@@ -54,3 +54,11 @@ def duration(seconds: float) -> str:
 def count(number: int) -> str:
     """A count with thousands separators; a huge one is only said to be huge."""
     return f"{number:,}" if abs(number) < LARGEST else "huge"
+
+
+def printable(text: str) -> str:
+    """The text with every character a terminal would act on (escape, carriage return...)
+    replaced by "?"."""
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else "?" for char in text)

@@ -189,6 +189,13 @@ def test_names_are_printed_as_they_are_not_as_markup() -> None:
     assert "ns/[bold]x[/]" in out and "[red]cq" in out and "[link=x]why[/link]" in out
 
 
+def test_control_characters_never_reach_the_terminal() -> None:
+    odd = m.WorkloadView("ns/\x1b[2Jx", "lq", "cq\r", 1, False, reason="a\x07b\nc")
+    out = text.to_text(view(workloads=[odd], extras={"\x1b]0;title\x07": "v"}), width=200)
+    assert "ns/?[2Jx" in out and "a?b?c" in out and "?]0;title?" in out
+    assert not any(c in out for c in "\x1b\x07\r")
+
+
 def test_placement_groups_and_replacements_are_listed() -> None:
     group = m.PlacementGroupView("ns/serving", RACK, (f"{RACK}=r1", f"{RACK}=r2"))
     swaps = tuple(
