@@ -28,6 +28,7 @@ DEFAULT_INTERVAL = 2.0
 TIMEOUT_SECONDS = 10.0
 MAX_BYTES = 256 << 20  # /model.json of a 5,000-node cluster is a few MB
 MAX_MESSAGE = 300  # characters of an error's reason
+INTERRUPTED = 130  # Ctrl-C before the first frame, as a shell reports SIGINT
 
 Fetch = Callable[[str], bytes]
 
@@ -66,6 +67,8 @@ def main(
     except TopError as error:
         stderr.write(f"tas top: {error}\n")
         return 1
+    except KeyboardInterrupt:  # while waiting for the first frame
+        return INTERRUPTED
     console = Console(file=stdout)
     if once or trace is not None or not console.is_terminal:
         print_frame(console, view)
