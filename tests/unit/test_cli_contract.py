@@ -295,6 +295,18 @@ def test_tas_top_draws_any_well_typed_model(document) -> None:
 
 
 @FUZZ
+@given(
+    document=hostile_documents(valid_trace),
+    at=st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from([0.0, 1.5, 3.0]),
+)
+def test_tas_top_keeps_its_contract_on_hostile_traces(tmp_path_factory, document, at) -> None:
+    path = tmp_path_factory.mktemp("top") / "trace.yaml"
+    path.write_text(emit(document))
+    code, out, err = within_bounds(lambda o, e: top.main(o, e, trace=str(path), at=at))
+    one_line_or_answer(code, out, err)
+
+
+@FUZZ
 @given(body=st.binary(max_size=200) | st.sampled_from([b"[" * 50_000, b'{"flavors": ' * 3000]))
 def test_tas_top_keeps_its_contract_on_bytes_that_are_not_a_model(body: bytes) -> None:
     code, out, err = within_bounds(

@@ -782,6 +782,10 @@ class ClusterState:
             and ps.assignment.levels == (HOSTNAME_LEVEL,)
         )
 
+    def counts_in(self, ps: PodSetCharge, flavor: str) -> bool:
+        """Whether a pod set's topology usage takes capacity in the flavor's snapshot."""
+        return ps.assignment is not None and self._counts_in(ps, flavor, self.snapshot(flavor))
+
     def quota_usage(self, cluster_queue: str, flavor: str) -> Mapping[str, int]:
         """What the queue's admitted workloads take in the flavor, with the whole domains its
         exclusive placement groups hold."""

@@ -12,7 +12,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any
 
-from tas.view.words import duration, level_name
+from tas.view.amounts import duration
+from tas.view.words import short_level
 
 JSON, YAML, TEXT = "json", "yaml", "text"
 FORMATS = (JSON, YAML, TEXT)  # `-o`: text is the summary, also when piped
@@ -103,7 +104,7 @@ def _podset_place(
     if not assignment:
         return head
     per_level = _pods_per_domain(assignment, levels, host_labels)
-    parts = [f"{level_name(level)} {_named(pods)}" for level, pods in per_level.items()]
+    parts = [f"{short_level(level)} {_named(pods)}" for level, pods in per_level.items()]
     return " · ".join([head, *parts])
 
 

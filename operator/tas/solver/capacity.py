@@ -196,6 +196,22 @@ class LeafCapacity:
         if self._numa.by_leaf:
             self._numa.arrays()
 
+    def node(self, name: str) -> Node | None:
+        """A node as this snapshot counts it: with its usage outside topology-aware admission
+        and, on a NUMA node, its zones' free capacity."""
+        return self._nodes.get(name)
+
+    def remaining(self) -> dict[LeafKey, dict[str, int]]:
+        """Every leaf's remaining capacity, by its key as assignments name it (negative where
+        over-committed): what placement counts. Read-only; for views of the snapshot."""
+        self._ensure_tree()
+        names = list(self._rows)  # in row order: a row is added at the end
+        columns = self._free.T.tolist()
+        return {
+            key: dict(zip(names, column, strict=True))
+            for key, column in zip(self._leaf_keys, columns, strict=True)
+        }
+
     def group_layout(self) -> groups.Layout:
         """The tree as the group planner sees it (rebuilt with the tree)."""
         tree = self._ensure_tree()

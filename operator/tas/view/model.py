@@ -48,6 +48,10 @@ class DomainView:
     allocatable: Resources
     domains: tuple[DomainView, ...] = ()  # the next level down, if it is not the hosts
     hosts: tuple[HostView, ...] = ()  # the hosts, at the lowest level above them
+    # Where the topology's lowest level is not the hostname, pods are placed on these lowest
+    # domains, not on nodes: the admitted workloads' uses are the domain's, its hosts show
+    # only what runs outside topology-aware admission.
+    uses: tuple[Use, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,7 @@ class FlavorView:
     topology: str
     levels: tuple[str, ...]  # node labels, top level first (hostname last when it is a level)
     domains: tuple[DomainView, ...]  # the top level
+    hosts: tuple[HostView, ...] = ()  # when the hostname is the topology's only level
 
 
 @dataclass(frozen=True)

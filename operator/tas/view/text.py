@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 
 from rich import box
@@ -20,9 +20,11 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from tas.solver.types import ONE_POD, PODS
 from tas.view import model
-from tas.view.model import ClusterView, DomainView, FlavorView, HostView, WorkloadView
-from tas.view.words import amount, count, duration, level_name, printable
+from tas.view.amounts import amount, count, duration, printable
+from tas.view.model import ClusterView, DomainView, FlavorView, HostView, Use, WorkloadView
+from tas.view.words import short_level
 
 TOP_ADMITTED = 10
 TOP_PENDING = 10
@@ -30,7 +32,7 @@ RECENT_REPLACEMENTS = 5
 BAR_WIDTH = 10
 USED, UNAVAILABLE, FREE = "█", "▒", "░"  # the bar: in use, on hosts not offered, offered
 FIRST_RESOURCES = ("cpu", "memory")  # then the others by name, then pods
-PODS = "pods"
+ALL_HOSTS = "all hosts"  # the one row of a flavor whose only level is the hostname
 # A clock below this many seconds is a simulation's (from 0), not the unix time of a cluster.
 SIMULATED_CLOCK_BELOW = 10 * 365 * 86400
 
@@ -103,7 +105,7 @@ def _table(title: str) -> Table:
 
 def flavor_table(flavor: FlavorView) -> Table:
     resources = resource_order(flavor)
-    levels = " > ".join(level_name(level) for level in flavor.levels)
+    levels = " > ".join(short_level(level) for level in flavor.levels)
     table = _table(f"flavor {flavor.name} · topology {flavor.topology} ({levels})")
     table.add_column("domain", no_wrap=True)
     table.add_column("hosts", justify="right")
@@ -111,9 +113,23 @@ def flavor_table(flavor: FlavorView) -> Table:
         table.add_column(resource, no_wrap=True)
     for label in ("cordoned", "not ready", "tainted"):
         table.add_column(label, justify="right")
-    for depth, domain in walk(flavor.domains):
+    for depth, domain in walk(top_domains(flavor)):
         table.add_row(*domain_row(domain, depth, resources))
     return table
+
+
+def top_domains(flavor: FlavorView) -> tuple[DomainView, ...]:
+    """The flavor's top level; with the hostname as its only level, one row for all hosts."""
+    if not flavor.hosts:
+        return flavor.domains
+    everything = DomainView(
+        level="",
+        value=ALL_HOSTS,
+        free=summed(host.free for host in flavor.hosts),
+        allocatable=summed(host.allocatable for host in flavor.hosts),
+        hosts=flavor.hosts,
+    )
+    return (*flavor.domains, everything)
 
 
 def walk(domains: Sequence[DomainView], depth: int = 0) -> Iterator[tuple[int, DomainView]]:
@@ -129,43 +145,55 @@ def hosts_of(domain: DomainView) -> Iterator[HostView]:
         yield from hosts_of(inner)
 
 
+def uses_of(domain: DomainView) -> Iterator[Use]:
+    """Every use in the domain: its hosts', and its lowest domains' own (where the lowest
+    level is not the hostname, admitted workloads use domains, not hosts)."""
+    yield from domain.uses
+    for host in domain.hosts:
+        yield from host.uses
+    for inner in domain.domains:
+        yield from uses_of(inner)
+
+
 def resource_order(flavor: FlavorView) -> list[str]:
     """The resources some domain of the flavor has: cpu, memory, the others by name, pods."""
-    names = {r for domain in flavor.domains for r, v in domain.allocatable.items() if v > 0}
+    names = {r for domain in top_domains(flavor) for r, v in domain.allocatable.items() if v > 0}
     first = [r for r in FIRST_RESOURCES if r in names]
     rest = sorted(names - set(first) - {PODS})
     return first + rest + ([PODS] if PODS in names else [])
 
 
-def used(hosts: Sequence[HostView]) -> dict[str, int]:
-    """What the hosts' uses request, per resource (pods: the uses' pods, in milli-units)."""
+def summed(amounts: Iterable[Mapping[str, int]]) -> dict[str, int]:
     total: dict[str, int] = {}
-    for host in hosts:
-        for use in host.uses:
-            for resource, value in use.requests.items():
-                total[resource] = total.get(resource, 0) + value
-            if PODS not in use.requests:
-                total[PODS] = total.get(PODS, 0) + use.pods * 1000
+    for item in amounts:
+        for resource, value in item.items():
+            total[resource] = total.get(resource, 0) + value
     return total
 
 
-def unavailable(hosts: Sequence[HostView]) -> dict[str, int]:
+def used(uses: Iterable[Use]) -> dict[str, int]:
+    """What the uses request, per resource; pods from their count when not among them."""
+    return summed(
+        use.requests if PODS in use.requests else {**use.requests, PODS: use.pods * ONE_POD}
+        for use in uses
+    )
+
+
+def unavailable(hosts: Iterable[HostView]) -> dict[str, int]:
     """The room left on hosts that new pods are not offered (cordoned, not ready, tainted)."""
-    total: dict[str, int] = {}
+    left = []
     for host in hosts:
-        if not host.marks:
-            continue
-        taken = used([host])
-        for resource, value in host.allocatable.items():
-            total[resource] = total.get(resource, 0) + max(value - taken.get(resource, 0), 0)
-    return total
+        if host.marks:
+            taken = used(host.uses)
+            left.append({r: max(v - taken.get(r, 0), 0) for r, v in host.allocatable.items()})
+    return summed(left)
 
 
 def domain_row(domain: DomainView, depth: int, resources: Sequence[str]) -> list[Text]:
     hosts = list(hosts_of(domain))
-    taken, idle = used(hosts), unavailable(hosts)
-    name = shown("  " * depth + f"{level_name(domain.level)} {domain.value}")
-    cells = [name, shown(count(len(hosts)))]
+    taken, idle = used(uses_of(domain)), unavailable(hosts)
+    label = f"{short_level(domain.level)} {domain.value}" if domain.level else domain.value
+    cells = [shown("  " * depth + label), shown(count(len(hosts)))]
     for resource in resources:
         total = domain.allocatable.get(resource, 0)
         cells.append(meter(resource, taken.get(resource, 0), idle.get(resource, 0), total))
@@ -229,7 +257,7 @@ def groups_table(view: ClusterView) -> Table:
         table.add_column(column)
     for group in view.placement_groups:
         table.add_row(
-            shown(group.key), shown(level_name(group.level)), shown(", ".join(group.domains))
+            shown(group.key), shown(short_level(group.level)), shown(", ".join(group.domains))
         )
     return table
 

@@ -10,6 +10,7 @@ print one frame and exit. Any failure before the first frame is one line on stde
 from __future__ import annotations
 
 import json
+import os
 import time
 import urllib.error
 import urllib.request
@@ -20,14 +21,15 @@ from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from tas.view import codec, text
+from tas.view.amounts import printable
 from tas.view.model import ClusterView
-from tas.view.words import printable
 
 DEFAULT_URL = "http://127.0.0.1:8090"
 DEFAULT_INTERVAL = 2.0
 TIMEOUT_SECONDS = 10.0
 MAX_BYTES = 256 << 20  # /model.json of a 5,000-node cluster is a few MB
 MAX_MESSAGE = 300  # characters of an error's reason
+PIPE_WIDTH = 160  # columns of a frame printed into a pipe or a file
 INTERRUPTED = 130  # Ctrl-C before the first frame, as a shell reports SIGINT
 
 Fetch = Callable[[str], bytes]
@@ -70,6 +72,8 @@ def main(
     except KeyboardInterrupt:  # while waiting for the first frame
         return INTERRUPTED
     console = Console(file=stdout)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = PIPE_WIDTH  # a file or a pipe: as wide as the frame needs
     if once or trace is not None or not console.is_terminal:
         print_frame(console, view)
         return 0

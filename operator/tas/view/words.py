@@ -1,64 +1,64 @@
-"""Numbers and names as people read them on screen: `tas top` and the offline summaries.
-
-No dependencies, so that `tas solve` and `tas simulate` need nothing more to print for people.
-"""
+"""The words the view shows for a workload: why it waits (its condition's, verbatim) and what
+it asks for ("16 pods of cpu=1, required in one rack")."""
 
 from __future__ import annotations
 
-import math
+from collections.abc import Sequence
 
-_BINARY = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
-LARGEST = 10**21  # milli-units; beyond this an amount is only said to be huge
-DURATIONS = (("d", 86400, 2), ("h", 3600, 1), ("min", 60, 1))  # unit, seconds, from how many
+from tas.api.constants import COND_ADMITTED, COND_QUOTA_RESERVED
+from tas.api.format import format_milli
+from tas.cache.projections import WorkloadInfo
+from tas.solver.types import PodSetRequest, TopologyRequest
 
-
-def level_name(label: str) -> str:
-    """A topology level's node label as a word: cloud.provider.com/topology-rack -> rack,
-    kubernetes.io/hostname -> host."""
-    name = label.rsplit("/", 1)[-1]
-    return "host" if name == "hostname" else name.removeprefix("topology-")
+TOPOLOGY_PREFIX = "topology-"  # as in Kueue's examples: cloud.provider.com/topology-rack
 
 
-def byte_sized(resource: str) -> bool:
-    return resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-")
+def short_level(level: str) -> str:
+    """A level's node label as a person names it: `cloud.provider.com/topology-rack` -> rack,
+    `kubernetes.io/hostname` -> hostname."""
+    name = level.rsplit("/", 1)[-1]
+    return name.removeprefix(TOPOLOGY_PREFIX) or name
 
 
-def amount(resource: str, milli: int) -> str:
-    """A resource amount in milli-units, short: cpu 1500 -> 1.5, memory -> 24Gi or 1.5Gi."""
-    if abs(milli) >= LARGEST:
-        return "huge" if milli > 0 else "-huge"
-    value = milli / 1000
-    if byte_sized(resource):
-        for suffix, size in _BINARY:
-            if abs(value) >= size:
-                return _trimmed(value / size) + suffix
-    return _trimmed(value)
+def waiting_reason(workload: WorkloadInfo) -> str:
+    """The message of its QuotaReserved=False condition (else Admitted=False), verbatim: what
+    `kubectl describe workload` shows; empty when neither says why."""
+    for kind in (COND_QUOTA_RESERVED, COND_ADMITTED):
+        condition = workload.condition(kind)
+        if condition is not None and condition.get("status") == "False":
+            return str(condition.get("message") or "")
+    return ""
 
 
-def _trimmed(value: float) -> str:
-    """At most one decimal above 10, two below; no trailing zeros."""
-    text = f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
+def needs(pod_sets: Sequence[PodSetRequest]) -> str:
+    """What the pod sets ask for, one clause each: named when there are several."""
+    clauses = [_pod_set_needs(ps) for ps in pod_sets]
+    if len(pod_sets) == 1:
+        return clauses[0]
+    return "; ".join(f"{ps.name}: {text}" for ps, text in zip(pod_sets, clauses, strict=True))
 
 
-def duration(seconds: float) -> str:
-    """Seconds as a person reads them: 45 s, 12 min, 5.3 h, 2.1 d."""
-    if not math.isfinite(seconds):
-        return f"{seconds} s"
-    for unit, size, least in DURATIONS:
-        if abs(seconds) >= size * least:
-            return f"{seconds / size:.3g} {unit}"
-    return f"{seconds:.3g} s"
+def _pod_set_needs(ps: PodSetRequest) -> str:
+    shape = ", ".join(
+        f"{name}={format_milli(name, value)}"
+        for name, value in sorted(ps.requests.items())
+        if value
+    )
+    text = f"{ps.count} {'pod' if ps.count == 1 else 'pods'} of {shape or 'no requests'}"
+    where = _where(ps.topology)
+    return f"{text}, {where}" if where else text
 
 
-def count(number: int) -> str:
-    """A count with thousands separators; a huge one is only said to be huge."""
-    return f"{number:,}" if abs(number) < LARGEST else "huge"
-
-
-def printable(text: str) -> str:
-    """The text with every character a terminal would act on (escape, carriage return...)
-    replaced by "?"."""
-    if text.isprintable():
-        return text
-    return "".join(char if char.isprintable() else "?" for char in text)
+def _where(request: TopologyRequest) -> str:
+    parts = []
+    if request.required:
+        parts.append(f"required in one {short_level(request.required)}")
+    elif request.preferred:
+        parts.append(f"preferred in one {short_level(request.preferred)}")
+    elif request.unconstrained:
+        parts.append("anywhere")
+    for layer in request.slice_layers:
+        parts.append(f"in slices of {layer.size} per {short_level(layer.level)}")
+    if request.group_name:
+        parts.append(f"with its group {request.group_name}")
+    return ", ".join(parts)

@@ -140,7 +140,7 @@ def test_solve_says_where_each_workload_went_or_why_not(tmp_path: Path) -> None:
     }
     racks = {"x1": "r1", "x2": "r1", "x3": "r2", "x4": "r2"}
     (rack,) = {racks[host] for host in hosts}  # required: one rack
-    assert f"admitted to default: main 3 pods · block b1 · rack {rack} · host " in lines[0]
+    assert f"admitted to default: main 3 pods · block b1 · rack {rack} · hostname " in lines[0]
     assert lines[0].endswith(", ".join(f"{host} ({n})" for host, n in sorted(hosts.items())))
     assert lines[1].endswith(f"waiting: {refused['message']}")
     assert lines[2] == "1 of 2 workloads admitted"

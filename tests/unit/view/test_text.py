@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tas.view import amounts, text, words
 from tas.view import model as m
-from tas.view import text, words
 
 BLOCK = "cloud.provider.com/topology-block"
 RACK = "cloud.provider.com/topology-rack"
@@ -112,7 +112,7 @@ def test_every_block_and_rack_row_prints_the_models_sums(layout) -> None:
     assert resources == ["cpu", "memory", "pods"]
     for row, (depth, shown) in zip(rows, domains, strict=True):
         under = list(text.hosts_of(shown))
-        assert (row["level"], row["value"]) == (words.level_name(shown.level), shown.value)
+        assert (row["level"], row["value"]) == (words.short_level(shown.level), shown.value)
         assert len(row["indent"]) == 2 * depth
         assert int(row["hosts"]) == len(under)
         meters = METER.findall(row["rest"])
@@ -252,4 +252,33 @@ def test_absurd_numbers_are_drawn_not_raised() -> None:
     ],
 )
 def test_amounts_as_people_read_them(resource: str, value: int, shown: str) -> None:
-    assert words.amount(resource, value) == shown
+    assert amounts.amount(resource, value) == shown
+
+
+def test_a_lowest_level_above_the_hosts_counts_its_own_uses() -> None:
+    """Block > rack with no hostname level: the admitted workloads use racks, and the hosts
+    show only what runs outside topology-aware admission."""
+    outside = host("x1", 8, 4, [(1, 0, 1)])  # a use of no workload: 1 cpu
+    charged = m.Use("ns/train", {"cpu": 6 * CORE}, 6)
+    plain = domain(RACK, "r1", hosts=[outside, host("x2", 8, 4, [])])
+    rack = m.DomainView(
+        RACK, "r1", plain.free, plain.allocatable, hosts=plain.hosts, uses=(charged,)
+    )
+    block = domain(BLOCK, "b1", domains=[rack])
+    flavor_view = m.FlavorView("f", "t", (BLOCK, RACK), (block,))
+    rows = [
+        r for r in map(ROW.match, text.to_text(view([flavor_view]), width=250).splitlines()) if r
+    ]
+    for row in rows:
+        (cpu_used, cpu_total), *_ = METER.findall(row["rest"])
+        assert (milli(cpu_used), milli(cpu_total)) == (7 * CORE, 16 * CORE)
+
+
+def test_a_flavor_whose_only_level_is_the_hostname_has_one_row_for_all_hosts() -> None:
+    hosts = [host("x1", 8, 4, [(3, 1, 2)]), host("x2", 4, 4, [(1, 1, 1)], marks=[m.NOT_READY])]
+    flavor_view = m.FlavorView("f", "t", (HOST,), (), hosts=tuple(hosts))
+    out = text.to_text(view([flavor_view]), width=250)
+    row = next(line for line in out.splitlines() if line.startswith(text.ALL_HOSTS))
+    assert row.split()[2] == "2"  # hosts
+    assert [pair for pair in METER.findall(row)] == [("4", "12"), ("2Gi", "8Gi"), ("3", "220")]
+    assert row.split()[-3:] == ["-", "1", "-"]

@@ -8,6 +8,7 @@ import io
 import json
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -170,3 +171,39 @@ def test_the_command_line(server: Server, capsys: pytest.CaptureFixture[str]) ->
     assert cli.main(["top", "--url", url(server), "--once"]) == 0
     assert "team/train" in capsys.readouterr().out
     assert cli.main(["top", "--trace", "t.yaml"]) == 2
+
+
+SMALL_TRACE = Path(__file__).parents[1] / "offline" / "testdata" / "small-trace.json"
+
+
+def test_a_trace_at_a_time() -> None:
+    """At 2 s of the small trace: `gap` (1 pod of 1 cpu) and `spread` (4 of 2 cpu) run on the
+    block's 4 hosts of 4 cpu, `pair` has just failed to fit; nothing has left yet."""
+    code, out, err = run(trace=str(SMALL_TRACE), at=2.0)
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0].startswith("tas top · t = 2 s · 2 admitted, 1 pending")
+    block = next(line for line in lines if line.startswith("block b0"))
+    assert block.split()[2] == "4" and block.split()[4] == "9/16"  # hosts; cpu 1 + 4 x 2
+    rows = {line.split()[0]: line.split()[1:] for line in lines if line.startswith("scenario/")}
+    assert rows["scenario/gap"][0] == "1" and rows["scenario/spread"][0] == "4"
+    assert rows["scenario/pair"][:2] == ["2", "2"]  # 2 pods, "2 pods of cpu=3"
+    assert "allows to fit only 1 out of 2 pod(s)" in out
+
+
+@pytest.mark.parametrize(
+    ("at", "says"),
+    [(99.0, "beyond the trace's end"), (-1.0, "at:"), (float("nan"), "at:")],
+    ids=["past-the-end", "negative", "nan"],
+)
+def test_a_time_outside_the_trace_is_one_line(at: float, says: str) -> None:
+    code, out, err = run(trace=str(SMALL_TRACE), at=at)
+    assert code == 1 and out == "" and err.count("\n") == 1 and says in err
+
+
+def test_a_trace_that_cannot_be_read_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text("topology: {levels: []}\nnodes: []\nworkloads: []\n")
+    for path in (tmp_path / "bad.yaml", tmp_path / "missing.yaml"):
+        code, out, err = run(trace=str(path), at=0.0)
+        assert code == 1 and out == "" and err.startswith("tas top: --trace: ")
+        assert err.count("\n") == 1

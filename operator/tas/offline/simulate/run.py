@@ -76,8 +76,10 @@ class Attempt:
     evicted: tuple[str, ...] = ()  # workloads preempted to make room for it
 
 
-# An observer sees, after each event, the time and every running workload's pods.
+# An observer sees, after each event, the time and every running workload's pods; a waiting
+# observer the time and every waiting workload with why its last try failed (`tas top --trace`).
 Observer = Callable[[float, Mapping[str, tuple[PodSetUse, ...]]], None]
+WaitingObserver = Callable[[float, Mapping[str, str]], None]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -424,17 +426,22 @@ class _Books:
     group_pods: dict[str, int] = field(default_factory=dict)  # group -> pods placed
 
 
-def simulate(trace: Trace, observe: Observer | None = None) -> dict[str, Any]:
+def simulate(
+    trace: Trace, observe: Observer | None = None, waiting: WaitingObserver | None = None
+) -> dict[str, Any]:
     """Replay the trace and return its report (docs/reference/trace-format.md)."""
     with features.activated(trace.gates):  # decisions read the trace's gates where they act
-        return _Simulation(trace, observe).run()
+        return _Simulation(trace, observe, waiting).run()
 
 
 class _Simulation:
-    def __init__(self, trace: Trace, observe: Observer | None) -> None:
+    def __init__(
+        self, trace: Trace, observe: Observer | None, waiting: WaitingObserver | None = None
+    ) -> None:
         scen = trace.scenario
         self.trace = trace
         self.observe = observe
+        self.observe_waiting = waiting
         self.admission = _QueueAdmission(scen) if scen.cluster_queues else _SolverAdmission(scen)
         self.ledger = Ledger(scen)
         self.reference = Reference.of(trace)
@@ -446,6 +453,7 @@ class _Simulation:
         self.running: dict[str, _Running] = {}
         self.departures: list[tuple[float, int, str]] = []  # a heap: (end, number, name)
         self.tried: set[str] = set()
+        self.reasons: dict[str, str] = {}  # a waiting workload -> why its last try failed
 
     def run(self) -> dict[str, Any]:
         now = 0.0
@@ -517,8 +525,11 @@ class _Simulation:
                 self._evict(name, now)
                 evicted += 1
             if attempt.admitted:
+                self.reasons.pop(traced.name, None)
                 self._admit(traced, attempt, now)
-            elif first_try and self.books.first_failure is None:
+                continue
+            self.reasons[traced.name] = attempt.message
+            if first_try and self.books.first_failure is None:
                 self.books.pods_before_first_failure = self.books.pods_placed
                 self.books.first_failure = {
                     "time": now,
@@ -566,6 +577,8 @@ class _Simulation:
         )
         if self.observe is not None:
             self.observe(now, {name: r.uses for name, r in self.running.items()})
+        if self.observe_waiting is not None:
+            self.observe_waiting(now, {t.name: self.reasons.get(t.name, "") for t in self.pending})
 
 
 def _report(
