@@ -53,7 +53,9 @@ def terminal(tmp_path: Path) -> Iterator[Callable[[list[str]], Callable[[], str]
         env_flags = [flag for pair in environment for flag in ("-e", pair)]
         tmux(
             "new-session", "-d", "-s", "top", "-x", str(WIDTH), "-y", str(HEIGHT),
-            *env_flags, "-e", "LANG=C.UTF-8", shlex.join(command),
+            *env_flags, "-e", "LANG=C.UTF-8",
+            # the size must come from the terminal, not from this process's environment
+            shlex.join(["env", "-u", "COLUMNS", "-u", "LINES", *command]),
         )  # fmt: skip
         return lambda: tmux("capture-pane", "-p", "-t", "top")
 
@@ -65,6 +67,18 @@ def rack_cpu(screen: str) -> dict[str, tuple[int, str, str]]:
     """Rack -> (hosts, used cpu, allocatable cpu) as the screen shows them (cpu comes first)."""
     rows = (RACK_ROW.match(line) for line in screen.splitlines())
     return {r["rack"]: (int(r["hosts"]), r["used"], r["total"]) for r in rows if r}
+
+
+def showing(screen: Callable[[], str], check: Callable[[str], bool]) -> Callable[[], str]:
+    """For wait_for: the screen once `check` holds on it; else the screen is what was seen."""
+
+    def look() -> str:
+        text = screen()
+        if not check(text):
+            raise AssertionError("the screen:\n" + text)
+        return text
+
+    return look
 
 
 def cores(quantity: str) -> float:
@@ -128,9 +142,7 @@ def test_top_shows_the_numbers_the_api_holds(
 
     expected = api_rack_cpu(cluster, rack, charged, "shown")
     shown = wait_for(
-        lambda: (
-            (text := screen()) and rack_cpu(text).get(rack) == expected and key in text and text
-        ),
+        showing(screen, lambda text: rack_cpu(text).get(rack) == expected and key in text),
         timeout=30,
         what=f"rack {rack} at {expected} and {key} on screen",
     )
@@ -153,7 +165,7 @@ def test_top_shows_the_numbers_the_api_holds(
     )
     freed = api_rack_cpu(cluster, rack, Counter(), "shown")
     wait_for(
-        lambda: (text := screen()) and rack_cpu(text).get(rack) == freed and key not in text,
+        showing(screen, lambda text: rack_cpu(text).get(rack) == freed and key not in text),
         timeout=15,
         what=f"rack {rack} freed on screen ({freed})",
     )
