@@ -3,8 +3,9 @@
 Per flavor, one row per block and rack (every level above the hosts) with an occupancy bar and
 used/total per resource, and how many of its hosts are cordoned, not ready or tainted; then the
 admitted workloads, the first pending ones with their reasons and needs, placement groups, and
-the latest replacements. Used is what the hosts' uses request (admitted workloads and pods
-outside topology-aware admission); total is the domain's allocatable. Every name from the
+the latest replacements. Used is what the uses in a domain request (admitted workloads and
+pods outside topology-aware admission, on its hosts or, where the lowest level is not the
+hostname, on its lowest domains); total is the domain's allocatable. Every name from the
 cluster goes in as plain Text (`shown`), never as rich markup nor with control characters.
 """
 
