@@ -16,7 +16,7 @@ INTEGRATIONS_API_PORT ?= 19443
 INTEGRATIONS_ETCD_PORT ?= 15379
 INTEGRATIONS_CLUSTER := TAS_CLUSTER_DIR=$(CURDIR)/.cluster/integrations TAS_API_PORT=$(INTEGRATIONS_API_PORT) TAS_ETCD_PORT=$(INTEGRATIONS_ETCD_PORT)
 
-.PHONY: help venv lint fmt unit integration e2e test bins cluster-up cluster-down crds chart-data demo demo-down bench mutation clean \
+.PHONY: help venv lint fmt unit integration e2e test bins browser cluster-up cluster-down crds chart-data demo demo-down bench mutation clean \
 	image image-lock image-test e2e-integrations docs
 
 help:  ## list the targets
@@ -51,11 +51,18 @@ integration: venv bins  ## tests against a real kube-apiserver (local cluster, o
 	rc=0; $(TEST_CLUSTER) $(BIN)/pytest tests/integration -q -m integration || rc=$$?; \
 	  [[ -n "$${KEEP_CLUSTER:-}$${KUBECONFIG:-}" ]] || $(TEST_CLUSTER) bash e2e/cluster.sh down; exit $$rc
 
-e2e: venv bins  ## end-to-end tests on the local cluster (scheduler, controller manager, kwok)
+# Debian's chromium, for e2e/test_view_browser.py (which skips without it); installed only when
+# missing and we are root, quietly.
+browser:  ## install Debian's chromium for the browser test, if missing (root)
+	@command -v chromium >/dev/null || [[ "$$(id -u)" != 0 ]] || { \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    --no-install-recommends chromium >/dev/null; }
+
+e2e: venv bins browser  ## end-to-end tests on the local cluster (scheduler, controller manager, kwok)
 	rc=0; $(TEST_CLUSTER) $(BIN)/pytest e2e -q -m e2e || rc=$$?; \
 	  [[ -n "$${KEEP_CLUSTER:-}$${KUBECONFIG:-}" ]] || $(TEST_CLUSTER) bash e2e/cluster.sh down; exit $$rc
 
-test: lint bins unit  ## everything CI runs: lint, unit, integration and e2e
+test: lint bins browser unit  ## everything CI runs: lint, unit, integration and e2e
 	rc=0; $(TEST_CLUSTER) $(BIN)/pytest tests/integration e2e -q -m "integration or e2e" --durations=25 || rc=$$?; \
 	  [[ -n "$${KEEP_CLUSTER:-}$${KUBECONFIG:-}" ]] || $(TEST_CLUSTER) bash e2e/cluster.sh down; exit $$rc
 

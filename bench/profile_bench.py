@@ -55,7 +55,8 @@ def contest(seed: int, shape: str) -> dict:
         given.write_text(text)
         for name, gates in (("bestfit", []), ("profile", ["--feature-gates", GATE])):
             output = Path(tmp) / f"{name}.txt"
-            output.write_text(run(TAS, "contest", *gates, stdin=text))
+            # the groups planner: the one the gate changes (the default is the growth planner)
+            output.write_text(run(TAS, "contest", "--planner", "groups", *gates, stdin=text))
             result = json.loads(
                 subprocess.run(
                     [PYTHON, "-m", "tas.offline.contest.checker", str(given), str(output)],

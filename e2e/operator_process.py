@@ -71,6 +71,7 @@ class OperatorProcess(HostProcess):
         self.extra = extra
         self.port = chart.webhook_port(cluster)  # shared by every operator of the cluster
         self.metrics_port = free_port()
+        self.view_port = free_port()  # each operator its own: several may run in one test
         self.log_path = Path(tempfile.mkdtemp(prefix="tas-operator-")) / "operator.log"
         self.proc: subprocess.Popen | None = None
         self.starts = 0
@@ -109,6 +110,7 @@ class OperatorProcess(HostProcess):
             f"--webhook-cert-secret={chart.NAMESPACE}/{chart.CERT_SECRET}",
             f"--leader-election-namespace={chart.NAMESPACE}",
             f"--metrics-port={self.metrics_port}",
+            f"--view-address=127.0.0.1:{self.view_port}",
             "--log-level=DEBUG",
             *self.extra,
         ]
@@ -162,6 +164,11 @@ class OperatorProcess(HostProcess):
         """SIGTERM. The webhook configurations stay: they belong to the chart, and queued Jobs
         are refused while no operator serves them (as with Kueue)."""
         self.terminate()
+
+    @property
+    def view_url(self) -> str:
+        """The topology view's page (served once the caches have synced)."""
+        return f"http://127.0.0.1:{self.view_port}/"
 
     def metric(self, name: str, labels: str = "") -> float:
         """One sample from the operator's Prometheus endpoint (0 when absent)."""

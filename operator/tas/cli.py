@@ -1,5 +1,5 @@
 """The `tas` command: `tas solve`, `tas simulate`, `tas contest`, `tas top`, `tas operator`,
-`tas migrate-storage`."""
+`tas migrate-storage`, `tas view`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import sys
 from typing import overload
 
 from tas import __version__
-from tas.config import MAX_REVIEW_BYTES
+from tas.config import DEFAULT_VIEW_ADDRESS, MAX_REVIEW_BYTES
+from tas.offline.contest import names as contest_names
 
 SYNC_BEFORE_KOPF_SECONDS = 10.0
 
@@ -49,7 +50,9 @@ def _top(args: argparse.Namespace) -> int:
 def _contest(args: argparse.Namespace) -> int:
     from tas.offline.contest import adapter
 
-    return adapter.main(sys.stdin, sys.stdout, sys.stderr, gates=args.feature_gates)
+    return adapter.main(
+        sys.stdin, sys.stdout, sys.stderr, gates=args.feature_gates, planner=args.planner
+    )
 
 
 def _migrate_storage(args: argparse.Namespace) -> int:
@@ -94,6 +97,7 @@ def _operator(args: argparse.Namespace) -> int:
         return 2
     try:
         webhooks, tenants = _webhook_addresses(args), _tenant_settings(args)
+        _check_view_address(args.view_address)
     except ValueError as exc:
         print(f"tas operator: {exc}", file=sys.stderr)
         return 2
@@ -115,6 +119,7 @@ def _operator(args: argparse.Namespace) -> int:
             args.leader_election_namespace or default_namespace(args.kubeconfig)
         ),
         **tenants,
+        view_address=args.view_address,
     )
     _configure_logging(settings.log_level, gates)
     import asyncio
@@ -127,6 +132,45 @@ def _operator(args: argparse.Namespace) -> int:
         print(f"tas operator: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def _check_view_address(address: str) -> None:
+    from tas.view.server import parse_address
+
+    if address:
+        try:
+            parse_address(address)
+        except ValueError as exc:
+            raise ValueError(f"--view-address: {exc}") from None
+
+
+def _view(args: argparse.Namespace) -> int:
+    """`tas view`: the topology view from a workstation, read-only (no lease, no writes)."""
+    import asyncio
+
+    from tas import features
+    from tas.config import Settings
+    from tas.kube.kubeconfig import KubeconfigError
+    from tas.runtime import viewonly
+
+    try:
+        gates = features.from_env_and_flag(args.feature_gates)
+        features.activate(gates)
+        if not args.address:
+            raise ValueError("--address: must not be empty")
+        _check_view_address(args.address)
+    except (features.FeatureGateError, ValueError) as exc:
+        print(f"tas view: {exc}", file=sys.stderr)
+        return 2
+    settings = Settings(kubeconfig=args.kubeconfig, gates=gates, view_address=args.address)
+    _configure_logging(args.log_level, gates)
+    try:
+        return asyncio.run(viewonly.run(settings))
+    except KubeconfigError as exc:
+        print(f"tas view: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 0
 
 
 def _webhook_addresses(args: argparse.Namespace) -> dict:
@@ -229,6 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_offline_commands(sub)
     _add_top(sub)
     _add_migrate_storage(sub)
+    _add_view(sub)
     op = sub.add_parser("operator", help="run the operator against a cluster")
     _add_operator_flags(op)
     _add_webhook_flags(op)
@@ -267,7 +312,13 @@ def _add_offline_commands(sub) -> None:
     contest.add_argument(
         "--feature-gates",
         metavar="GATES",
-        help="A=true,B=false (TASProfileFragmentationAware changes the placement)",
+        help="A=true,B=false (TASProfileFragmentationAware changes the groups planner)",
+    )
+    contest.add_argument(
+        "--planner",
+        choices=contest_names.PLANNERS,
+        default=contest_names.DEFAULT_PLANNER,
+        help="how VMs are placed (default %(default)s; first-fit and best-fit: plain baselines)",
     )
     contest.set_defaults(func=_contest)
 
@@ -291,8 +342,9 @@ def _add_top(sub) -> None:
     )
     top.add_argument(
         "--url",
-        help="the operator's view, at its --view-address (default: the operator's default, on "
-        "this host; from afar, kubectl port-forward); reads URL/model.json",
+        default=f"http://{DEFAULT_VIEW_ADDRESS}",
+        help="the operator's view at its --view-address, or `tas view`'s (from afar, kubectl "
+        "port-forward); reads URL/model.json (default: %(default)s)",
     )
     top.add_argument("--interval", type=float, metavar="SECONDS", help="between refreshes")
     top.add_argument("--once", action="store_true", help="print one frame and exit")
@@ -315,6 +367,28 @@ def _add_migrate_storage(sub) -> None:
         help="default: in-cluster, then ~/.kube/config",
     )
     migrate_storage.set_defaults(func=_migrate_storage)
+
+
+def _add_view(sub) -> None:
+    view = sub.add_parser(
+        "view",
+        help="serve the live topology view from this machine (read-only: lists and watches, "
+        "never writes)",
+    )
+    view.add_argument(
+        "--kubeconfig",
+        default=env_default("KUBECONFIG_PATH"),
+        help="default: in-cluster, then ~/.kube/config",
+    )
+    view.add_argument(
+        "--address",
+        default=env_default("VIEW_ADDRESS", DEFAULT_VIEW_ADDRESS),
+        help=f"HOST:PORT to serve the page on (default {DEFAULT_VIEW_ADDRESS}; it has no "
+        "authentication, keep it on localhost)",
+    )
+    view.add_argument("--feature-gates", default=None, help="A=true,B=false (as the operator's)")
+    view.add_argument("--log-level", default=env_default("LOG_LEVEL", "INFO"))
+    view.set_defaults(func=_view)
 
 
 def _add_operator_flags(op: argparse.ArgumentParser) -> None:
@@ -357,6 +431,12 @@ def _add_operator_flags(op: argparse.ArgumentParser) -> None:
         default=env_default("MAX_LEADERWORKERSET_REPLICAS"),
         help="the most replicas (one Workload each) a queued LeaderWorkerSet may ask for; more "
         "are refused (default: tas.config.DEFAULT_MAX_LEADERWORKERSET_REPLICAS)",
+    )
+    op.add_argument(
+        "--view-address",
+        default=env_default("VIEW_ADDRESS", DEFAULT_VIEW_ADDRESS),
+        help="HOST:PORT of the read-only topology view (default "
+        f"{DEFAULT_VIEW_ADDRESS}: it has no authentication; empty disables it)",
     )
     op.add_argument("--liveness", default=None, help="e.g. http://0.0.0.0:8080/healthz")
     op.add_argument("--log-level", default=env_default("LOG_LEVEL", "INFO"))

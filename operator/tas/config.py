@@ -23,6 +23,10 @@ MAX_REVIEW_BYTES = 256 << 10
 # maxLeaderWorkerSetReplicas.
 DEFAULT_MAX_LEADERWORKERSET_REPLICAS = 1000
 
+# `tas view`'s page: localhost only, as it has no authentication (--view-address; the chart's
+# view.address; empty disables it).
+DEFAULT_VIEW_ADDRESS = "127.0.0.1:8090"
+
 SYSTEM_NAMESPACE = "kube-system"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set on every namespace by the API server
 
@@ -110,6 +114,7 @@ class Settings:
     # Kueue's default, every namespace but kube-system and leader_election_namespace.
     managed_jobs_namespace_selector: Mapping | None = None
     max_leaderworkerset_replicas: int = DEFAULT_MAX_LEADERWORKERSET_REPLICAS
+    view_address: str = DEFAULT_VIEW_ADDRESS  # the topology view's HOST:PORT; "" disables it
 
     @property
     def managed_namespaces_selector(self) -> Mapping:

@@ -37,7 +37,7 @@ import itertools
 import logging
 import threading
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from tas.api.constants import (
@@ -144,6 +144,9 @@ class ClusterState:
         self.assumed_partitions: dict[Key, dict[Key, dict[tuple[str, ...], int]]] = defaultdict(
             dict
         )
+        # Called (no argument, on the loop) after nodes, pods' usage, workloads or groups
+        # change: the topology view rebuilds shortly after. Must be cheap and never raise.
+        self.listeners: list[Callable[[], None]] = []
 
     def _init_workload_building(self) -> None:
         """What is read when a Workload is built, never by admission itself: its priority, and
@@ -165,15 +168,21 @@ class ClusterState:
 
     # ---- capacity changes that are not our own admissions -------------------------------------
 
+    def _notify(self) -> None:
+        for listener in self.listeners:
+            listener()
+
     def _capacity_changed(self) -> None:
         """Topologies, flavors or queues changed: snapshots are rebuilt on next use."""
         self.generation += 1
         self._snapshots.clear()
         self._holds = None
+        self._notify()
 
     def _node_changed(self, name: str) -> None:
         """One node's capacity changed: update the cached snapshots in place."""
         self.generation += 1
+        self._notify()
         node = self.nodes.get(name)
         for snapshot in self._snapshots.values():
             if node is None:
@@ -511,6 +520,7 @@ class ClusterState:
         if self.placement_groups.get(key) != group:
             self.generation += 1  # decisions refused under the old object are tried again
             self._holds = None
+            self._notify()
         self.placement_groups[key] = group
         # partitions now in the object no longer need the in-memory copy
         assumed = self.assumed_partitions.get(key)
@@ -526,6 +536,7 @@ class ClusterState:
             self.generation += 1
             self._holds = None
             self.placement_groups_deleted.add((namespace, name))
+            self._notify()
 
     def quota_tree(self) -> QuotaTree:
         """ClusterQueues and cohorts with their current usage (read live from the charges)."""
@@ -657,6 +668,7 @@ class ClusterState:
             )
             self._drop_assumption(workload.key)
         self._recharge(workload.key)
+        self._notify()  # its status (a pending reason) may be all that changed
         return True
 
     def delete_workload(self, namespace: str, name: str) -> None:
@@ -677,6 +689,7 @@ class ClusterState:
                 del self.assumed_partitions[old.group_key]
         self._drop_assumption((namespace, name))
         self._recharge((namespace, name))
+        self._notify()
 
     def assume(self, workload: WorkloadInfo, charge: Charge) -> None:
         """Take capacity for an admission before its status write lands. The write must be
@@ -722,6 +735,7 @@ class ClusterState:
                 self._cover(key)
             return
         self._holds = None
+        self._notify()
         if old:
             self._apply(old, -1)
             del self._charges[key]

@@ -41,6 +41,8 @@ from tas.runtime.leader import LeaderElector, LeaseSettings
 from tas.runtime.serial import SerialWorker
 from tas.runtime.watches import WATCHES, Watch, on_workload
 from tas.ungater.worker import Ungater
+from tas.view import live_server
+from tas.view.server import ViewServer
 from tas.workload.writer import WorkloadWriter
 
 log = logging.getLogger("tas.operator")
@@ -146,6 +148,7 @@ class Runtime:
         self.tasks: list[asyncio.Task] = []
         self.helpers: list[asyncio.Task] = []  # one-off tasks that end by themselves
         self.active = False
+        self.view: ViewServer | None = None  # the topology view, once served
 
     def _integrations(self, settings: Settings) -> None:
         """The integrations' controllers, the ungater and their serial workers; every write
@@ -309,6 +312,14 @@ class Runtime:
         for worker in self.workers():
             task(worker.run(), worker.name)
         task(self._activate(), "activate")
+        if self.settings.view_address:
+            self.helpers.append(asyncio.create_task(self._serve_view(), name="view"))
+
+    async def _serve_view(self) -> None:
+        """The topology view, on every replica (it only reads the cache), from the first
+        sync on: building it while thousands of nodes are listed would slow the listing."""
+        await self.synced()
+        self.view = await live_server.serve(self.state, self.settings.view_address)
 
     def workers(self) -> list[SerialWorker]:
         return [
@@ -430,6 +441,8 @@ class Runtime:
         for t in [*self.tasks, *dynamic, *self.helpers]:
             t.cancel()
         await asyncio.gather(*self.tasks, *dynamic, *self.helpers, return_exceptions=True)
+        if self.view is not None:
+            await live_server.stop(self.state, self.view)
         if self.elector is not None:
             try:
                 await asyncio.wait_for(self.elector.release(), 5)

@@ -20,11 +20,12 @@ from typing import IO
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
+from tas.config import DEFAULT_VIEW_ADDRESS
 from tas.view import codec, text
 from tas.view.amounts import printable
 from tas.view.model import ClusterView
 
-DEFAULT_URL = "http://127.0.0.1:8090"
+DEFAULT_URL = f"http://{DEFAULT_VIEW_ADDRESS}"  # the operator's own view, on this host
 DEFAULT_INTERVAL = 2.0
 TIMEOUT_SECONDS = 10.0
 MAX_BYTES = 256 << 20  # /model.json of a 5,000-node cluster is a few MB

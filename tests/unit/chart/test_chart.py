@@ -1238,3 +1238,24 @@ def test_the_charts_list_of_generic_job_kinds_is_the_registrys() -> None:
     assert (CHART / "files" / "generic-jobs.yaml").read_text() == chartdata.render(), (
         "run `make chart-data`"
     )
+
+
+# ---- the topology view -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("address", [None, "0.0.0.0:9090", ""], ids=["default", "set", "off"])
+def test_the_view_listens_where_the_values_say_and_no_service_exposes_it(address) -> None:
+    docs = render({"view": {"address": address}} if address is not None else None)
+    expected = Settings().view_address if address is None else address
+    assert flag(docs, "view-address") == expected
+    assert build_parser().parse_args(["operator", *args_of(docs)]).view_address == expected
+    ports = {p["name"]: p["containerPort"] for p in container(docs)["ports"]}
+    assert ports.get("view") == (int(expected.rsplit(":", 1)[1]) if expected else None)
+    service_ports = {p["port"] for p in the(docs, "Service")["spec"]["ports"]}
+    assert service_ports == {port(docs, "webhook")}
+
+
+def test_a_view_address_without_a_port_fails_the_render() -> None:
+    result = helm("template", RELEASE, str(CHART), values={"view": {"address": "localhost"}})
+    assert result.returncode != 0
+    assert "view" in result.stderr

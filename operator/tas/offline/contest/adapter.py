@@ -16,18 +16,30 @@ from typing import IO
 import numpy as np
 
 from tas import features
-from tas.offline.contest.generator import MAX_BATCH, MAX_SERVERS
+from tas.offline.contest.baselines import BASELINES
+from tas.offline.contest.generator import MAX_BATCH
+from tas.offline.contest.greedy import Greedy
+from tas.offline.contest.names import DEFAULT_PLANNER, GROWTH, PLANNERS
+from tas.offline.contest.planner import Growth
+from tas.offline.contest.pool import Pool, ProtocolError, Vm, VmType, in_range, vm_type
 from tas.solver.groups import (
     GroupPlacementFailure,
     GroupRules,
     GroupState,
-    Layout,
     excluded_leaves,
     place,
 )
 
-LEVELS = ("network-domain", "pod", "rack", "server")
 ND, POD, RACK, SERVER = range(4)
+
+MAX_DIGITS = 19  # the longest integer the protocol carries (64 bits)
+
+
+@dataclass
+class Group:
+    rules: GroupRules
+    state: GroupState = field(default_factory=GroupState)
+
 
 # Seed 001's group types as our constraints.
 RULES_BY_TYPE = {
@@ -41,106 +53,6 @@ RULES_BY_TYPE = {
     8: GroupRules(affinity=ND, anti_affinity=RACK),
     9: GroupRules(affinity=ND, exclusive=POD, whole=True),
 }
-
-
-# CPU and memory amounts: far above the statement's (at most 500), and small enough that no sum
-# over the pool leaves 64 bits.
-MAX_AMOUNT = 2**31 - 1
-MAX_DIGITS = 19  # the longest integer the protocol carries (64 bits)
-
-
-class ProtocolError(ValueError):
-    """The input does not follow the statement."""
-
-
-def _in_range(what: str, value: int, low: int, high: int) -> int:
-    if not low <= value <= high:
-        raise ProtocolError(f"{what} must be {low} to {high}, got {value}")
-    return value
-
-
-@dataclass(frozen=True)
-class VmType:
-    numa_count: int
-    cpu: int
-    memory: int
-
-
-@dataclass
-class Group:
-    rules: GroupRules
-    state: GroupState = field(default_factory=GroupState)
-
-
-@dataclass(frozen=True)
-class Vm:
-    server: int
-    numa: tuple[int, ...]  # 0-based NUMA nodes
-    type: VmType
-    group: int
-    partition: int
-
-
-def vm_type(index: int, numa_count: int, cpu: int, memory: int) -> VmType:
-    """VM type `index` (1-based) as its line gives it, checked."""
-    _in_range(f"VM type {index}: NUMA count", numa_count, 1, 2)
-    _in_range(f"VM type {index}: CPU", cpu, 1, MAX_AMOUNT)
-    _in_range(f"VM type {index}: memory", memory, 1, MAX_AMOUNT)
-    return VmType(numa_count, cpu, memory)
-
-
-class Pool:
-    def __init__(self, n: int, p: int, r: int, s: int, numa: int, cpu: int, memory: int) -> None:
-        if numa != 2:
-            raise ProtocolError(f"K must be 2, got {numa}")
-        for name, value in zip("NPRS", (n, p, r, s), strict=True):
-            _in_range(name, value, 1, MAX_SERVERS)
-        if n * p * r * s > MAX_SERVERS:  # checked before a server is made
-            raise ProtocolError(
-                f"N*P*R*S must be at most {MAX_SERVERS} servers, got {n * p * r * s}"
-            )
-        _in_range("C", cpu, 1, MAX_AMOUNT)
-        _in_range("M", memory, 1, MAX_AMOUNT)
-        self.shape = (n, p, r, s)
-        self.index: list[tuple[int, int, int, int]] = [
-            (a, b, c, d) for a in range(n) for b in range(p) for c in range(r) for d in range(s)
-        ]
-        paths = [
-            (f"n{a}", f"n{a}p{b}", f"n{a}p{b}r{c}", f"n{a}p{b}r{c}s{d}")
-            for a, b, c, d in self.index
-        ]
-        self.layout = Layout(LEVELS, paths)
-        self.cpu = np.full((len(paths), 2), cpu, dtype=np.int64)
-        self.memory = np.full((len(paths), 2), memory, dtype=np.int64)
-        self.vms_on = np.zeros(len(paths), dtype=np.int64)
-
-    def per_node(self, vm: VmType) -> np.ndarray:
-        """VMs of the type that fit on each NUMA node, one row per server."""
-        return np.minimum(self.cpu // vm.cpu, self.memory // vm.memory)
-
-    def capacity(self, vm: VmType) -> np.ndarray:
-        fits = self.per_node(vm)
-        return fits.min(axis=1) if vm.numa_count == 2 else fits.sum(axis=1)
-
-    def take(self, server: int, vm: VmType) -> tuple[int, ...]:
-        if vm.numa_count == 2:
-            nodes: tuple[int, ...] = (0, 1)
-        else:
-            fits = self.per_node(vm)[server]
-            candidates = [k for k in (0, 1) if fits[k] > 0]
-            # the node with less room left: the other keeps space for larger VMs
-            nodes = (min(candidates, key=lambda k: (int(self.cpu[server, k]), k)),)
-        for k in nodes:
-            self.cpu[server, k] -= vm.cpu
-            self.memory[server, k] -= vm.memory
-        self.vms_on[server] += 1
-        return nodes
-
-    def release(self, vm: Vm) -> None:
-        for k in vm.numa:
-            self.cpu[vm.server, k] += vm.type.cpu
-            self.memory[vm.server, k] += vm.type.memory
-        self.vms_on[vm.server] -= 1
 
 
 class Contest:
@@ -252,7 +164,24 @@ def _tokens(stream: IO[str]) -> Iterator[int]:
                 raise ProtocolError(f"not an integer: {token[:40]!r}") from None
 
 
-def run(stdin: IO[str], stdout: IO[str], fragmentation_aware: bool = False) -> int:
+def make_planner(
+    name: str, pool: Pool, types: list[VmType], fragmentation_aware: bool = False
+) -> Contest | Greedy:
+    if name == "groups":
+        return Contest(pool, types, fragmentation_aware)
+    if name == GROWTH:
+        return Greedy(pool, types, Growth())
+    if name in BASELINES:
+        return Greedy(pool, types, BASELINES[name]())
+    raise ValueError(f"unknown planner {name!r}; one of {', '.join(PLANNERS)}")
+
+
+def run(
+    stdin: IO[str],
+    stdout: IO[str],
+    fragmentation_aware: bool = False,
+    planner: str = DEFAULT_PLANNER,
+) -> int:
     """Serve one run; returns the number of VMs placed."""
     tokens = _tokens(stdin)
 
@@ -266,7 +195,7 @@ def run(stdin: IO[str], stdout: IO[str], fragmentation_aware: bool = False) -> i
     cpu, memory = take(2)
     (type_count,) = take(1)
     types = [vm_type(index, *take(3)) for index in range(1, type_count + 1)]
-    contest = Contest(Pool(n, p, r, s, k, cpu, memory), types, fragmentation_aware)
+    contest = make_planner(planner, Pool(n, p, r, s, k, cpu, memory), types, fragmentation_aware)
     placed = 0
     while True:
         try:
@@ -278,7 +207,7 @@ def run(stdin: IO[str], stdout: IO[str], fragmentation_aware: bool = False) -> i
             contest.create_group(index, group_type, partitions)
         elif kind == 2:
             count, type_index, group_index = take(3)
-            ids = take(_in_range("VM creation: count", count, 1, MAX_BATCH))
+            ids = take(in_range("VM creation: count", count, 1, MAX_BATCH))
             lines = contest.create_vms(type_index, group_index, ids)
             if lines is None:
                 stdout.write("-1\n")
@@ -289,7 +218,7 @@ def run(stdin: IO[str], stdout: IO[str], fragmentation_aware: bool = False) -> i
             placed += count
         elif kind == 3:
             (count,) = take(1)
-            contest.delete_vms(take(_in_range("VM deletion: count", count, 1, len(contest.vms))))
+            contest.delete_vms(take(in_range("VM deletion: count", count, 1, len(contest.vms))))
         elif kind == 4:
             return placed
         else:
@@ -301,9 +230,10 @@ def main(
     stdout: IO[str] = sys.stdout,
     stderr: IO[str] = sys.stderr,
     gates: str | None = None,
+    planner: str = DEFAULT_PLANNER,
 ) -> int:
     """`gates`: `A=true,...` as `tas operator --feature-gates`; TASProfileFragmentationAware
-    is the one that changes placement here."""
+    is the one that changes placement here (of the "groups" planner)."""
     try:
         enabled = features.from_env_and_flag(gates)
         fragmentation_aware = enabled.solver_options().fragmentation_aware
@@ -312,7 +242,7 @@ def main(
         return 2
     try:
         with features.activated(enabled):
-            run(stdin, stdout, fragmentation_aware)
+            run(stdin, stdout, fragmentation_aware, planner)
     except ProtocolError as error:
         print(f"tas contest: {error}", file=stderr)
         return 2

@@ -46,6 +46,7 @@ MAX_BATCH = 500
 SINGLE_REQUEST = frozenset({1, 2, 7})  # rack or pod affinity: one creation request only
 WHOLE_SERVER_TYPES = frozenset({2, 9})
 ONE_VM_TYPE = WHOLE_SERVER_TYPES | {6}  # groups that always ask for their own VM type
+GROWING_TYPES = frozenset({3, 8, 9})  # network-domain affinity: many creation requests
 
 Dims = tuple[int, int, int, int]  # N, P, R, S
 
@@ -77,6 +78,13 @@ class _Shape:
     wipe: float  # chance that a deletion empties its group
     without_whole_server: float  # chance of a pool with C > 100: no types 2 and 9 then
     stop_load: float = math.inf  # stop once this much (times capacity) was ever asked for
+    reopen: float = 0.4  # chance that a step asks a group with live VMs for more
+    # Relative chance of each PG type (0..9) for a new group; None: all alike.
+    type_weights: tuple[float, ...] | None = None
+    # Network-domain groups (types 3, 8, 9) that grow: each aims at this share of what its
+    # domain holds, reached in this many creation requests; None: they grow at random.
+    growth: tuple[float, float] | None = None
+    growth_steps: tuple[int, int] = (4, 12)
 
 
 _SHAPES: dict[str, _Shape] = {
@@ -107,6 +115,23 @@ _SHAPES: dict[str, _Shape] = {
         wipe=0.2,
         without_whole_server=0.25,
         stop_load=3.0,
+    ),
+    # The contest's hardest cases: many network-domain groups that open over time and keep
+    # growing towards a planned size, beside rack anti-affinity, partitioned, whole-server and
+    # small groups, until the pool is asked for twice what it holds. A planner that packs a
+    # new domain group where the others are fails on its growth while whole domains stay empty.
+    "growing": _Shape(
+        requests=3000,
+        dims=lambda g: (g.randint(3, 6), g.randint(4, 6), g.randint(2, 4), g.randint(4, 8)),
+        types=(3, 8),
+        delete=(0.03, 0.03),
+        target_load=math.inf,
+        wipe=0.3,
+        without_whole_server=0.2,
+        stop_load=2.0,
+        reopen=0.75,
+        type_weights=(1, 1, 0.5, 4, 1, 1.5, 1.5, 0.5, 2, 1),
+        growth=(0.15, 0.7),
     ),
     "churn": _Shape(
         requests=3000,
@@ -141,6 +166,8 @@ class _Group:
     # Whole pods (types 2, 9): per creation request, [its pods, its live VMs].
     batches: list[list[int]] = field(default_factory=list)
     deleted_since_creation: int = 0  # type 6: the next request asks for at least this many
+    target: int = 0  # a growing group's planned live VMs (0: no plan)
+    step: int = 0  # and the VMs it asks for per creation request on the way
     listed: bool = False  # in _Builder.live_groups
 
 
@@ -221,14 +248,14 @@ class _Builder:
             must_open = pending and room <= 2 * len(pending)
             if not must_open and self.demand and rng.random() < p_delete and self._delete():
                 continue
-            reopen = not must_open and self.reopenable and rng.random() < 0.4
+            reopen = not must_open and self.reopenable and rng.random() < self.shape.reopen
             if reopen and self._create(rng.choice(self.reopenable)):
                 continue
             if room < 2:  # a new group needs its PG request and its creation request
                 if self.demand and self._delete():
                     continue
                 break
-            gtype = pending.pop() if pending else rng.choice(self.group_types)
+            gtype = pending.pop() if pending else self._group_type()
             if not self._open(gtype):
                 break  # only at the VM cap: no whole pod fits in what is left
         lines.append("4")
@@ -240,6 +267,7 @@ class _Builder:
         whole = gtype in WHOLE_SERVER_TYPES
         vm_type = self.whole if whole else rng.randint(1, len(self.vm_types))
         group = _Group(self.groups + 1, gtype, partitions, vm_type)
+        self._plan_growth(group)
         size, vm_type = self._next_request(group)
         if not size:
             return False
@@ -250,6 +278,24 @@ class _Builder:
         self.requests += 1
         self._emit(group, size, vm_type)
         return True
+
+    def _group_type(self) -> int:
+        weights = self.shape.type_weights
+        if weights is None:
+            return self.rng.choice(self.group_types)
+        return self.rng.choices(self.group_types, [weights[t] for t in self.group_types])[0]
+
+    def _plan_growth(self, group: _Group) -> None:
+        """A network-domain group of a growing shape aims at a share of its domain, in steps
+        (whole pods for type 9)."""
+        growth = self.shape.growth
+        if growth is None or group.type not in GROWING_TYPES:
+            return
+        unit = self.pod_size if group.type == 9 else 1
+        room = self._room(group, group.vm_type) // unit
+        group.target = max(1, round(self.rng.uniform(*growth) * room)) * unit
+        steps = self.rng.randint(*self.shape.growth_steps)
+        group.step = max(1, round(group.target / unit / steps)) * unit
 
     def _size(self, group: _Group) -> int:
         rng = self.rng
@@ -281,9 +327,15 @@ class _Builder:
         if room < 1 and vm_type != group.vm_type:
             vm_type = group.vm_type
             room = self._room(group, vm_type)
+        # A growing group asks for its next step towards its plan (0 once there).
+        wanted = None
+        if group.target:  # whole pods for type 9, however many of its VMs were deleted
+            unit = self.pod_size if group.type in WHOLE_SERVER_TYPES else 1
+            wanted = min(group.step, (group.target - len(group.live)) // unit * unit)
         deleted = group.deleted_since_creation
         # A type-6 group's room covers its deletions: it had them live before, of one type.
-        size = min(max(min(self._size(group), room), deleted), MAX_BATCH)
+        ask = self._size(group) if wanted is None else wanted
+        size = min(max(min(ask, room), deleted), MAX_BATCH)
         left = MAX_VMS - self.next_vm + 1
         if size > left:
             if group.type in WHOLE_SERVER_TYPES or deleted > left:
@@ -333,6 +385,8 @@ class _Builder:
         size, vm_type = self._next_request(group)
         if size:
             self._emit(group, size, vm_type)
+        elif group.target:  # grown to its plan: it asks for no more
+            self.reopenable.remove(group)
         return bool(size)
 
     def _emit(self, group: _Group, size: int, vm_type: int) -> None:

@@ -385,3 +385,16 @@ def test_saturating_runs_the_pool_out_of_room(seed: int) -> None:
     else:
         pytest.fail("the live VMs never outgrow the pool")
     assert asked <= 0.6 * total, (asked, total)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_growing_has_network_domain_groups_that_grow(seed: int) -> None:
+    text = generate(seed, "growing")
+    summary = validate(text)
+    assert summary.asked >= 1.9  # twice the pool, give or take rounding
+    problem = parse_input(text)
+    kinds = {r.group: r.type for r in problem.requests if isinstance(r, CreateGroup)}
+    asks = Counter(r.group for r in problem.requests if isinstance(r, CreateVms))
+    growth = [n - 1 for g, n in asks.items() if kinds[g] in generator.GROWING_TYPES]
+    assert max(growth) >= 3 and sum(growth) >= 8, asks  # asked again and again
+    assert {kinds[g] for g in asks} >= {3, 5, 6}  # beside rack anti-affinity and partitions
