@@ -1,4 +1,4 @@
-"""The `tas` command: `tas solve`, `tas simulate`, `tas contest`, `tas operator`,
+"""The `tas` command: `tas solve`, `tas simulate`, `tas contest`, `tas top`, `tas operator`,
 `tas migrate-storage`, `tas view`."""
 
 from __future__ import annotations
@@ -17,13 +17,34 @@ SYNC_BEFORE_KOPF_SECONDS = 10.0
 def _solve(args: argparse.Namespace) -> int:
     from tas.offline import scenario
 
-    return scenario.main(args.file, sys.stdout, sys.stderr, stats=args.stats)
+    return scenario.main(args.file, sys.stdout, sys.stderr, stats=args.stats, output=args.output)
 
 
 def _simulate(args: argparse.Namespace) -> int:
     from tas.offline.simulate import run
 
-    return run.main(args.file, sys.stdout, sys.stderr, plot=args.plot, compare_gates=args.compare)
+    return run.main(
+        args.file,
+        sys.stdout,
+        sys.stderr,
+        plot=args.plot,
+        compare_gates=args.compare,
+        output=args.output,
+    )
+
+
+def _top(args: argparse.Namespace) -> int:
+    from tas.view import top
+
+    return top.main(
+        sys.stdout,
+        sys.stderr,
+        url=args.url,
+        interval=args.interval,
+        once=args.once,
+        trace=args.trace,
+        at=args.at,
+    )
 
 
 def _contest(args: argparse.Namespace) -> int:
@@ -250,6 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     _add_offline_commands(sub)
+    _add_top(sub)
     _add_migrate_storage(sub)
     _add_view(sub)
     op = sub.add_parser("operator", help="run the operator against a cluster")
@@ -269,6 +291,7 @@ def _add_offline_commands(sub) -> None:
         help="also print on stderr, as one JSON line, the parse time and the placement time "
         "per workload (total, p50, p99), all workloads and admitted and rejected apart",
     )
+    _add_output_flag(solve)
     solve.set_defaults(func=_solve)
 
     simulate = sub.add_parser(
@@ -279,6 +302,7 @@ def _add_offline_commands(sub) -> None:
     simulate.add_argument(
         "--compare", metavar="GATES", help="A=true,B=false: run again with these gates on top"
     )
+    _add_output_flag(simulate)
     simulate.set_defaults(func=_simulate)
 
     contest = sub.add_parser(
@@ -297,6 +321,38 @@ def _add_offline_commands(sub) -> None:
         help="how VMs are placed (default %(default)s; first-fit and best-fit: plain baselines)",
     )
     contest.set_defaults(func=_contest)
+
+
+def _add_output_flag(command: argparse.ArgumentParser) -> None:
+    from tas.offline.summary import FORMATS
+
+    command.add_argument(
+        "-o",
+        "--output",
+        choices=FORMATS,
+        default=None,
+        help="json or yaml: the report (what a pipe gets); text: a short summary (what a "
+        "terminal gets)",
+    )
+
+
+def _add_top(sub) -> None:
+    top = sub.add_parser(
+        "top", help="the topology's occupancy and the pending workloads, in the terminal"
+    )
+    top.add_argument(
+        "--url",
+        default=f"http://{DEFAULT_VIEW_ADDRESS}",
+        help="the operator's view at its --view-address, or `tas view`'s (from afar, kubectl "
+        "port-forward); reads URL/model.json (default: %(default)s)",
+    )
+    top.add_argument("--interval", type=float, metavar="SECONDS", help="between refreshes")
+    top.add_argument("--once", action="store_true", help="print one frame and exit")
+    top.add_argument("--trace", metavar="FILE", help="a `tas simulate` trace instead (with --at)")
+    top.add_argument(
+        "--at", type=float, metavar="SECONDS", help="the time in the trace's simulated clock"
+    )
+    top.set_defaults(func=_top)
 
 
 def _add_migrate_storage(sub) -> None:

@@ -1,6 +1,6 @@
-"""The offline commands keep their contract on any input: `tas solve`, `tas simulate` and `tas
-contest` either answer (exit 0) or print exactly one line on stderr and exit non-zero, never a
-traceback, and within bounded memory and time.
+"""The offline commands keep their contract on any input: `tas solve`, `tas simulate`, `tas
+contest` and `tas top` (on what a server sends) either answer (exit 0) or print exactly one
+line on stderr and exit non-zero, never a traceback, and within bounded memory and time.
 
 The fuzzing takes a small valid input and puts hostile values anywhere in it: integers far
 beyond 64 bits (written as YAML hex, as a 4,000-digit one fits on one line), negatives and
@@ -30,6 +30,8 @@ from hypothesis import strategies as st
 from tas.offline import scenario
 from tas.offline.contest import adapter
 from tas.offline.simulate import run as simulate
+from tas.view import codec, top
+from tas.view import model as view_model
 
 PEAK_BYTES = 256 << 20  # far above what a valid input this small needs
 SECONDS = 10.0  # per run; they take milliseconds
@@ -205,6 +207,111 @@ def test_tas_simulate_keeps_its_contract_on_hostile_traces(tmp_path_factory, doc
     path = tmp_path_factory.mktemp("simulate") / "trace.yaml"
     path.write_text(emit(document))
     code, out, err = within_bounds(lambda o, e: simulate.main(str(path), o, e))
+    one_line_or_answer(code, out, err)
+
+
+def valid_model() -> dict:
+    """A small /model.json: a rack of two hosts, one admitted and one pending workload."""
+    rack = "rack"
+    alloc = {"cpu": 4000, "memory": 8 << 30, "pods": 110_000}
+    use = view_model.Use("ns/w1", {"cpu": 2000}, 2)
+    hosts = (
+        view_model.HostView("n0", alloc, (use,), alloc, (view_model.CORDONED,)),
+        view_model.HostView("n1", alloc, (), alloc),
+    )
+    domain = view_model.DomainView(rack, "r0", alloc, alloc, hosts=hosts)
+    workloads = (
+        view_model.WorkloadView("ns/w1", "q", "cq", 2, True, hosts=("n0",)),
+        view_model.WorkloadView("ns/w2", "q", "cq", 9, False, reason="no room", needs="9 pods"),
+    )
+    view = view_model.ClusterView(
+        (view_model.FlavorView("f", "t", (rack, "kubernetes.io/hostname"), (domain,)),),
+        workloads,
+        replacements=(view_model.ReplacementView("ns/w1", "n9", "n0", 1.0e9),),
+        at=1.7e9,
+        extras={"source": "test"},
+    )
+    return codec.to_data(view)
+
+
+def emit_json(value: Any) -> bytes:
+    """JSON as a server could send it, integers of any size included (as digits)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str | float):
+        return json.dumps(value).encode()
+    if isinstance(value, int):
+        return str(value).encode() if abs(value) < 10**4000 else b"9" * 5000
+    if isinstance(value, list):
+        return b"[" + b", ".join(emit_json(item) for item in value) + b"]"
+    members = [
+        emit_json(key if isinstance(key, str) else emit_json(key).decode())
+        + b": "
+        + emit_json(item)
+        for key, item in value.items()
+    ]
+    return b"{" + b", ".join(members) + b"}"
+
+
+@FUZZ
+@given(document=hostile_documents(valid_model))
+def test_tas_top_keeps_its_contract_on_hostile_models(document) -> None:
+    body = emit_json(document)
+    code, out, err = within_bounds(
+        lambda o, e: top.main(o, e, url="http://test", once=True, fetch=lambda _: body)
+    )
+    one_line_or_answer(code, out, err)
+
+
+@st.composite
+def well_typed_hostile_models(draw) -> Any:
+    """Every number and string of a valid model may be swapped for a hostile one of the same
+    type, so that the model decodes and the drawing meets the values."""
+    by_type = {
+        int: hostile_ints,
+        float: st.floats(allow_nan=True, allow_infinity=True),
+        str: st.text(max_size=20) | st.sampled_from(["x" * 5000, "[bold]", "\x1b[2J", "\n"]),
+    }
+
+    def swap(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {key: swap(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [swap(item) for item in value]
+        strategy = by_type.get(type(value))
+        return draw(strategy) if strategy is not None and draw(st.booleans()) else value
+
+    return swap(valid_model())
+
+
+@FUZZ
+@given(document=well_typed_hostile_models())
+def test_tas_top_draws_any_well_typed_model(document) -> None:
+    body = emit_json(document)
+    code, out, err = within_bounds(
+        lambda o, e: top.main(o, e, url="http://test", once=True, fetch=lambda _: body)
+    )
+    one_line_or_answer(code, out, err)
+    assert code == 0 or "not JSON" in err  # digits past Python's limit
+    assert "\x1b" not in out and "\x1b" not in err  # no escape sequence reaches the terminal
+
+
+@FUZZ
+@given(
+    document=hostile_documents(valid_trace),
+    at=st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from([0.0, 1.5, 3.0]),
+)
+def test_tas_top_keeps_its_contract_on_hostile_traces(tmp_path_factory, document, at) -> None:
+    path = tmp_path_factory.mktemp("top") / "trace.yaml"
+    path.write_text(emit(document))
+    code, out, err = within_bounds(lambda o, e: top.main(o, e, trace=str(path), at=at))
+    one_line_or_answer(code, out, err)
+
+
+@FUZZ
+@given(body=st.binary(max_size=200) | st.sampled_from([b"[" * 50_000, b'{"flavors": ' * 3000]))
+def test_tas_top_keeps_its_contract_on_bytes_that_are_not_a_model(body: bytes) -> None:
+    code, out, err = within_bounds(
+        lambda o, e: top.main(o, e, url="http://test", once=True, fetch=lambda _: body)
+    )
     one_line_or_answer(code, out, err)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import IO, Any
@@ -17,6 +18,7 @@ from typing import IO, Any
 from tas import features
 from tas.api import topologyassignment
 from tas.api.format import format_milli
+from tas.offline import summary
 from tas.offline.fields import ScenarioError
 from tas.offline.reader import SCENARIO_FLAVOR, Scenario, Workload, parse_scenario
 from tas.offline.yaml_loader import load_document, read_text
@@ -178,9 +180,12 @@ def _percentile(ordered: list[float], fraction: float) -> float:
     return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)]
 
 
-def main(path: str, stdout: IO[str], stderr: IO[str], stats: bool = False) -> int:
+def main(
+    path: str, stdout: IO[str], stderr: IO[str], stats: bool = False, output: str | None = None
+) -> int:
     """Exit 0 with JSON on stdout (not fitting is an answer), or 1 with one line on stderr.
-    With `stats`, a successful run also prints `stats_line` on stderr."""
+    With `stats`, a successful run also prints `stats_line` on stderr. `output` is `-o`: by
+    default a summary on a terminal, the JSON elsewhere (offline/summary.py)."""
     started, started_cpu = time.perf_counter(), time.process_time()
     try:
         scenario = parse_scenario(load_document(read_text(path)))
@@ -192,10 +197,25 @@ def main(path: str, stdout: IO[str], stderr: IO[str], stats: bool = False) -> in
     except ScenarioError as error:
         stderr.write(error_line(error) + "\n")
         return 1
-    stdout.write(json.dumps(result, indent=2) + "\n")
+    summary.write(
+        result,
+        summary.chosen(output, stdout),
+        stdout,
+        lambda report: json.dumps(report, indent=2),
+        lambda report: summary.solve_text(
+            report, scenario.levels, _labels_by_leaf(scenario), SCENARIO_FLAVOR
+        ),
+    )
     if stats:
         stderr.write(stats_line(timings) + "\n")
     return 0
+
+
+def _labels_by_leaf(scenario: Scenario) -> dict[str, Mapping[str, str]]:
+    """Each node's labels by its value of the lowest level (a hostname, usually): what the
+    domains of a topologyAssignment name."""
+    leaf = scenario.levels[-1]
+    return {node.labels[leaf]: node.labels for node in scenario.nodes if leaf in node.labels}
 
 
 def error_line(error: ScenarioError) -> str:

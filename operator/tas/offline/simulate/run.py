@@ -36,7 +36,7 @@ from tas.admission.decide import GroupDecision, decide
 from tas.api.format import format_milli
 from tas.api.placementgroups import rules_for, spec_to_object
 from tas.cache import placementgroups, projections
-from tas.offline import scenario
+from tas.offline import scenario, summary
 from tas.offline.fields import ScenarioError
 from tas.offline.reader import Scenario
 from tas.offline.simulate import trace as tracefile
@@ -659,9 +659,11 @@ def main(
     stderr: IO[str],
     plot: str | None = None,
     compare_gates: str | None = None,
+    output: str | None = None,
 ) -> int:
     """Exit 0 with the report as JSON on stdout; 1 with one line on stderr for a trace that is
-    malformed or a plot that cannot be written; 2 for a bad --compare."""
+    malformed or a plot that cannot be written; 2 for a bad --compare. `output` is `-o`: by
+    default a summary on a terminal, the JSON elsewhere (offline/summary.py)."""
     overrides: dict[str, bool] = {}
     if compare_gates is not None:
         try:
@@ -693,7 +695,7 @@ def main(
         except OSError as error:
             stderr.write(f"tas simulate: --plot: cannot write {plot}: {error}\n")
             return 1
-    stdout.write(dumps(result) + "\n")
+    summary.write(result, summary.chosen(output, stdout), stdout, dumps, summary.simulate_text)
     return 0
 
 
