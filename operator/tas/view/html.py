@@ -18,6 +18,7 @@ from markupsafe import Markup
 
 from tas.solver.types import Resources
 from tas.view.model import ClusterView, DomainView, FlavorView, HostView
+from tas.view.words import short_level
 
 # The resource a host's bar is drawn in: the first of these its flavor's nodes have.
 BAR_RESOURCES = ("nvidia.com/gpu", "cpu", "pods")
@@ -183,6 +184,7 @@ class Renderer:
             lstrip_blocks=True,
             undefined=jinja2.StrictUndefined,
         )
+        self.env.filters["short"] = short_level  # the long node label stays in a title
         self.env.globals.update(
             element_id=element_id,
             workload_colour=workload_colour,
