@@ -4,7 +4,7 @@ Kueue's `podset-group-name` joins exactly a leader (count 1) and its workers. Wi
 group that is not such a pair (a trainer, rollout workers and a reward model; prefill, decode
 and a router) is one gang: every pod of every role in one domain of the group's level. The
 domains of that level are tried least room first (BestFit's order among those with room for
-every role); inside one, the roles are placed in spec order, each by its own request (its own
+every role); inside one, the roles are placed scarcest first, each by its own request (its own
 slices), each seeing the ones before it. A preferred level climbs as Kueue's preferred
 algorithm does when no domain holds the gang; at the top the roles are placed one by one.
 """
@@ -40,8 +40,8 @@ class RoleGroupPlacement(RequiredPreferredPlacement):
         level = self._level_index(level_key, "no requested topology level")
         depths = [level] if topology.required else list(range(level, -1, -1))
         for depth in depths:
-            for path in self._gang_candidates(group, depth):
-                placed = self._roles_within(tree, group, path, assumed, assumed_shapes, excluded)
+            for path, roles in self._gang_candidates(group, depth):
+                placed = self._roles_within(tree, roles, path, assumed, assumed_shapes, excluded)
                 if placed is not None:
                     return placed
         if topology.required:
@@ -57,22 +57,30 @@ class RoleGroupPlacement(RequiredPreferredPlacement):
             )
         return placed
 
-    def _gang_candidates(self, group: list[PodSetRequest], depth: int) -> list[Path]:
+    def _gang_candidates(
+        self, group: list[PodSetRequest], depth: int
+    ) -> list[tuple[Path, list[PodSetRequest]]]:
         """The domains of `depth` with free room for every role's pods (each counted in its
-        own shape, ignoring the others), least total room first, then by values."""
+        own shape, ignoring the others), least total room first, then by values; with each,
+        the roles in the order they are placed there: the scarcest first (the least room for
+        its pods), so a role few nodes can host is not crowded out by the others."""
         layout = self.group_layout()
         codes = layout.codes[depth]
         size = len(layout.domains[depth])
-        total = np.zeros(size, dtype=np.int64)
+        rooms = [
+            np.bincount(codes, weights=self._pods_per_leaf(podset), minlength=size)
+            for podset in group
+        ]
         enough = np.ones(size, dtype=bool)
-        for podset in group:
-            room = np.bincount(codes, weights=self._pods_per_leaf(podset), minlength=size)
+        for podset, room in zip(group, rooms, strict=True):
             enough &= room >= podset.count
-            total += room.astype(np.int64)
-        order = sorted(
-            (int(total[code]), layout.domains[depth][code]) for code in np.flatnonzero(enough)
-        )
-        return [path for _, path in order]
+        out = []
+        for code in np.flatnonzero(enough).tolist():
+            ratios = [room[code] / podset.count for podset, room in zip(group, rooms, strict=True)]
+            order = sorted(range(len(group)), key=lambda index: (ratios[index], index))
+            total = int(sum(room[code] for room in rooms))
+            out.append((total, layout.domains[depth][code], [group[index] for index in order]))
+        return [(path, roles) for _, path, roles in sorted(out, key=lambda item: item[:2])]
 
     def _roles_within(
         self,
@@ -83,8 +91,8 @@ class RoleGroupPlacement(RequiredPreferredPlacement):
         assumed_shapes: dict[int, list[NumaShape]],
         excluded: np.ndarray | None,
     ) -> dict[str, Placed] | None:
-        """Each role in spec order inside `path` (everywhere when empty), on copies of the
-        usage so far; None when one does not fit."""
+        """Each role in the given order inside `path` (everywhere when empty), on copies of
+        the usage so far; None when one does not fit."""
         local = {leaf: dict(usage) for leaf, usage in assumed.items()}
         local_shapes = {leaf: list(shapes) for leaf, shapes in assumed_shapes.items()}
         out: dict[str, Placed] = {}
