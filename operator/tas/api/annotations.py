@@ -499,7 +499,9 @@ def _check_inner_preferred(
     the outermost slice level (inside the required domain it is placed as Kueue's preferred)."""
     if level not in depth:
         raise TopologyRequestError(
-            TAS_PODSET_PREFERRED_TOPOLOGY, level, f"is not a level of the topology (levels: {known})"
+            TAS_PODSET_PREFERRED_TOPOLOGY,
+            level,
+            f"is not a level of the topology (levels: {known})",
         )
     if request.required is None or depth[level] <= depth.get(request.required, len(depth)):
         raise TopologyRequestError(

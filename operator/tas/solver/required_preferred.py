@@ -22,7 +22,9 @@ from tas.solver.types import NumaShape, PodSetRequest
 def lower_preferred(request: PodSetRequest) -> PodSetRequest:
     """The pod set as it is placed inside one required domain: preferred at the lower level."""
     topology = replace(
-        request.topology, required=None, preferred=request.topology.inner_preferred,
+        request.topology,
+        required=None,
+        preferred=request.topology.inner_preferred,
         inner_preferred=None,
     )
     return replace(request, topology=topology)
@@ -57,9 +59,9 @@ class RequiredPreferredPlacement(Placement):
             )
         inner_workers = lower_preferred(workers)
         inner_leader = lower_preferred(leader) if leader is not None else None
-        best: tuple[tuple[int, int, int], dict[str, Placed]] | None = None
+        best: tuple[tuple[int, int], dict[str, Placed]] | None = None
         candidates = self._required_candidates(tree, workers, required)
-        for rank, (room, path) in enumerate(candidates):
+        for rank, (_, path) in enumerate(candidates):
             if within and path[: len(within)] != within[: len(path)]:
                 continue  # outside the domain the caller holds the pod set to
             inside = path if len(path) >= len(within) else within
@@ -69,7 +71,7 @@ class RequiredPreferredPlacement(Placement):
                 )
             except PlacementFailure:
                 continue
-            key = (_domains_spanned(placed, preferred), room, rank)
+            key = (_domains_spanned(placed, preferred), rank)
             if best is None or key < best[0]:
                 best = (key, placed)
         if best is None:  # nothing fits: Kueue's own placement, and its message

@@ -29,7 +29,9 @@ REQUIRED_BLOCK = {PODSET_REQUIRED_TOPOLOGY: "block"}
 
 def test_with_the_gate_the_lower_preferred_level_is_read():
     with gates(TASRequiredWithPreferred=True):
-        request = parse_topology_request({**REQUIRED_BLOCK, TAS_PODSET_PREFERRED_TOPOLOGY: "rack"}, 4)
+        request = parse_topology_request(
+            {**REQUIRED_BLOCK, TAS_PODSET_PREFERRED_TOPOLOGY: "rack"}, 4
+        )
         validate_levels(request, LEVELS)
     assert (request.required, request.inner_preferred) == ("block", "rack")
 
