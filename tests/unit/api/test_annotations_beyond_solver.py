@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from tas.api import topologyrequest
 from tas.api.annotations import (
     TopologyRequestError,
     parse_topology_request,
@@ -118,3 +119,15 @@ def test_roles_at_different_levels_are_refused():
 def test_without_the_gate_a_role_may_not_have_slices():
     with pytest.raises(TopologyRequestError, match="podset-slice"):
         roles("block", slices=True)
+
+
+def test_a_workload_carries_the_lower_level_in_its_template():
+    """Kueue's topologyRequest has no field for it (required and preferred are exclusive):
+    the Workload's pod template annotation is read, with the gate."""
+    api = {"required": "block"}
+    template = {TAS_PODSET_PREFERRED_TOPOLOGY: "rack"}
+    assert topologyrequest.from_api(api, template).inner_preferred is None
+    with gates(TASRequiredWithPreferred=True):
+        request = topologyrequest.from_api(api, template)
+    assert (request.required, request.inner_preferred) == ("block", "rack")
+    assert topologyrequest.to_api(request) == api
