@@ -49,6 +49,8 @@ class Gate(StrEnum):
     TAS_NUMA_ZONES = "TASNUMAZones"
     TAS_PLACEMENT_GROUPS = "TASPlacementGroups"
     TAS_PROFILE_FRAGMENTATION_AWARE = "TASProfileFragmentationAware"
+    TAS_REQUIRED_WITH_PREFERRED = "TASRequiredWithPreferred"
+    TAS_MULTI_ROLE_POD_SET_GROUPS = "TASMultiRolePodSetGroups"
 
 
 class Kind(StrEnum):
@@ -287,6 +289,16 @@ _SPECS = (
         Gate.TAS_PROFILE_FRAGMENTATION_AWARE,
         "Required and preferred requests go to the fitting domain whose parents have the "
         "least room, keeping empty blocks whole (instead of BestFit's tightest domain).",
+    ),
+    _ours(
+        Gate.TAS_REQUIRED_WITH_PREFERRED,
+        "A required level with a lower preferred one (tas-operator.io/podset-preferred-"
+        "topology): the required domain whose placement spans the fewest lower-level domains.",
+    ),
+    _ours(
+        Gate.TAS_MULTI_ROLE_POD_SET_GROUPS,
+        "A podset-group-name group of any number of pod sets, placed as one gang in one domain "
+        "of its level, each pod set's slices honoured.",
     ),
     # ---- accepted, no effect here: Kueue's TAS gates ----
     _kueue(
@@ -851,6 +863,8 @@ class FeatureGates:
             node_feasibility_all_levels=self.enabled(Gate.TAS_NODE_FEASIBILITY_FOR_ALL_LEVELS),
             partial_slices=self.enabled(Gate.TAS_PARTIAL_SLICES),
             grouped_pod_set_slicing=self.enabled(Gate.TAS_GROUPED_POD_SET_SLICING),
+            required_with_preferred=self.enabled(Gate.TAS_REQUIRED_WITH_PREFERRED),
+            multi_role_groups=self.enabled(Gate.TAS_MULTI_ROLE_POD_SET_GROUPS),
         )
 
 

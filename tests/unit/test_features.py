@@ -25,6 +25,7 @@ ALIAS, CANONICAL = "TASMultipleNodeReplacement", "TASReplaceMultipleFailedNodes"
 # identical to Kueue v0.17.0's).
 KEPT_OFF = {"TASNodeFeasibilityForAllLevels", "TASPartialSlices", "TASGroupedPodSetSlicing"}
 OURS = {"TASNUMAZones", "TASPlacementGroups", "TASProfileFragmentationAware"}
+OURS |= {"TASRequiredWithPreferred", "TASMultiRolePodSetGroups"}
 
 
 def read_table() -> dict[str, dict[str, tuple[str, bool]]]:

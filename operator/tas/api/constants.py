@@ -176,3 +176,6 @@ ALLOW_EXCLUSIVE_PLACEMENT_GROUPS = TAS_PREFIX + "allow-exclusive-placement-group
 # Pod label: the partition (1..K) of a pod of a partitioned group, set when it is ungated.
 PLACEMENT_GROUP_PARTITION_LABEL = TAS_PREFIX + "placement-group-partition"
 REASON_PLACEMENT_GROUP_INVALID = "PlacementGroupInvalid"
+# PodTemplate annotation (gate TASRequiredWithPreferred): beside Kueue's
+# podset-required-topology, a lower level preferred inside the required domain.
+TAS_PODSET_PREFERRED_TOPOLOGY = TAS_PREFIX + "podset-preferred-topology"

@@ -782,6 +782,10 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
     )
 
 
+def _template_annotations(pod_set: Mapping) -> Mapping[str, str]:
+    return ((pod_set.get("template") or {}).get("metadata") or {}).get("annotations") or {}
+
+
 def _pod_set_requests(pod_sets: list[dict]) -> tuple[list[PodSetRequest], str | None]:
     """The pod sets the spec can be read into, and the last one it cannot (why)."""
     out: list[PodSetRequest] = []
@@ -794,7 +798,9 @@ def _pod_set_requests(pod_sets: list[dict]) -> tuple[list[PodSetRequest], str | 
                     name=ps["name"],
                     count=int(ps.get("count", 1)),
                     requests=pod_requests(pod_spec),
-                    topology=topologyrequest.from_api(ps.get("topologyRequest")),
+                    topology=topologyrequest.from_api(
+                        ps.get("topologyRequest"), _template_annotations(ps)
+                    ),
                     node_selector=dict(pod_spec.get("nodeSelector") or {}),
                     tolerations=tuple(
                         toleration_from_object(t) for t in pod_spec.get("tolerations") or []
