@@ -144,6 +144,30 @@ def _is_numeric_group_name(text: str) -> bool:
     )
 
 
+def _unconstrained(text: str | None) -> bool:
+    if text is None:
+        return False
+    if text not in _GO_BOOLS:
+        raise TopologyRequestError(
+            PODSET_UNCONSTRAINED_TOPOLOGY, text, "must be a boolean (true or false)"
+        )
+    return _GO_BOOLS[text]
+
+
+def _inner_preferred(annotations: Mapping[str, str], required: str | None) -> str | None:
+    """Our lower preferred level (TASRequiredWithPreferred), only beside a required one."""
+    inner_preferred = inner_preferred_of(annotations)
+    if inner_preferred is not None:
+        _check_label_key(TAS_PODSET_PREFERRED_TOPOLOGY, inner_preferred)
+        if required is None:
+            raise TopologyRequestError(
+                TAS_PODSET_PREFERRED_TOPOLOGY,
+                inner_preferred,
+                f"needs {quote(PODSET_REQUIRED_TOPOLOGY)} (a lower level preferred inside it)",
+            )
+    return inner_preferred
+
+
 def parse_topology_request(
     annotations: Mapping[str, str],
     count: int,
@@ -169,15 +193,7 @@ def parse_topology_request(
         _check_label_key(PODSET_REQUIRED_TOPOLOGY, required)
     if preferred is not None:
         _check_label_key(PODSET_PREFERRED_TOPOLOGY, preferred)
-    unconstrained = False
-    if unconstrained_text is not None:
-        if unconstrained_text not in _GO_BOOLS:
-            raise TopologyRequestError(
-                PODSET_UNCONSTRAINED_TOPOLOGY,
-                unconstrained_text,
-                "must be a boolean (true or false)",
-            )
-        unconstrained = _GO_BOOLS[unconstrained_text]
+    unconstrained = _unconstrained(unconstrained_text)
 
     # With TASGroupedPodSetSlicing a group may have slices, checked as anyone's; so may the
     # roles of a multi-role group (validate_pod_set_groups refuses them in a leader pair).
@@ -188,15 +204,7 @@ def parse_topology_request(
     if group_name is not None:
         _check_group_name(group_name, required, preferred, {} if grouped_slicing else annotations)
     layers = _parse_slice_layers(annotations, count, grouped_without_slices)
-    inner_preferred = inner_preferred_of(annotations)
-    if inner_preferred is not None:
-        _check_label_key(TAS_PODSET_PREFERRED_TOPOLOGY, inner_preferred)
-        if required is None:
-            raise TopologyRequestError(
-                TAS_PODSET_PREFERRED_TOPOLOGY,
-                inner_preferred,
-                f"needs {quote(PODSET_REQUIRED_TOPOLOGY)} (a lower level preferred inside it)",
-            )
+    inner_preferred = _inner_preferred(annotations, required)
     return TopologyRequest(
         required=required,
         preferred=preferred,
@@ -428,6 +436,23 @@ def _json_field(entry: dict[str, object], key: str) -> object:
     return None
 
 
+def _slice_source(
+    request: TopologyRequest, annotations: Mapping[str, str] | None
+) -> tuple[bool, str, str]:
+    """Whether the slices came from the constraints annotation, and the annotation and value an
+    error about them names."""
+    from_constraints = len(request.slice_layers) > 1 or (
+        annotations is not None and PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS in annotations
+    )
+    if from_constraints:
+        name = PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS
+        value = (annotations or {}).get(name) or json.dumps(
+            [{"topology": layer.level, "size": layer.size} for layer in request.slice_layers]
+        )
+        return True, name, value
+    return False, PODSET_SLICE_REQUIRED_TOPOLOGY, request.slice_layers[0].level
+
+
 def validate_levels(
     request: TopologyRequest, levels: Sequence[str], annotations: Mapping[str, str] | None = None
 ) -> None:
@@ -457,17 +482,7 @@ def validate_levels(
     if not request.slice_layers:
         return
 
-    from_constraints = len(request.slice_layers) > 1 or (
-        annotations is not None and PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS in annotations
-    )
-    if from_constraints:
-        name = PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS
-        value = (annotations or {}).get(name) or json.dumps(
-            [{"topology": layer.level, "size": layer.size} for layer in request.slice_layers]
-        )
-    else:
-        name = PODSET_SLICE_REQUIRED_TOPOLOGY
-        value = request.slice_layers[0].level
+    from_constraints, name, value = _slice_source(request, annotations)
 
     def fail(index: int, problem: str) -> TopologyRequestError:
         where = f"layer {index}: " if from_constraints else ""
