@@ -17,6 +17,8 @@ from tas.api import topologyassignment
 from tas.api.annotations import TopologyRequestError, validate_levels, validate_pod_set_groups
 from tas.api.constants import (
     ALLOW_EXCLUSIVE_PLACEMENT_GROUPS,
+    DRAINING_LABEL,
+    DRAINING_VALUE,
     MAY_STOP_SEARCH,
     NEVER,
     PLACEMENT_GROUP_EXCLUSIVE,
@@ -368,7 +370,9 @@ class _FlavorSearch:
         except PlacementGroupError as exc:
             return Decision(False, str(exc), invalid=True)
         if not result.admitted:
-            self.reasons.append(result.failure or "does not fit")
+            self.reasons.append(
+                (result.failure or "does not fit") + _draining_note(self.state, self.workload, fq)
+            )
             if _shaped_by_groups(self.state, self.workload, fq.flavor):
                 # Preemption simulates plain placements: it would evict for room the group's
                 # constraints (or exclusive domains) keep the workload from using.
@@ -432,6 +436,21 @@ class _FlavorSearch:
         return Decision(
             False, _unassigned(self.workload, self.reasons), charge=charge, preemption=found
         )
+
+
+def _draining_note(state: ClusterState, workload: WorkloadInfo, fq: FlavorQuota) -> str:
+    """TASDrainingDomains: when the workload did not fit, whether it would with the draining
+    nodes (the solver run again without taking them out), said so that nobody waits unaware."""
+    if not state.options.draining_domains:
+        return ""
+    if not any(node.draining for node in state.nodes.values()):
+        return ""
+    if not state.snapshot_with_draining(fq.flavor).find_assignments(workload.pod_sets).admitted:
+        return ""
+    return (
+        f". It would fit on nodes marked draining ({DRAINING_LABEL}={DRAINING_VALUE}), "
+        "which take no new workloads"
+    )
 
 
 def _unassigned(workload: WorkloadInfo, reasons: list[str]) -> str:

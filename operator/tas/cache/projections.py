@@ -35,6 +35,7 @@ from tas.api.constants import (
     TRY_NEXT_FLAVOR,
     UNHEALTHY_NODES_EVICTION_THRESHOLD_ANNOTATION,
     WORKLOAD_ANNOTATION,
+    is_draining,
 )
 from tas.api.placementgroups import (
     GroupRef,
@@ -82,6 +83,7 @@ def node_from_object(obj: Mapping) -> Node:
         ),
         ready=any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions),
         unschedulable=bool(spec.get("unschedulable")),
+        draining=is_draining(obj["metadata"].get("labels") or {}),
     )
 
 

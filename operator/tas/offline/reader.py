@@ -16,7 +16,7 @@ from tas.api.annotations import (
     validate_levels,
     validate_pod_set_groups,
 )
-from tas.api.constants import ALLOW_EXCLUSIVE_PLACEMENT_GROUPS
+from tas.api.constants import ALLOW_EXCLUSIVE_PLACEMENT_GROUPS, is_draining
 from tas.api.podrequests import numa_shape, pod_requests
 from tas.features import Gate
 from tas.offline.fields import (
@@ -228,10 +228,11 @@ def _nodes(document: Mapping[str, Any], numa_zones: bool = False) -> tuple[Node,
             read_field(entry, "allocatable", dict, path), f"{path}.allocatable"
         )
         allocatable.setdefault(PODS, DEFAULT_PODS_PER_NODE * 1000)
+        labels = string_map(read_field(entry, "labels", dict, path), f"{path}.labels")
         nodes.append(
             Node(
                 name=name,
-                labels=string_map(read_field(entry, "labels", dict, path), f"{path}.labels"),
+                labels=labels,
                 allocatable=allocatable,
                 usage=quantities(read_field(entry, "usage", dict, path, {}), f"{path}.usage"),
                 taints=_taints(read_field(entry, "taints", list, path, []), f"{path}.taints"),
@@ -239,6 +240,7 @@ def _nodes(document: Mapping[str, Any], numa_zones: bool = False) -> tuple[Node,
                 unschedulable=read_field(entry, "unschedulable", bool, path, False),
                 # checked always; used only with the gate on, as the operator does
                 numa=zones if (zones := _optional_numa(entry, path)) and numa_zones else None,
+                draining=is_draining(labels),
             )
         )
     return tuple(nodes)

@@ -109,6 +109,9 @@ class Node:
     unschedulable: bool = False
     # Its NUMA zones when the kubelet runs single-numa-node (solver/numa.py); None: totals only.
     numa: NodeNuma | None = None
+    # An admin marked it draining (ours): with SolverOptions.draining_domains no new pod goes
+    # there; the usage of pods already there stays counted.
+    draining: bool = False
 
 
 @dataclass(frozen=True)
@@ -192,6 +195,8 @@ class SolverOptions:
     # TASGroupedPodSetSlicing: a leader/workers group may carry slices. Placement already
     # handles them; validation (api/annotations.py, admission) reads this to allow them.
     grouped_pod_set_slicing: bool = False
+    # TASDrainingDomains (ours): leaves whose nodes are all draining take no new pods.
+    draining_domains: bool = False
 
 
 @dataclass(frozen=True)
