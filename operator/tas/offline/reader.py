@@ -18,6 +18,7 @@ from tas.api.annotations import (
 )
 from tas.api.constants import ALLOW_EXCLUSIVE_PLACEMENT_GROUPS, is_draining
 from tas.api.podrequests import numa_shape, pod_requests
+from tas.api.relaxation import Stage, parse_relaxation, validate_relaxation_levels
 from tas.features import Gate
 from tas.offline.fields import (
     ScenarioError,
@@ -57,6 +58,8 @@ class Workload:
     cluster_queue: str | None = None  # with clusterQueues: the queue it is submitted to
     priority: int = 0
     running: bool = False  # admitted before the scenario starts: it never preempts
+    # podset-topology-relaxation stages by pod set (ours): used with TASTopologyRelaxation
+    relaxations: Mapping[str, tuple[Stage, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -438,6 +441,11 @@ def _workloads(document: Mapping[str, Any], levels: Sequence[str]) -> tuple[Work
         except TopologyRequestError as error:
             podset_path = f"{path}.podSets[{error.podset_index}].annotations"
             raise ScenarioError(key_path(podset_path, error.annotation), error.detail) from None
+        relaxations = {
+            podset.name: stages
+            for i, (podset, item) in enumerate(zip(podsets, entries, strict=True))
+            if (stages := _relaxation(item, f"{path}.podSets[{i}]", levels))
+        }
         priority = read_field(entry, "priority", int, path, 0)
         if not INT32[0] <= priority <= INT32[1]:
             raise ScenarioError(f"{path}.priority", "must be a 32-bit integer")
@@ -448,9 +456,23 @@ def _workloads(document: Mapping[str, Any], levels: Sequence[str]) -> tuple[Work
                 cluster_queue=read_field(entry, "clusterQueue", str, path, None),
                 priority=priority,
                 running=read_field(entry, "running", bool, path, False),
+                relaxations=relaxations,
             )
         )
     return tuple(workloads)
+
+
+def _relaxation(entry: Mapping[str, Any], path: str, levels: Sequence[str]) -> tuple[Stage, ...]:
+    """A pod set's podset-topology-relaxation stages, checked whatever the gate (as the
+    webhook checks them); the annotations are already read by _podset."""
+    try:
+        stages = parse_relaxation(entry.get("annotations") or {})
+        validate_relaxation_levels(stages, levels)
+    except TopologyRequestError as error:
+        raise ScenarioError(
+            key_path(f"{path}.annotations", error.annotation), error.detail
+        ) from None
+    return stages
 
 
 def parse_scenario(document: Any) -> Scenario:

@@ -237,3 +237,65 @@ def test_the_loop_decides_again_when_the_timer_of_the_next_stage_fires():
     message = first[-1]["conditions"][0]["message"]
     assert "stage 1 of 2" in message
     assert any("admission" in s for _, s in writer.statuses)
+
+
+# ---- tas simulate --------------------------------------------------------------------------
+
+
+def relaxing_trace(gate: bool, queues: bool, text: str = f"{BLOCK} after 60s") -> dict:
+    """One block of two racks of two 4-cpu hosts; a 12-pod Job required in a rack (8 cpus)."""
+    document = {
+        "topology": {"levels": [{"nodeLabel": level} for level in (BLOCK, RACK, HOST)]},
+        "pool": {"blocks": 1, "racksPerBlock": 2, "hostsPerRack": 2, "allocatable": {"cpu": "4"}},
+        "workloads": [
+            {
+                "name": "wide",
+                "arrival": 10,
+                "podSets": [
+                    {
+                        "name": "main",
+                        "count": 12,
+                        "requests": {"cpu": "1"},
+                        "annotations": annotations(text),
+                    }
+                ],
+            }
+        ],
+        "featureGates": {"TASTopologyRelaxation": gate},
+    }
+    if queues:
+        document["clusterQueues"] = [{"name": "cq", "nominalQuota": {"cpu": "100"}}]
+    return document
+
+
+@pytest.mark.parametrize("queues", [False, True], ids=["solver", "clusterQueues"])
+@pytest.mark.parametrize("gate", [False, True], ids=["gate-off", "gate-on"])
+def test_simulate_admits_at_the_next_stage_after_the_wait(gate, queues):
+    from tas.offline.simulate import trace as tracefile
+    from tas.offline.simulate.run import simulate
+
+    admitted_at: dict[str, float] = {}
+
+    def observe(now, running):
+        for name in running:
+            admitted_at.setdefault(name, now)
+
+    report = simulate(tracefile.parse_trace(relaxing_trace(gate, queues)), observe)
+    if gate:
+        assert admitted_at == {"wide": 70.0}  # woken at its stage, nothing else happened
+    else:
+        assert admitted_at == {} and report["workloadsNeverAdmitted"] == 1
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [("soon", "LEVEL after DURATION"), ("example.com/zone after 1m", "not a level")],
+    ids=["unreadable", "unknown-level"],
+)
+def test_a_bad_relaxation_in_a_trace_is_an_error_naming_the_field(text, problem):
+    from tas.offline.fields import ScenarioError
+    from tas.offline.simulate import trace as tracefile
+
+    with pytest.raises(ScenarioError) as caught:
+        tracefile.parse_trace(relaxing_trace(True, False, text))
+    assert PODSET_TOPOLOGY_RELAXATION in str(caught.value) and problem in str(caught.value)
