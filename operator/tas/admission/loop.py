@@ -281,6 +281,8 @@ class AdmissionLoop:
         if len(self._tried) + len(self._retry_at) <= 2 * len(workloads) + 256:
             return
         self._tried = {k: v for k, v in self._tried.items() if k in workloads}
+        for key in [k for k in self._relax_timers if k not in workloads]:
+            self._relax_timers.pop(key).cancel()
         # Queue keys ("cq", name) and ("lq", key) are few and kept.
         self._retry_at = {
             k: v for k, v in self._retry_at.items() if k in workloads or _is_queue_key(k)

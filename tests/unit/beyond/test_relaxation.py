@@ -7,7 +7,7 @@ import asyncio
 from datetime import datetime, timedelta
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tas.admission.decide import decide
@@ -299,3 +299,53 @@ def test_a_bad_relaxation_in_a_trace_is_an_error_naming_the_field(text, problem)
     with pytest.raises(ScenarioError) as caught:
         tracefile.parse_trace(relaxing_trace(True, False, text))
     assert PODSET_TOPOLOGY_RELAXATION in str(caught.value) and problem in str(caught.value)
+
+
+# ---- properties on random topologies ---------------------------------------------------------
+
+
+@st.composite
+def relaxing_scenarios(draw):
+    from tests.unit.solver_properties.test_invariants import clusters
+
+    cluster = draw(clusters())
+    upper = cluster.levels[:-1]
+    start = draw(st.integers(0, len(cluster.levels) - 1))
+    higher = list(reversed(cluster.levels[:start]))  # the stages' levels, each above the last
+    chosen = higher[: draw(st.integers(0, len(higher)))]
+    texts = [f"{level} after {i + 1}m" for i, level in enumerate(chosen)]
+    if draw(st.booleans()):
+        texts.append(f"unconstrained after {len(chosen) + 1}m")
+    if not texts:
+        texts = ["unconstrained after 1m"]
+    stages = parse_relaxation(annotations(", ".join(texts), required=cluster.levels[start]))
+    count = draw(st.integers(1, 12))
+    cpu = draw(st.sampled_from([250, 500, 1000, 2000]))
+    pod_set = PodSetRequest("main", count, {"cpu": cpu}, TopologyRequest(required=stages[0].level))
+    waited = draw(st.integers(0, 5 * 60))
+    return cluster, upper, pod_set, stages, waited
+
+
+@settings(max_examples=60, deadline=None)
+@given(relaxing_scenarios())
+def test_a_relaxed_placement_honours_its_stage_and_over_commits_nothing(scenario):
+    from tas.solver.snapshot import TopologySnapshot
+
+    cluster, _, pod_set, stages, waited = scenario
+    relaxed, progress = relax(pod_set, stages, CREATED, CREATED + timedelta(seconds=waited))
+    placement = TopologySnapshot(cluster.levels, cluster.nodes).find_assignments([relaxed])
+    if not placement.admitted:
+        return
+    stage = stages[progress.index]
+    by_name = cluster.by_name
+    [placed] = placement.podsets
+    hosts = {d.values[-1]: d.count for d in placed.assignment.domains}
+    assert sum(hosts.values()) == pod_set.count
+    if stage.level is not None:
+        depth = cluster.levels.index(stage.level) + 1
+        domains = {tuple(by_name[h].labels[lv] for lv in cluster.levels[:depth]) for h in hosts}
+        assert len(domains) == 1  # the stage's level is honoured
+    for host, count in hosts.items():
+        node = by_name[host]
+        used = node.usage.get("cpu", 0) + count * pod_set.requests["cpu"]
+        assert used <= node.allocatable["cpu"]
