@@ -35,6 +35,7 @@ from tas.api.constants import (
     TRY_NEXT_FLAVOR,
     UNHEALTHY_NODES_EVICTION_THRESHOLD_ANNOTATION,
     WORKLOAD_ANNOTATION,
+    is_draining,
 )
 from tas.api.placementgroups import (
     GroupRef,
@@ -44,6 +45,7 @@ from tas.api.placementgroups import (
 )
 from tas.api.podrequests import numa_shape, pod_requests
 from tas.api.quantity import parse_milli, resources_to_milli
+from tas.api.relaxation import Stage, parse_relaxation
 from tas.solver.types import (
     CONTAINER_SCOPE,
     POD_SCOPE,
@@ -82,6 +84,7 @@ def node_from_object(obj: Mapping) -> Node:
         ),
         ready=any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions),
         unschedulable=bool(spec.get("unschedulable")),
+        draining=is_draining(obj["metadata"].get("labels") or {}),
     )
 
 
@@ -600,6 +603,10 @@ class WorkloadInfo:
     placement_group_error: str | None = field(default=None, compare=False)
     active: bool = True  # spec.active: false takes it out of its queue and evicts it
     priority_class: str = ""  # spec.priorityClassRef.name: Kueue's metrics label workloads by it
+    # Each pod set's podset-topology-relaxation stages (ours, gate TASTopologyRelaxation), by
+    # pod set name, or why an annotation cannot be read.
+    relaxations: Mapping[str, tuple[Stage, ...]] = field(default_factory=dict)
+    relaxation_error: str | None = field(default=None, compare=False)
 
     @property
     def group_key(self) -> tuple[str, str] | None:
@@ -742,6 +749,7 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
     status = obj.get("status") or {}
     pod_sets, error = _pod_set_requests(spec.get("podSets") or [])
     group, group_error = _placement_group_of(spec.get("podSets") or [])
+    relaxations, relaxation_error = _relaxations_of(spec.get("podSets") or [])
     admission = status.get("admission") or {}
     assignments = admission.get("podSetAssignments") or []
     # A workload is admitted to one flavor; a pod set that records none (a BestEffort pod set
@@ -779,6 +787,8 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
         placement_group_error=group_error,
         active=spec.get("active") is not False,
         priority_class=(spec.get("priorityClassRef") or {}).get("name") or "",
+        relaxations=relaxations,
+        relaxation_error=relaxation_error,
     )
 
 
@@ -836,6 +846,22 @@ def _placement_group_of(pod_sets: list[dict]) -> tuple[GroupRef | None, str | No
                 )
             group = ref
     return group, group_error
+
+
+def _relaxations_of(pod_sets: list[dict]) -> tuple[dict[str, tuple[Stage, ...]], str | None]:
+    """The pod templates' relaxation stages by pod set, and what is wrong with them."""
+    out: dict[str, tuple[Stage, ...]] = {}
+    error = None
+    for ps in pod_sets:
+        template = ps.get("template") or {}
+        try:
+            stages = parse_relaxation((template.get("metadata") or {}).get("annotations") or {})
+        except Exception as exc:  # reported on the Workload by admission, never raised here
+            error = f"spec.podSets[{ps.get('name', '?')}].template: {exc}"
+            continue
+        if stages:
+            out[str(ps.get("name"))] = stages
+    return out, error
 
 
 def _owners(meta: Mapping) -> tuple[tuple[OwnerRef, ...], OwnerRef | None]:

@@ -15,6 +15,7 @@ from tas.api.annotations import TopologyRequestError, parse_topology_request
 from tas.api.constants import JOB_UID_LABEL, KUEUE_API_VERSION, PLACEMENT_GROUP, QUEUE_NAME_LABEL
 from tas.api.frameworks import Resource
 from tas.api.placementgroups import PlacementGroupError, parse_annotations
+from tas.api.relaxation import parse_relaxation
 from tas.cache.projections import (
     PodDefaults,
     PodInfo,
@@ -65,6 +66,7 @@ def pod_set(
         sub_group=sub_group,
     )
     check_placement_group(annotations)
+    parse_relaxation(annotations)  # ours: refused as a topology annotation is, gate on or off
     out = {"name": name, "count": count, "template": template}
     api_request = topologyrequest.to_api(request)
     if api_request:

@@ -486,6 +486,7 @@ class Placement(LeafCapacity):
         stats.node_selector = eligibility.node_selector
         stats.affinity = eligibility.affinity
         stats.taints = dict(eligibility.taints or {})
+        stats.draining = eligibility.draining
         stats.topology_domain = 0
         if within:
             # Replacement: leaves outside the required domain count as excluded (after the

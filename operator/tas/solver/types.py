@@ -109,6 +109,9 @@ class Node:
     unschedulable: bool = False
     # Its NUMA zones when the kubelet runs single-numa-node (solver/numa.py); None: totals only.
     numa: NodeNuma | None = None
+    # An admin marked it draining (ours): with SolverOptions.draining_domains no new pod goes
+    # there; the usage of pods already there stays counted.
+    draining: bool = False
 
 
 @dataclass(frozen=True)
@@ -201,6 +204,8 @@ class SolverOptions:
     # TASMultiRolePodSetGroups (ours): a pod-set group that is not Kueue's leader and workers
     # is placed as one gang in one domain of its level (solver/role_groups.py).
     multi_role_groups: bool = False
+    # TASDrainingDomains (ours): leaves whose nodes are all draining take no new pods.
+    draining_domains: bool = False
 
 
 @dataclass(frozen=True)
