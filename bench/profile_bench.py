@@ -105,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     seeds = range(1, 3) if args.quick else range(1, 7)
     families: dict[str, list[dict]] = {}
     load_before = os.getloadavg()
+    commit = run("git", "-C", str(ROOT), "rev-parse", "HEAD").strip()
     with tempfile.TemporaryDirectory() as tmp:
         paths = [
             (shape, _generated(Path(tmp), shape, load, seed))
@@ -123,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(contests[-1]), file=sys.stderr)
     result = {
         "command": "bench/profile_bench.py" + (" --quick" if args.quick else ""),
-        "commit": run("git", "-C", str(ROOT), "rev-parse", "HEAD").strip(),
+        "commit": commit,
         "machine": {
             "python": platform.python_version(),
             "cpus": os.cpu_count(),
