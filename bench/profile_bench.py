@@ -1,13 +1,15 @@
 """TASProfileFragmentationAware against Kueue's BestFit: pods placed before the first failure.
 
 Two measures, each on inputs made by our own generators (deterministic per seed):
-- `tas simulate --compare TASProfileFragmentationAware=true` on traces of 5,120 nodes
-  (training gangs at offered loads 1.0 and 1.3, and the shipped examples/traces);
+- `tas simulate --compare TASProfileFragmentationAware=true` on traces of 5,120 nodes: training
+  gangs, and mixed gangs with placement groups that grow (shape `growing`), each at offered
+  loads 1.0 and 1.3; and the shipped examples/traces;
 - `tas contest` with and without the gate on seed 001 inputs, scored by our checker.
 
     .venv/bin/python bench/profile_bench.py [--output bench/results/profile.json] [--quick]
 
-Writes the per-input numbers and the medians. `--quick` runs 2 seeds (for a try; it never
+Writes the commit, the machine's load, the per-input numbers and, per family of traces and
+over all of them, the median and mean ratios. `--quick` runs 2 seeds (for a try; it never
 writes the results file unless --output is given).
 """
 
@@ -15,6 +17,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import statistics
 import subprocess
 import sys
@@ -22,8 +26,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TAS = str(ROOT / ".venv" / "bin" / "tas")
-PYTHON = str(ROOT / ".venv" / "bin" / "python")
+PYTHON = sys.executable
+TAS = (PYTHON, "-m", "tas.cli")
+SIMULATED = ("training", "growing")  # the generator's shapes measured, each at both loads
 GATE = "TASProfileFragmentationAware=true"
 RESULTS = ROOT / "bench" / "results" / "profile.json"
 
@@ -34,7 +39,7 @@ def run(*args: str, stdin: str | None = None) -> str:
 
 
 def simulate(path: Path) -> dict:
-    report = json.loads(run(TAS, "simulate", str(path), "--compare", GATE))
+    report = json.loads(run(*TAS, "simulate", str(path), "--compare", GATE, "-o", "json"))
     base, ours = report["base"], report["compared"]
     return {
         "trace": path.name,
@@ -56,7 +61,7 @@ def contest(seed: int, shape: str) -> dict:
         for name, gates in (("bestfit", []), ("profile", ["--feature-gates", GATE])):
             output = Path(tmp) / f"{name}.txt"
             # the groups planner: the one the gate changes (the default is the growth planner)
-            output.write_text(run(TAS, "contest", "--planner", "groups", *gates, stdin=text))
+            output.write_text(run(*TAS, "contest", "--planner", "groups", *gates, stdin=text))
             result = json.loads(
                 subprocess.run(
                     [PYTHON, "-m", "tas.offline.contest.checker", str(given), str(output)],
@@ -70,6 +75,13 @@ def contest(seed: int, shape: str) -> dict:
             scores["totalVms"] = result["total_vms"]
     ratio = scores["profile"] / scores["bestfit"] if scores["bestfit"] else None
     return {"shape": shape, "seed": seed, **scores, "ratio": ratio}
+
+
+def _generated(tmp: Path, shape: str, load: str, seed: int) -> Path:
+    path = tmp / f"{shape}-load{load}-seed{seed}.json"
+    args = ("--shape", shape, "--seed", str(seed), "--nodes", "5120", "--load", load)
+    path.write_text(run(PYTHON, "-m", "tas.offline.simulate.generate", *args))
+    return path
 
 
 def summary(rows: list[dict]) -> dict:
@@ -91,23 +103,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     seeds = range(1, 3) if args.quick else range(1, 7)
-    traces: list[dict] = []
+    families: dict[str, list[dict]] = {}
+    load_before = os.getloadavg()
+    commit = run("git", "-C", str(ROOT), "rev-parse", "HEAD").strip()
     with tempfile.TemporaryDirectory() as tmp:
-        paths = []
-        for load in ("1.0", "1.3"):
-            for seed in seeds:
-                path = Path(tmp) / f"training-load{load}-seed{seed}.json"
-                path.write_text(
-                    run(
-                        PYTHON, "-m", "tas.offline.simulate.generate", "--shape", "training",
-                        "--seed", str(seed), "--nodes", "5120", "--load", load,
-                    )
-                )  # fmt: skip
-                paths.append(path)
-        paths.extend(sorted((ROOT / "examples" / "traces").glob("*.json")))
-        for path in paths:
-            traces.append(simulate(path))
-            print(json.dumps(traces[-1]), file=sys.stderr)
+        paths = [
+            (shape, _generated(Path(tmp), shape, load, seed))
+            for shape in SIMULATED
+            for load in ("1.0", "1.3")
+            for seed in seeds
+        ]
+        paths.extend(("shipped", p) for p in sorted((ROOT / "examples" / "traces").glob("*.json")))
+        for family, path in paths:
+            families.setdefault(family, []).append(simulate(path))
+            print(json.dumps(families[family][-1]), file=sys.stderr)
     contests = []
     for shape in ("mixed", "saturating", "churn", "large"):
         for seed in seeds:
@@ -115,11 +124,28 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(contests[-1]), file=sys.stderr)
     result = {
         "command": "bench/profile_bench.py" + (" --quick" if args.quick else ""),
+        "commit": commit,
+        "machine": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "loadBefore": load_before,
+            "loadAfter": os.getloadavg(),
+        },
         "gate": GATE,
-        "simulate": {"summary": summary(traces), "traces": traces},
+        "simulate": {
+            "summary": summary([t for rows in families.values() for t in rows]),
+            "families": {
+                name: {"summary": summary(rows), "traces": rows} for name, rows in families.items()
+            },
+        },
         "contest": {"summary": summary(contests), "inputs": contests},
     }
-    print(json.dumps({k: v["summary"] for k, v in result.items() if isinstance(v, dict)}))
+    print(json.dumps({name: f["summary"] for name, f in result["simulate"]["families"].items()}))
+    print(
+        json.dumps(
+            {k: v["summary"] for k, v in result.items() if isinstance(v, dict) and "summary" in v}
+        )
+    )
     output = args.output or (None if args.quick else RESULTS)
     if output is not None:
         output.write_text(json.dumps(result, indent=1) + "\n")

@@ -34,7 +34,7 @@ from tas.cache.projections import ClusterQueueInfo, FlavorQuota, ResourceGroup, 
 from tas.cache.quota import QuotaTree
 from tas.cache.state import Charge, ClusterState, PodSetCharge
 from tas.features import Gate
-from tas.solver import groups
+from tas.solver import TopologySnapshot, groups
 from tas.solver.types import (
     PODS,
     PodSetRequest,
@@ -91,8 +91,14 @@ def _place(
     key = workload.group_key
     owned = placementgroups.owned_by_others(state, key, flavor, snapshot)
     if key is None or workload.placement_group is None:
-        excluded = groups.excluded_leaves(snapshot.group_layout(), owned) if owned else None
-        return snapshot.find_assignments(workload.pod_sets, excluded=excluded), None
+        layout = snapshot.group_layout()
+        excluded = groups.excluded_leaves(layout, owned) if owned else None
+        growing = _growing_domains(state, key, flavor, snapshot)
+        reserved = groups.excluded_leaves(layout, growing) if growing else None
+        placement = snapshot.find_assignments(
+            workload.pod_sets, excluded=excluded, reserved=reserved
+        )
+        return placement, None
     ref = workload.placement_group
     group = state.placement_groups.get(key)
     # The object's constraints; before the watch shows it, those of the members holding
@@ -109,17 +115,23 @@ def _place(
         _check_exclusive_grant(state, key, cq)
     rules = rules_for(spec, snapshot.levels)
     current = placementgroups.group_state(state, key, rules, flavor, snapshot)
-    growing = None
-    if state.options.fragmentation_aware:  # other groups' affinity domains, kept to grow in
-        growing = placementgroups.owned_by_others(
-            state, key, flavor, snapshot, attr="affinity_topology"
-        )
+    growing = _growing_domains(state, key, flavor, snapshot)
     placement, planned = snapshot.find_group_assignment(
         workload.pod_sets[0], rules, current, owned, growing
     )
     if planned is None:
         return placement, None
     return placement, GroupDecision(key, spec, flavor, dict(planned.new_partition_domains))
+
+
+def _growing_domains(
+    state: ClusterState, key: tuple[str, str] | None, flavor: str, snapshot: TopologySnapshot
+) -> dict[int, set[tuple[str, ...]]] | None:
+    """With the fragmentation-aware profile, the affinity domains of groups other than `key`,
+    kept for them to grow in; None without it."""
+    if not state.options.fragmentation_aware:
+        return None
+    return placementgroups.owned_by_others(state, key, flavor, snapshot, attr="affinity_topology")
 
 
 def _check_exclusive_grant(state: ClusterState, key: tuple[str, str], cq: ClusterQueueInfo) -> None:

@@ -166,9 +166,10 @@ def place(
     `occupied`: leaves holding any pod (exclusivity takes only empty domains);
     `foreign`: leaves inside domains other exclusive groups own;
     `fragmentation_aware` (TASProfileFragmentationAware): a new affinity domain is chosen
-    top-down, in the parent with the least room first (solver/profile.py's rule), rather than
-    the tightest anywhere; and `reserved` leaves (the affinity domains of other groups, which
-    may grow) are used only when nothing fits without them.
+    top-down, in the parent with the least room first (solver/profile.py's rule), and there
+    the emptiest (the group will grow in it), rather than the tightest anywhere; a request
+    without affinity takes the tightest there; and `reserved` leaves (the affinity domains of
+    other groups, which may grow) are used only when nothing fits without them.
     """
     if count <= 0:
         raise GroupPlacementFailure("nothing to place")
@@ -235,7 +236,9 @@ def _scope_order(
     scopes: list[tuple[int, int]] | None,
     count: int,
 ) -> list[tuple[int, int]]:
-    """Best fit first: the scope with the least room that may still hold the request."""
+    """Best fit first: the scope with the least room that may still hold the request. With
+    the profile, parents with the least room first; and a group opening its affinity domain
+    takes the emptiest domain in that parent, to have room to grow."""
     if scopes is None:
         return [(-1, 0)]
     if not scopes:
@@ -248,10 +251,11 @@ def _scope_order(
             of = np.zeros(len(layout.domains[depth]), dtype=np.int64)
             of[layout.codes[depth]] = layout.codes[ancestor]
             parents.append((plan.room(cap, ancestor), of))
+    sign = -1 if plan.opens_growing_domain else 1
     ranked = [
         (
             *(int(parent_room[of[code]]) for parent_room, of in parents),
-            int(room[code]),
+            sign * int(room[code]),
             layout.domains[depth][code],
             code,
         )
@@ -280,6 +284,10 @@ class _Plan:
         self, layout: Layout, rules: GroupRules, state: GroupState, fragmentation_aware: bool
     ) -> None:
         self.fragmentation_aware = fragmentation_aware
+        # a new affinity domain for a group, which later members will grow in
+        self.opens_growing_domain = (
+            fragmentation_aware and rules.affinity is not None and state.empty
+        )
         self.layout = layout
         self.rules = rules
         self.state = state

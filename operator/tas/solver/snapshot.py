@@ -56,9 +56,25 @@ class TopologySnapshot(RoleGroupPlacement):
     them (placement.py) without changing them."""
 
     def find_assignments(
-        self, podsets: Sequence[PodSetRequest], *, excluded: np.ndarray | None = None
+        self,
+        podsets: Sequence[PodSetRequest],
+        *,
+        excluded: np.ndarray | None = None,
+        reserved: np.ndarray | None = None,
     ) -> WorkloadPlacement:
-        """`excluded`: leaves no pod may use (domains an exclusive placement group owns)."""
+        """`excluded`: leaves no pod may use (domains an exclusive placement group owns);
+        `reserved`: leaves used only when the pod sets do not fit without them (the affinity
+        domains placement groups grow in; only with the fragmentation-aware profile)."""
+        if self.options.fragmentation_aware and reserved is not None and reserved.any():
+            kept = reserved if excluded is None else excluded | reserved
+            placement = self._find_assignments(podsets, kept)
+            if placement.admitted:
+                return placement
+        return self._find_assignments(podsets, excluded)
+
+    def _find_assignments(
+        self, podsets: Sequence[PodSetRequest], excluded: np.ndarray | None
+    ) -> WorkloadPlacement:
         tree = self._ensure_tree()
         assumed: dict[int, dict[str, int]] = {}  # leaf index -> usage of earlier pod sets
         # leaf index -> the NUMA shapes of earlier pods there, in placement order

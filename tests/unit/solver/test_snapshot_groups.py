@@ -115,11 +115,11 @@ def test_fragmentation_aware_member_opens_its_affinity_domain_in_the_fullest_blo
 
 def test_other_groups_affinity_domains_are_kept_to_grow_in_when_fragmentation_aware():
     """b1-r0 would be the profile's choice, but another group's affinity domain is there:
-    the member takes the best of the rest (b0's tightest rack) instead."""
+    the member opens the best of the rest instead, b0's emptiest rack (room to grow)."""
     others = {RACK: {("b1", "b1-r0")}}
     aware = snapshot(uneven_blocks(), aware=True)
     placement, _ = member(aware, pods(5), GroupRules(affinity=RACK), affinity_of_others=others)
-    assert racks(placement) == {"b0-r0"}
+    assert racks(placement) == {"b0-r1"}
 
 
 def test_other_groups_affinity_domains_are_still_used_when_nothing_else_fits():

@@ -3,6 +3,7 @@
     python -m tas.offline.simulate.generate --shape training --seed 1 --nodes 5120 > training.json
     python -m tas.offline.simulate.generate --shape mixed --nodes 640 --load 1.5 > saturating.json
     python -m tas.offline.simulate.generate --shape groups --nodes 256 --workloads 400 > groups.json
+    python -m tas.offline.simulate.generate --shape growing --seed 1 --load 1.3 > growing.json
 
 The cluster is a compact `pool` of GPU hosts (96 cpu, 512Gi, 8 GPUs, 110 pods) on blocks,
 racks and hosts as bench/scenarios.py lays them out. Shapes:
@@ -20,6 +21,11 @@ racks and hosts as bench/scenarios.py lays them out. Shapes:
   anti-affinity (one 2-GPU pod, median 8 h; about 4 a group) and 2 rack gangs (4 to 16 hosts)
   of a tenant that owns whole blocks (exclusive; give it a pool of several blocks). The first
   member of a group in the trace gives its constraints, the others its name.
+- growing: mixed gangs and placement groups that grow, saturating: of every 12 workloads, 3
+  training gangs and 3 inference replicas as above, 3 scale-out steps of inference services
+  with rack affinity and 3 steps of training jobs with block affinity (`job-N`: 1 to 16 hosts
+  of 8-GPU pods per step, hours long; about 8 steps a job). A group's steps arrive after its
+  start, within a quarter of the span, so it grows while it runs.
 
 `--load` is the work offered over capacity: the sum over workloads of host-seconds (pods times
 the share of a host each takes, by its largest resource, times duration) over the hosts times
@@ -62,16 +68,45 @@ INFERENCE_PODS = (
 HOUR = 3600.0
 DAY = 24 * HOUR
 MIXED_TRAINING_SHARE = 1 / 6
-DEFAULT_WORKLOADS = {"training": 300, "inference": 800, "mixed": 600, "groups": 500}
+DEFAULT_WORKLOADS = {
+    "training": 300,
+    "inference": 800,
+    "mixed": 600,
+    "groups": 500,
+    "growing": 600,
+}
 # the groups shape: each kind's weight, and the members per group (about)
 GROUPS_KINDS = {"training": 2, "inference": 4, "service": 3, "replica": 1, "tenant": 2}
+GROWING_KINDS = {"training": 3, "inference": 3, "service": 3, "job": 3}
 MEMBERS_PER_SERVICE = 10
+STEPS_PER_JOB = 8
+GROWTH_WINDOW = 0.25  # a growing group's steps arrive within this share of the span
 REPLICAS_PER_GROUP = 4
 GROUP_SPECS = {  # by the group name's prefix
     "svc": {"affinityTopology": RACK},
     "ha": {"antiAffinityTopology": RACK},
     "tenant": {"exclusiveTopology": BLOCK},
+    "job": {"affinityTopology": BLOCK},
 }
+
+
+def _workload(
+    rng: random.Random, kind: str, hosts: int, racks: int, groups: tuple[int, int, int]
+) -> tuple[dict[str, Any], float]:
+    """One workload of a kind and its host-seconds; `groups`: how many services, replica groups
+    and growing jobs its members spread over."""
+    services, ha_groups, jobs = groups
+    if kind == "training":
+        return _training(rng, hosts, racks * hosts)
+    if kind == "inference":
+        return _inference(rng)
+    if kind == "service":
+        return _service(rng, services)
+    if kind == "replica":
+        return _replica(rng, ha_groups)
+    if kind == "job":
+        return _job_step(rng, jobs)
+    return _tenant(rng, hosts)
 
 
 def trace(
@@ -83,23 +118,14 @@ def trace(
     kinds = [_kind(rng, shape) for _ in range(count)]
     services = max(1, kinds.count("service") // MEMBERS_PER_SERVICE)
     ha_groups = max(1, kinds.count("replica") // REPLICAS_PER_GROUP)
-    made = []
-    for kind in kinds:
-        if kind == "training":
-            made.append(_training(rng, hosts, racks * hosts))
-        elif kind == "inference":
-            made.append(_inference(rng))
-        elif kind == "service":
-            made.append(_service(rng, services))
-        elif kind == "replica":
-            made.append(_replica(rng, ha_groups))
-        else:
-            made.append(_tenant(rng, hosts))
+    jobs = max(1, kinds.count("job") // STEPS_PER_JOB)
+    made = [_workload(rng, kind, hosts, racks, (services, ha_groups, jobs)) for kind in kinds]
     work = sum(host_seconds for _, host_seconds in made)
     span = work / (load * nodes)  # arrivals over this span offer `load` times the capacity
+    starts: dict[str, float] = {}  # growing: a group's start
     arrivals = [
-        rng.uniform(0, span) if kind in ("training", "tenant") else _daily(rng, span)
-        for kind in kinds
+        _arrival(rng, kind, workload.get("group") if shape == "growing" else None, span, starts)
+        for kind, (workload, _) in zip(kinds, made, strict=True)
     ]
     order = sorted(range(count), key=lambda i: arrivals[i])
     entries = []
@@ -122,7 +148,9 @@ def trace(
             "workloads": count,
             "load": load,
         },
-        **({"featureGates": {"TASPlacementGroups": True}} if shape == "groups" else {}),
+        **(
+            {"featureGates": {"TASPlacementGroups": True}} if shape in ("groups", "growing") else {}
+        ),
         "topology": {"levels": [{"nodeLabel": level} for level in (BLOCK, RACK, HOST)]},
         "pool": {
             "blocks": blocks,
@@ -137,8 +165,9 @@ def trace(
 def _kind(rng: random.Random, shape: str) -> str:
     if shape == "mixed":
         return "training" if rng.random() < MIXED_TRAINING_SHARE else "inference"
-    if shape == "groups":
-        return rng.choices(list(GROUPS_KINDS), weights=list(GROUPS_KINDS.values()))[0]
+    if shape in ("groups", "growing"):
+        kinds = GROUPS_KINDS if shape == "groups" else GROWING_KINDS
+        return rng.choices(list(kinds), weights=list(kinds.values()))[0]
     return shape
 
 
@@ -208,6 +237,27 @@ def _tenant(rng: random.Random, hosts_per_rack: int):
     return workload | {"podSets": [podset]}, count * share * duration
 
 
+def _arrival(
+    rng: random.Random, kind: str, group: str | None, span: float, starts: dict[str, float]
+) -> float:
+    """A workload's arrival; a growing group's steps follow its start (drawn at its first)."""
+    if group is not None:
+        if group not in starts:
+            starts[group] = rng.uniform(0, span * (1 - GROWTH_WINDOW))
+        return starts[group] + rng.uniform(0, span * GROWTH_WINDOW)
+    return rng.uniform(0, span) if kind in ("training", "tenant") else _daily(rng, span)
+
+
+def _job_step(rng: random.Random, jobs: int):
+    """One step of a training job that grows within its block: 1 to 16 hosts of 8-GPU pods."""
+    requests, share = TRAINING_PODS[0]
+    count = rng.choice([1, 2, 4, 4, 8, 8, 16])
+    duration = min(max(rng.lognormvariate(math.log(4 * HOUR), 0.8), HOUR / 2), 48 * HOUR)
+    podset = {"name": "workers", "count": count, "requests": requests}
+    workload = {"duration": round(duration), "group": f"job-{rng.randrange(jobs)}"}
+    return workload | {"podSets": [podset]}, count * share * duration
+
+
 def _daily(rng: random.Random, span: float) -> float:
     """An arrival time in [0, span] on a daily cycle: busiest at 06:00, quietest at 18:00
     (rejection sampling of 1 + 0.6 sin(2 pi t / day))."""
@@ -230,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shape", choices=sorted(DEFAULT_WORKLOADS), default="mixed")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--nodes", type=int, choices=sorted(LAYOUTS), default=5120)
-    parser.add_argument("--workloads", type=int, help="default: 300, 800, 600 or 500 by shape")
+    parser.add_argument("--workloads", type=int, help="default: by shape")
     parser.add_argument("--load", type=float, default=0.8, help="offered work over capacity")
     args = parser.parse_args(argv)
     if args.load <= 0 or (args.workloads is not None and args.workloads < 1):

@@ -144,8 +144,10 @@ class _SolverAdmission:
         owned = self._owned_by_others(None)
         layout = self.snapshot.group_layout()
         excluded = groups.excluded_leaves(layout, owned) if owned else None
+        growing = self._owned_by_others(None, "affinity") if self.fragmentation_aware else None
+        reserved = groups.excluded_leaves(layout, growing) if growing else None
         podsets = traced.workload.podsets
-        placement = self.snapshot.find_assignments(podsets, excluded=excluded)
+        placement = self.snapshot.find_assignments(podsets, excluded=excluded, reserved=reserved)
         if placement.admitted:
             placement = self.snapshot.numa_zones(podsets, placement)
             scenario.hold(self.snapshot, self.nodes, traced.workload, placement)
