@@ -49,6 +49,7 @@ class Gate(StrEnum):
     TAS_NUMA_ZONES = "TASNUMAZones"
     TAS_PLACEMENT_GROUPS = "TASPlacementGroups"
     TAS_PROFILE_FRAGMENTATION_AWARE = "TASProfileFragmentationAware"
+    TAS_DEFRAGMENTATION = "TASDefragmentation"
 
 
 class Kind(StrEnum):
@@ -287,6 +288,11 @@ _SPECS = (
         Gate.TAS_PROFILE_FRAGMENTATION_AWARE,
         "Required and preferred requests go to the fitting domain whose parents have the "
         "least room, keeping empty blocks whole (instead of BestFit's tightest domain).",
+    ),
+    _ours(
+        Gate.TAS_DEFRAGMENTATION,
+        "Move running workloads that allow it (tas-operator.io/movable) to open a domain for "
+        "a waiting gang: evicted with reason Defragmented, the room held for the gang.",
     ),
     # ---- accepted, no effect here: Kueue's TAS gates ----
     _kueue(

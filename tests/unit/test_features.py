@@ -24,7 +24,12 @@ ALIAS, CANONICAL = "TASMultipleNodeReplacement", "TASReplaceMultipleFailedNodes"
 # Gates that stay off although the release that added them has them on (placements stay
 # identical to Kueue v0.17.0's).
 KEPT_OFF = {"TASNodeFeasibilityForAllLevels", "TASPartialSlices", "TASGroupedPodSetSlicing"}
-OURS = {"TASNUMAZones", "TASPlacementGroups", "TASProfileFragmentationAware"}
+OURS = {
+    "TASNUMAZones",
+    "TASPlacementGroups",
+    "TASProfileFragmentationAware",
+    "TASDefragmentation",
+}
 
 
 def read_table() -> dict[str, dict[str, tuple[str, bool]]]:

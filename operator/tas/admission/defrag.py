@@ -12,8 +12,8 @@ within a size, cheapest first (fewest pods moved; a workload already leaving cos
 Only sets within one domain of the gang's required level can open that domain, and a set
 whose pods, with the domain's free room, do not even add up to the gang's requests is skipped
 without asking the solver. A plan is therefore minimal: every smaller set was tried and
-failed. The search stops at `Limits.seconds`, and then finds nothing (a plan found after a
-cut search could not be shown minimal).
+failed. The search stops at `Limits.seconds` (or `max_attempts` sets simulated, which is
+deterministic), and then finds nothing.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ class Limits:
     max_moves: int = 3  # the largest set tried
     max_candidates: int = 32  # per domain of the gang's level, cheapest kept
     seconds: float = 0.25  # the whole search
+    max_attempts: int | None = None  # simulations with the solver (None: no limit)
 
 
 @dataclass(frozen=True)
@@ -87,9 +88,9 @@ def plan(
         return "no running workload that allows it may be moved yet"
     search = _Search(snapshot, gang, candidates, depth, budget or {}, limits)
     deadline = clock() + limits.seconds
-    for combo in search.combos():
-        if clock() > deadline:
-            return f"no plan found within {limits.seconds:g}s"
+    for attempts, combo in enumerate(search.combos()):
+        if clock() > deadline or attempts == limits.max_attempts:
+            return "no plan found within the search's bounds"
         found = search.attempt(combo)
         if found is not None:
             return found

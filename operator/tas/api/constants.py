@@ -176,3 +176,12 @@ ALLOW_EXCLUSIVE_PLACEMENT_GROUPS = TAS_PREFIX + "allow-exclusive-placement-group
 # Pod label: the partition (1..K) of a pod of a partitioned group, set when it is ungated.
 PLACEMENT_GROUP_PARTITION_LABEL = TAS_PREFIX + "placement-group-partition"
 REASON_PLACEMENT_GROUP_INVALID = "PlacementGroupInvalid"
+
+# --- Beyond Kueue: defragmentation (gate TASDefragmentation) -----------------------------------
+# Job or Workload annotations (a LocalQueue's gives its workloads' default): "true" lets the
+# operator move the running workload to open a domain for a waiting gang, once it has run for
+# MOVABLE_AFTER (a duration, "5m"; default DEFAULT_MOVABLE_AFTER_SECONDS).
+MOVABLE = TAS_PREFIX + "movable"
+MOVABLE_AFTER = TAS_PREFIX + "movable-after"
+DEFAULT_MOVABLE_AFTER_SECONDS = 300.0
+REASON_DEFRAGMENTED = "Defragmented"  # the Evicted condition's reason of a moved workload

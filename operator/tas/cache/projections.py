@@ -36,6 +36,8 @@ from tas.api.constants import (
     UNHEALTHY_NODES_EVICTION_THRESHOLD_ANNOTATION,
     WORKLOAD_ANNOTATION,
 )
+from tas.api.movable import Movable, MovableError
+from tas.api.movable import parse as parse_movable
 from tas.api.placementgroups import (
     GroupRef,
     GroupSpec,
@@ -600,6 +602,10 @@ class WorkloadInfo:
     placement_group_error: str | None = field(default=None, compare=False)
     active: bool = True  # spec.active: false takes it out of its queue and evicts it
     priority_class: str = ""  # spec.priorityClassRef.name: Kueue's metrics label workloads by it
+    # Gate TASDefragmentation (ours): its tas-operator.io/movable annotations as given, or why
+    # they cannot be read (then it is never moved).
+    movable: Movable = field(default=Movable(None, None), compare=False)
+    movable_error: str | None = field(default=None, compare=False)
 
     @property
     def group_key(self) -> tuple[str, str] | None:
@@ -751,6 +757,7 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
     )
     admissions, admission_error = _admissions(assignments, one_flavor)
     owners, owner = _owners(meta)
+    movable, movable_error = _movable(meta.get("annotations") or {})
     return WorkloadInfo(
         namespace=meta.get("namespace", ""),
         name=meta["name"],
@@ -779,7 +786,26 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
         placement_group_error=group_error,
         active=spec.get("active") is not False,
         priority_class=(spec.get("priorityClassRef") or {}).get("name") or "",
+        movable=movable,
+        movable_error=movable_error,
     )
+
+
+def local_queue_movable(obj: Mapping) -> Movable | None:
+    """A LocalQueue's default tas-operator.io/movable annotations for its workloads; None when
+    it gives none, or gives a value that cannot be read (the webhook refuses one; an object
+    stored before it was served moves nothing)."""
+    movable, error = _movable((obj.get("metadata") or {}).get("annotations") or {})
+    if error is not None or movable == Movable(None, None):
+        return None
+    return movable
+
+
+def _movable(annotations: Mapping[str, str]) -> tuple[Movable, str | None]:
+    try:
+        return parse_movable(annotations), None
+    except MovableError as error:
+        return Movable(None, None), str(error)
 
 
 def _pod_set_requests(pod_sets: list[dict]) -> tuple[list[PodSetRequest], str | None]:

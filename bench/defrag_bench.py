@@ -1,0 +1,147 @@
+"""Defragmentation (gate TASDefragmentation) in `tas simulate`, against BestFit and the
+fragmentation-aware profile, on the saturating training traces.
+
+    PYTHONPATH=operator .venv/bin/python bench/defrag_bench.py            # writes bench/results/defrag.json
+    PYTHONPATH=operator .venv/bin/python bench/defrag_bench.py --quick    # one trace, writes nothing
+
+Each trace is the generator's (`--shape training --load 1.5`), with every rack-sized gang
+(required or preferred rack) annotated `tas-operator.io/movable: "true"` (default
+movable-after, 5 minutes); block-sized gangs are not movable. The movable trace is written next
+to the results, so `tas simulate --compare TASDefragmentation=true` reproduces each row.
+
+Reported per profile (BestFit, fragmentation-aware) without and with defragmentation: pods
+placed before the first failure, mean wait of the large gangs (those required in a block),
+moves per hour and per admitted workload.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from tas.offline.simulate import generate
+from tas.offline.simulate.run import simulate
+from tas.offline.simulate.trace import parse_trace
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+MOVABLE = {"tas-operator.io/movable": "true"}
+BLOCK_REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+PROFILES = {
+    "BestFit": {},
+    "FragmentationAware": {"TASProfileFragmentationAware": True},
+}
+
+
+def movable_trace(seed: int, nodes: int, workloads: int) -> dict[str, Any]:
+    document = generate.trace("training", seed, nodes, workloads, load=1.5)
+    for entry in document["workloads"]:
+        annotations = entry["podSets"][0].get("annotations", {})
+        if annotations.get(BLOCK_REQUIRED) != generate.BLOCK:
+            entry["annotations"] = dict(MOVABLE)
+    return document
+
+
+def large(entry: dict[str, Any]) -> bool:
+    return entry["podSets"][0].get("annotations", {}).get(BLOCK_REQUIRED) == generate.BLOCK
+
+
+def run(document: dict[str, Any], gates: dict[str, bool]) -> dict[str, Any]:
+    first_seen: dict[str, float] = {}
+
+    def observe(now: float, running: Any) -> None:
+        for name in running:
+            first_seen.setdefault(name, now)
+
+    report = simulate(parse_trace(document, gates), observe)
+    arrivals = {e["name"]: e["arrival"] for e in document["workloads"] if large(e)}
+    waits = [first_seen[n] - a for n, a in arrivals.items() if n in first_seen]
+    moves = report.get("defragmentation", {})
+    return {
+        "podsPlacedBeforeFirstFailure": report["podsPlacedBeforeFirstFailure"],
+        "firstFailure": (report["firstFailure"] or {}).get("workload"),
+        "largeGangs": len(arrivals),
+        "largeGangMeanWaitSeconds": round(statistics.fmean(waits), 1) if waits else None,
+        "largeGangsNeverAdmitted": len(arrivals) - len(waits),
+        "moves": moves.get("moves", 0),
+        "movesPerHour": moves.get("movesPerHour", 0.0),
+        "movesPerAdmission": moves.get("movesPerAdmission", 0.0),
+        "end": report["end"],
+    }
+
+
+def bench(seeds: list[int], nodes: int, workloads: int, keep: Path | None) -> list[dict]:
+    rows = []
+    for seed in seeds:
+        document = movable_trace(seed, nodes, workloads)
+        if keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+            (keep / f"training-saturating-movable-{nodes}-seed{seed}.json").write_text(
+                generate.dumps(document)
+            )
+        for profile, gates in PROFILES.items():
+            base = run(document, gates)
+            moved = run(document, {**gates, "TASDefragmentation": True})
+            before = base["podsPlacedBeforeFirstFailure"]
+            rows.append(
+                {
+                    "seed": seed,
+                    "profile": profile,
+                    "without": base,
+                    "with": moved,
+                    "podsBeforeFirstFailureRatio": (
+                        round(moved["podsPlacedBeforeFirstFailure"] / before, 3) if before else None
+                    ),
+                }
+            )
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    out = [
+        "| seed | profile | pods before 1st failure (without → with) | ratio | large-gang mean "
+        "wait s (without → with) | moves | moves/h | moves/admission |",
+        "|---:|---|---|---:|---|---:|---:|---:|",
+    ]
+    for r in rows:
+        a, b = r["without"], r["with"]
+        out.append(
+            f"| {r['seed']} | {r['profile']} | {a['podsPlacedBeforeFirstFailure']} → "
+            f"{b['podsPlacedBeforeFirstFailure']} | {r['podsBeforeFirstFailureRatio']} | "
+            f"{a['largeGangMeanWaitSeconds']} → {b['largeGangMeanWaitSeconds']} | {b['moves']} | "
+            f"{b['movesPerHour']} | {b['movesPerAdmission']} |"
+        )
+    return "\n".join(out)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--output", type=Path)
+    args = parser.parse_args()
+    seeds = [1] if args.quick else [1, 2, 3, 4, 5]
+    nodes, workloads = (640, 150) if args.quick else (5120, 300)
+    keep = None if args.quick else RESULTS / "defrag-traces"
+    rows = bench(seeds, nodes, workloads, keep)
+    print(table(rows))
+    output = args.output or (None if args.quick else RESULTS / "defrag.json")
+    if output is not None:
+        result = {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "nodes": nodes,
+            "workloads": workloads,
+            "rows": rows,
+        }
+        output.write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
