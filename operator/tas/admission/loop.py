@@ -383,6 +383,8 @@ class AdmissionLoop:
     ) -> Decision:
         """The head of a queue that fits nowhere, and may preempt no one: a plan to move
         workloads that allow it (admission/moves.py), as a decision to preempt them."""
+        if workload.movable_error:  # as a bad topology annotation: refused, naming it
+            return Decision(False, workload.movable_error, invalid=True)
         if decision.admitted or decision.invalid or decision.preemption is not None:
             return decision
         if cq.name in self._planned:
