@@ -110,3 +110,17 @@ def test_a_local_queue_default_makes_its_workloads_movable() -> None:
     c.cycle()
     assert c.condition("small", "Evicted")["reason"] == "Defragmented"
     assert c.condition("big", "Evicted") is None  # movable too, but one move is enough
+
+
+def test_a_plan_whose_workload_changed_is_given_up_and_made_again() -> None:
+    c = scattered()
+    c.submit(job("gang", 8))
+    c.writer.refuse = 1  # the move's write: the workload changed since the plan (409)
+    c.cycle()
+    assert c.condition("small", "Evicted") is None
+    message = c.condition("gang", "QuotaReserved")["message"]
+    assert "changed under the defragmentation plan" in message
+    # the gang holds no room until a plan is made again
+    assert not c.loop._holds._holds
+    c.cycle()  # planned again on the world as it is now
+    assert c.condition("small", "Evicted")["reason"] == "Defragmented"
