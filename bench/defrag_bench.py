@@ -6,8 +6,9 @@ fragmentation-aware profile, on the saturating training traces.
 
 Each trace is the generator's (`--shape training --load 1.5`), with every rack-sized gang
 (required or preferred rack) annotated `tas-operator.io/movable: "true"` (default
-movable-after, 5 minutes); block-sized gangs are not movable. The movable trace is written next
-to the results, so `tas simulate --compare TASDefragmentation=true` reproduces each row.
+movable-after, 5 minutes); block-sized gangs are not movable. Seed 1's is shipped as
+examples/traces/training-saturating-movable-5120.json, so `tas simulate --compare
+TASDefragmentation=true` on it reproduces the first BestFit row; `--traces DIR` writes all.
 
 Reported per profile (BestFit, fragmentation-aware) without and with defragmentation: pods
 placed before the first failure, mean wait of the large gangs (those required in a block),
@@ -103,6 +104,27 @@ def bench(seeds: list[int], nodes: int, workloads: int, keep: Path | None) -> li
     return rows
 
 
+def summary(rows: list[dict]) -> dict[str, dict[str, float]]:
+    """Per profile: the mean ratio of pods before the first failure, the mean large-gang wait
+    with over without, and the most moves per admitted workload of any seed."""
+    out = {}
+    for profile in PROFILES:
+        mine = [r for r in rows if r["profile"] == profile]
+        waits = [
+            r["with"]["largeGangMeanWaitSeconds"] / r["without"]["largeGangMeanWaitSeconds"]
+            for r in mine
+            if r["without"]["largeGangMeanWaitSeconds"]
+        ]
+        out[profile] = {
+            "meanPodsBeforeFirstFailureRatio": round(
+                statistics.fmean(r["podsBeforeFirstFailureRatio"] for r in mine), 3
+            ),
+            "meanLargeGangWaitRatio": round(statistics.fmean(waits), 3) if waits else None,
+            "maxMovesPerAdmission": max(r["with"]["movesPerAdmission"] for r in mine),
+        }
+    return out
+
+
 def table(rows: list[dict]) -> str:
     out = [
         "| seed | profile | pods before 1st failure (without → with) | ratio | large-gang mean "
@@ -124,12 +146,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--output", type=Path)
+    parser.add_argument("--traces", type=Path, help="write the movable traces here")
     args = parser.parse_args()
     seeds = [1] if args.quick else [1, 2, 3, 4, 5]
     nodes, workloads = (640, 150) if args.quick else (5120, 300)
-    keep = None if args.quick else RESULTS / "defrag-traces"
-    rows = bench(seeds, nodes, workloads, keep)
+    rows = bench(seeds, nodes, workloads, args.traces)
     print(table(rows))
+    print(json.dumps(summary(rows), indent=1))
     output = args.output or (None if args.quick else RESULTS / "defrag.json")
     if output is not None:
         result = {
@@ -137,6 +160,7 @@ def main() -> int:
             "cpus": os.cpu_count(),
             "nodes": nodes,
             "workloads": workloads,
+            "summary": summary(rows),
             "rows": rows,
         }
         output.write_text(json.dumps(result, indent=1) + "\n")
