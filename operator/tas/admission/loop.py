@@ -393,8 +393,15 @@ class AdmissionLoop:
         now = datetime.now(UTC).replace(tzinfo=None)  # as the cache's timestamps
         found = moves.find(self.state, workload, cq, self._moves, self.defrag.limits, now)
         if isinstance(found, str):
+            later = moves.seconds_until_more(self.state, self._moves, now)
+            if later is not None:  # decided again then, though the cluster did not change
+                asyncio.get_running_loop().call_later(later + 0.1, self._retry, workload.key)
             return replace(decision, message=f"{decision.message}. No defragmentation: {found}")
         return found
+
+    def _retry(self, key: Key) -> None:
+        self._tried.pop(key, None)
+        self.wake()
 
     async def _preempt(
         self, workload: WorkloadInfo, cq: ClusterQueueInfo, decision: Decision

@@ -140,6 +140,25 @@ def _decision(
     )
 
 
+def seconds_until_more(state: ClusterState, budget: Budget, now: datetime) -> float | None:
+    """When a plan may find more than now without the cluster changing: the next movable
+    workload reaching its movable-after, or the next move leaving a spent budget's hour.
+    Admission decides again only when the cluster changes, so the loop sets a timer."""
+    times = []
+    for key in state.charges():
+        workload = state.workloads.get(key)
+        if workload is None or workload.evicted or workload.reserved_at is None:
+            continue
+        may, after = movable(state, workload)
+        ready = workload.reserved_at + after * _SEC
+        if may and ready > now:
+            times.append(ready)
+    for queue, left in budget.left(now).items():
+        if left <= 0:
+            times.append(budget.moves[queue][0] + HOUR)
+    return min((t - now).total_seconds() for t in times) if times else None
+
+
 def eviction_message(gang: WorkloadInfo) -> str:
     return (
         f"Moved to make room for a workload that needs one domain of the topology "

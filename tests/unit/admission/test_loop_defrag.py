@@ -4,13 +4,15 @@ pods are gone, and nothing moved that did not opt in."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from tas.admission.loop import AdmissionLoop
 from tas.admission.moves import DefragRules
 from tas.api.movable import Movable
 from tests.unit.admission.fixtures import RACK, cluster_queue, workload
-from tests.unit.admission.test_loop import admitted
+from tests.unit.admission.test_loop import add, admitted
 from tests.unit.admission.test_loop_preemption import Cluster
 
 MOVABLE = {"tas-operator.io/movable": "true", "tas-operator.io/movable-after": "0s"}
@@ -123,4 +125,31 @@ def test_a_plan_whose_workload_changed_is_given_up_and_made_again() -> None:
     # the gang holds no room until a plan is made again
     assert not c.loop._holds._holds
     c.cycle()  # planned again on the world as it is now
+    assert c.condition("small", "Evicted")["reason"] == "Defragmented"
+
+
+def test_a_gang_is_planned_for_again_once_a_workload_may_move() -> None:
+    young = {"tas-operator.io/movable": "true", "tas-operator.io/movable-after": "2s"}
+    c = scattered(small=young)
+    c.submit(job("gang", 8))
+
+    async def cycle() -> None:
+        await c.loop.cycle()
+        await c.loop.drain()
+        for name, status in c.writer.statuses[c.seen :]:
+            obj = c.objects[name]
+            obj["status"] = {**obj.get("status", {}), **status}
+            add(c.state, obj)
+        c.seen = len(c.writer.statuses)
+
+    async def go() -> None:
+        await cycle()  # too young: nothing moves, and nothing in the cluster changes after
+        assert c.condition("small", "Evicted") is None
+        assert ("ns", "gang") in c.loop._tried  # not decided again unless something says so
+        c.loop._wake.clear()
+        await asyncio.wait_for(c.loop._wake.wait(), timeout=4)  # the timer for movable-after
+        assert ("ns", "gang") not in c.loop._tried
+        await cycle()
+
+    asyncio.run(go())
     assert c.condition("small", "Evicted")["reason"] == "Defragmented"
