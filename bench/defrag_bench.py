@@ -32,7 +32,6 @@ from tas.offline.simulate.trace import parse_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
-MOVABLE = {"tas-operator.io/movable": "true"}
 BLOCK_REQUIRED = "kueue.x-k8s.io/podset-required-topology"
 PROFILES = {
     "BestFit": {},
@@ -41,12 +40,7 @@ PROFILES = {
 
 
 def movable_trace(seed: int, nodes: int, workloads: int) -> dict[str, Any]:
-    document = generate.trace("training", seed, nodes, workloads, load=1.5)
-    for entry in document["workloads"]:
-        annotations = entry["podSets"][0].get("annotations", {})
-        if annotations.get(BLOCK_REQUIRED) != generate.BLOCK:
-            entry["annotations"] = dict(MOVABLE)
-    return document
+    return generate.trace("training", seed, nodes, workloads, load=1.5, movable=True)
 
 
 def large(entry: dict[str, Any]) -> bool:
