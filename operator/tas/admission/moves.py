@@ -32,6 +32,7 @@ from tas.cache.state import ClusterState
 
 DEFAULT_MOVES_PER_HOUR = 10  # per ClusterQueue (--defragmentation-moves-per-hour)
 HOUR = timedelta(hours=1)
+_SEC = timedelta(seconds=1)
 
 
 @dataclass
@@ -92,9 +93,6 @@ def _candidates(
             Candidate(key, workload.pod_sets, assignments, charge.cluster_queue, workload.evicted)
         )
     return out
-
-
-_SEC = timedelta(seconds=1)
 
 
 def find(
