@@ -2,12 +2,13 @@
 
     .venv/bin/python bench/view_bench.py --nodes 500 [--output FILE]
 
-With the operator running and its view served:
+With the operator running and its view served, once the cluster has settled:
 1. page load: GET / (rendered on the operator's loop), median of 5, and its size;
 2. update latency: a node cordoned (kubectl patch) until an SSE event draws it cordoned, and
    back, with 5 viewers connected; from kubectl's start (upper bound: includes its start-up)
    and from its return (lower bound);
-3. operator CPU while 5 viewers are connected: idle, and with a node change every second;
+3. operator CPU, idle and with a node change every second: with nobody watching (the view is
+   not rebuilt) and with 5 viewers connected;
 4. bytes per update event.
 
 Uses the cluster in KUBECONFIG, or starts the local one (TAS_CLUSTER_DIR, TAS_API_PORT,
@@ -36,7 +37,13 @@ sys.path.insert(0, str(ROOT))
 
 from bench.operator_bench import setup  # noqa: E402
 from e2e import topology  # noqa: E402
-from e2e.harness import Cluster, cluster_from_env, wait_for  # noqa: E402
+from e2e.harness import (  # noqa: E402
+    Cluster,
+    WaitTimeout,
+    cluster_from_env,
+    stop_local_cluster,
+    wait_for,
+)
 from e2e.operator_process import OperatorProcess  # noqa: E402
 
 VIEWERS = 5
@@ -117,6 +124,20 @@ def wait_drawn(viewers: Viewers, node: str, cordoned: bool, after: float) -> flo
     return wait_for(seen, timeout=30, interval=0.02, what=f"{node} drawn")
 
 
+def settled(url: str, quiet: float = 5.0) -> bool:
+    """The view unchanged for `quiet` seconds (kwok finishes marking new nodes Ready)."""
+
+    def model() -> dict:
+        with urllib.request.urlopen(url + "model.json", timeout=60) as r:
+            data = json.load(r)
+        data.pop("at", None)
+        return data
+
+    first = model()
+    time.sleep(quiet)
+    return model() == first
+
+
 def page_load(url: str) -> dict:
     times, size = [], 0
     for _ in range(5):
@@ -173,7 +194,16 @@ def measure(cluster: Cluster, nodes_wanted: int, rounds: int, cpu_window: float)
                 return json.dumps(json.load(r)).count('"marks"') >= len(names)
 
         wait_for(all_drawn, timeout=300, interval=1, what="every node in the view")
-        result: dict = {"nodes": len(names), "page_load": page_load(url)}
+        try:
+            wait_for(lambda: settled(url), timeout=300, interval=0.1, what="the cluster to settle")
+            calm = True
+        except WaitTimeout:  # kwok's nodes still changing (a loaded machine): say so, go on
+            calm = False
+        result: dict = {"nodes": len(names), "settled": calm, "page_load": page_load(url)}
+        result["operator_cpu_without_viewers"] = cpu_while_viewed(
+            cluster, op.proc.pid, names, cpu_window
+        )
+        print(f"cpu, nobody watching: {result['operator_cpu_without_viewers']}", flush=True)
         print(f"{len(names)} nodes: page load {result['page_load']}", flush=True)
         viewers = Viewers(url, VIEWERS)
         viewers.start()
@@ -211,7 +241,11 @@ def main() -> int:
     os.environ.setdefault("TAS_ETCD_PORT", "16379")
     cluster = cluster_from_env()
     load_at_start = os.getloadavg()
-    result = measure(cluster, args.nodes, args.rounds, args.cpu_seconds)
+    try:
+        result = measure(cluster, args.nodes, args.rounds, args.cpu_seconds)
+    finally:
+        if not os.environ.get("KUBECONFIG") and not os.environ.get("KEEP_CLUSTER"):
+            stop_local_cluster()  # the bench's own cluster: stopped, as every process it starts
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
     ).stdout.strip()

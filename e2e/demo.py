@@ -195,6 +195,8 @@ Ready in {time.monotonic() - t0:.0f}s. Explore:
   kubectl describe workload -n default      # conditions, events, topologyAssignment
   kubectl get clusterqueue tas-cluster-queue -o yaml
   curl -s http://127.0.0.1:9090/metrics | grep ^tas_
+  open http://127.0.0.1:8090                # tas view: the topology, live
+  {Path(sys.executable).parent / "tas"} top                   # the same in this terminal
 Stop it all with: make demo-down""")
     return 0
 

@@ -49,6 +49,10 @@ class Gate(StrEnum):
     TAS_NUMA_ZONES = "TASNUMAZones"
     TAS_PLACEMENT_GROUPS = "TASPlacementGroups"
     TAS_PROFILE_FRAGMENTATION_AWARE = "TASProfileFragmentationAware"
+    TAS_REQUIRED_WITH_PREFERRED = "TASRequiredWithPreferred"
+    TAS_MULTI_ROLE_POD_SET_GROUPS = "TASMultiRolePodSetGroups"
+    TAS_DRAINING_DOMAINS = "TASDrainingDomains"
+    TAS_TOPOLOGY_RELAXATION = "TASTopologyRelaxation"
     TAS_DEFRAGMENTATION = "TASDefragmentation"
 
 
@@ -288,6 +292,27 @@ _SPECS = (
         Gate.TAS_PROFILE_FRAGMENTATION_AWARE,
         "Required and preferred requests go to the fitting domain whose parents have the "
         "least room, keeping empty blocks whole (instead of BestFit's tightest domain).",
+    ),
+    _ours(
+        Gate.TAS_REQUIRED_WITH_PREFERRED,
+        "A required level with a lower preferred one (tas-operator.io/podset-preferred-"
+        "topology): the required domain whose placement spans the fewest lower-level domains.",
+    ),
+    _ours(
+        Gate.TAS_MULTI_ROLE_POD_SET_GROUPS,
+        "A podset-group-name group of any number of pod sets, placed as one gang in one domain "
+        "of its level, each pod set's slices honoured.",
+    ),
+    _ours(
+        Gate.TAS_DRAINING_DOMAINS,
+        "Nodes labelled tas-operator.io/draining=true (a rack or block: all its nodes) take no "
+        "new workload and no hot-swap replacement; running workloads stay. A workload that "
+        "would fit only with them is told so.",
+    ),
+    _ours(
+        Gate.TAS_TOPOLOGY_RELAXATION,
+        "The tas-operator.io/podset-topology-relaxation annotation: after waiting the given "
+        "times in its queue, a required pod set is tried at the next listed level.",
     ),
     _ours(
         Gate.TAS_DEFRAGMENTATION,
@@ -857,6 +882,9 @@ class FeatureGates:
             node_feasibility_all_levels=self.enabled(Gate.TAS_NODE_FEASIBILITY_FOR_ALL_LEVELS),
             partial_slices=self.enabled(Gate.TAS_PARTIAL_SLICES),
             grouped_pod_set_slicing=self.enabled(Gate.TAS_GROUPED_POD_SET_SLICING),
+            required_with_preferred=self.enabled(Gate.TAS_REQUIRED_WITH_PREFERRED),
+            multi_role_groups=self.enabled(Gate.TAS_MULTI_ROLE_POD_SET_GROUPS),
+            draining_domains=self.enabled(Gate.TAS_DRAINING_DOMAINS),
         )
 
 
@@ -1013,7 +1041,7 @@ PAGE = """\
 <!-- Generated from operator/tas/features.py by `python -m tas.features --markdown`. -->
 
 tas-operator accepts every feature-gate name of Kueue v0.17.0 to v0.20, so a `featureGates`
-list copied from a Kueue installation works unchanged, and adds three gates of its own. Set
+list copied from a Kueue installation works unchanged, and adds gates of its own. Set
 them with `tas operator --feature-gates A=true,B=false`, the `TAS_FEATURE_GATES` environment
 variable (the flag wins where both set a gate), the chart's `featureGates` value, or the
 `featureGates` map of a scenario or trace file (`tas solve`, `tas simulate`). A value is `true`

@@ -28,6 +28,10 @@ OURS = {
     "TASNUMAZones",
     "TASPlacementGroups",
     "TASProfileFragmentationAware",
+    "TASRequiredWithPreferred",
+    "TASMultiRolePodSetGroups",
+    "TASDrainingDomains",
+    "TASTopologyRelaxation",
     "TASDefragmentation",
 }
 

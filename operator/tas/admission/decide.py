@@ -7,27 +7,33 @@ assumes the returned charge in the cache before it writes the status.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from tas import features
 from tas.admission import preemption
 from tas.admission.preemption import Preemption
 from tas.api import topologyassignment
 from tas.api.annotations import TopologyRequestError, validate_levels, validate_pod_set_groups
 from tas.api.constants import (
     ALLOW_EXCLUSIVE_PLACEMENT_GROUPS,
+    DRAINING_LABEL,
+    DRAINING_VALUE,
     MAY_STOP_SEARCH,
     NEVER,
     PLACEMENT_GROUP_EXCLUSIVE,
+    PODSET_TOPOLOGY_RELAXATION,
     TRY_NEXT_FLAVOR,
 )
 from tas.api.format import format_milli
 from tas.api.placementgroups import SPEC_FIELDS, GroupSpec, PlacementGroupError, rules_for
+from tas.api.relaxation import Progress, relax, validate_relaxation_levels
 from tas.cache import placementgroups
 from tas.cache.projections import ClusterQueueInfo, FlavorQuota, ResourceGroup, WorkloadInfo
 from tas.cache.quota import QuotaTree
 from tas.cache.state import Charge, ClusterState, PodSetCharge
+from tas.features import Gate
 from tas.solver import groups
 from tas.solver.types import (
     PODS,
@@ -50,6 +56,9 @@ class Decision:
     preemption: Preemption | None = None
     # A placement group's member: the group to write before the admission (ours).
     group: GroupDecision | None = None
+    # Not admitted, and a pod set relaxes to its next stage then (TASTopologyRelaxation): the
+    # loop decides again at that time.
+    relax_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -261,6 +270,37 @@ def _check_requests(workload: WorkloadInfo, levels: tuple[str, ...]) -> None:
     validate_pod_set_groups(workload.pod_sets)
     for ps in workload.pod_sets:
         validate_levels(ps.topology, levels)
+    if features.enabled(Gate.TAS_TOPOLOGY_RELAXATION):
+        for stages in workload.relaxations.values():
+            validate_relaxation_levels(stages, levels)
+
+
+def _relaxed(workload: WorkloadInfo, now: datetime) -> tuple[WorkloadInfo, list[Progress]]:
+    """TASTopologyRelaxation: the workload with each pod set at its current stage, and where
+    each pod set that relaxes stands."""
+    pod_sets, progress = [], []
+    for ps in workload.pod_sets:
+        stages = workload.relaxations.get(ps.name)
+        if not stages or not ps.topology.required:
+            pod_sets.append(ps)
+            continue
+        relaxed, where = relax(ps, stages, workload.queued_at, now)
+        pod_sets.append(relaxed)
+        progress.append(where)
+    return replace(workload, pod_sets=tuple(pod_sets)), progress
+
+
+def _with_progress(decision: Decision, progress: list[Progress]) -> Decision:
+    """A decision that did not admit says where each relaxing pod set stands."""
+    if decision.admitted or not progress:
+        return decision
+    stages = "; ".join(p.describe() for p in progress)
+    upcoming = [p.next_at for p in progress if p.next_at is not None]
+    return replace(
+        decision,
+        message=f"{decision.message}. Topology relaxation ({PODSET_TOPOLOGY_RELAXATION}): {stages}",
+        relax_at=min(upcoming) if upcoming else None,
+    )
 
 
 def decide(
@@ -284,6 +324,19 @@ def decide(
     # 1. The request itself.
     if workload.spec_error:
         return Decision(False, workload.spec_error, invalid=True)
+    relaxing = workload.relaxations or workload.relaxation_error
+    if relaxing and features.enabled(Gate.TAS_TOPOLOGY_RELAXATION):
+        if workload.relaxation_error:
+            return Decision(False, workload.relaxation_error, invalid=True)
+        relaxed, progress = _relaxed(workload, now)
+        return _with_progress(_decide(state, relaxed, cq, now), progress)
+    return _decide(state, workload, cq, now)
+
+
+def _decide(
+    state: ClusterState, workload: WorkloadInfo, cq: ClusterQueueInfo, now: datetime
+) -> Decision:
+    """decide()'s steps 1 to 6 for a workload whose request is as it is tried now."""
     if not workload.pod_sets:
         return Decision(False, "spec.podSets is empty", invalid=True)
     # 2. The resource group.
@@ -368,7 +421,9 @@ class _FlavorSearch:
         except PlacementGroupError as exc:
             return Decision(False, str(exc), invalid=True)
         if not result.admitted:
-            self.reasons.append(result.failure or "does not fit")
+            self.reasons.append(
+                (result.failure or "does not fit") + _draining_note(self.state, self.workload, fq)
+            )
             if _shaped_by_groups(self.state, self.workload, fq.flavor):
                 # Preemption simulates plain placements: it would evict for room the group's
                 # constraints (or exclusive domains) keep the workload from using.
@@ -432,6 +487,21 @@ class _FlavorSearch:
         return Decision(
             False, _unassigned(self.workload, self.reasons), charge=charge, preemption=found
         )
+
+
+def _draining_note(state: ClusterState, workload: WorkloadInfo, fq: FlavorQuota) -> str:
+    """TASDrainingDomains: when the workload did not fit, whether it would with the draining
+    nodes (the solver run again without taking them out), said so that nobody waits unaware."""
+    if not state.options.draining_domains:
+        return ""
+    if not any(node.draining for node in state.nodes.values()):
+        return ""
+    if not state.snapshot_with_draining(fq.flavor).find_assignments(workload.pod_sets).admitted:
+        return ""
+    return (
+        f". It would fit on nodes marked draining ({DRAINING_LABEL}={DRAINING_VALUE}), "
+        "which take no new workloads"
+    )
 
 
 def _unassigned(workload: WorkloadInfo, reasons: list[str]) -> str:

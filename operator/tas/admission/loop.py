@@ -74,6 +74,10 @@ log = logging.getLogger(__name__)
 
 PARALLEL_PREEMPTIONS = 8  # victims evicted at once (Kueue's parallelPreemptions)
 
+# A relaxation timer fires this long after the stage begins, so the decision it wakes is taken
+# in the new stage whatever the clocks' rounding.
+RELAX_MARGIN = 0.05
+
 # Reading a Workload back after a write that may have landed unseen: until the read succeeds the
 # capacity stays assumed (nothing else can be admitted onto it meanwhile).
 SETTLE_BACKOFF = Backoff(base=0.5, cap=10.0)
@@ -115,6 +119,9 @@ class AdmissionLoop:
         # Kueue's admission attempt and its result.
         self._cycle_tried = self._cycle_succeeded = False
         self._queue_metrics = queue_metrics.QueueMetrics()
+        # TASTopologyRelaxation: per pending workload, the timer that wakes the loop when its
+        # next stage begins (the loop never polls).
+        self._relax_timers: dict[Key, asyncio.TimerHandle] = {}
 
     def wake(self) -> None:
         self._wake.set()
@@ -281,6 +288,8 @@ class AdmissionLoop:
         if len(self._tried) + len(self._retry_at) <= 2 * len(workloads) + 256:
             return
         self._tried = {k: v for k, v in self._tried.items() if k in workloads}
+        for key in [k for k in self._relax_timers if k not in workloads]:
+            self._relax_timers.pop(key).cancel()
         # Queue keys ("cq", name) and ("lq", key) are few and kept.
         self._retry_at = {
             k: v for k, v in self._retry_at.items() if k in workloads or _is_queue_key(k)
@@ -364,6 +373,8 @@ class AdmissionLoop:
             await self._preempt(workload, cq, decision)
             return False
         self._tried[workload.key] = (self.state.generation, workload.generation, decision.message)
+        if decision.relax_at is not None:
+            self._relax_later(workload.key, decision.relax_at)
         log.debug(
             "pending %s/%s at capacity generation %d: %s",
             workload.namespace,
@@ -402,6 +413,22 @@ class AdmissionLoop:
     def _retry(self, key: Key) -> None:
         self._tried.pop(key, None)
         self.wake()
+
+    def _relax_later(self, key: Key, at: datetime) -> None:
+        """At `at` the workload's next relaxation stage begins: forget that it did not fit (its
+        request is another one then) and wake the loop. One timer per workload."""
+        old = self._relax_timers.pop(key, None)
+        if old is not None:
+            old.cancel()
+        now = datetime.now(UTC).replace(tzinfo=None)
+        delay = max(0.0, (at - now).total_seconds()) + RELAX_MARGIN
+
+        def due() -> None:
+            self._relax_timers.pop(key, None)
+            self._tried.pop(key, None)
+            self.wake()
+
+        self._relax_timers[key] = asyncio.get_running_loop().call_later(delay, due)
 
     async def _preempt(
         self, workload: WorkloadInfo, cq: ClusterQueueInfo, decision: Decision

@@ -28,8 +28,10 @@ from tas.api.constants import (
     PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS,
     PODSET_SLICE_SIZE,
     PODSET_UNCONSTRAINED_TOPOLOGY,
+    TAS_PODSET_PREFERRED_TOPOLOGY,
 )
 from tas.features import Gate
+from tas.solver.placement import placed_as_gang
 from tas.solver.types import PodSetRequest, SliceLayer, TopologyRequest
 
 MAX_SLICE_LAYERS = 3
@@ -142,6 +144,30 @@ def _is_numeric_group_name(text: str) -> bool:
     )
 
 
+def _unconstrained(text: str | None) -> bool:
+    if text is None:
+        return False
+    if text not in _GO_BOOLS:
+        raise TopologyRequestError(
+            PODSET_UNCONSTRAINED_TOPOLOGY, text, "must be a boolean (true or false)"
+        )
+    return _GO_BOOLS[text]
+
+
+def _inner_preferred(annotations: Mapping[str, str], required: str | None) -> str | None:
+    """Our lower preferred level (TASRequiredWithPreferred), only beside a required one."""
+    inner_preferred = inner_preferred_of(annotations)
+    if inner_preferred is not None:
+        _check_label_key(TAS_PODSET_PREFERRED_TOPOLOGY, inner_preferred)
+        if required is None:
+            raise TopologyRequestError(
+                TAS_PODSET_PREFERRED_TOPOLOGY,
+                inner_preferred,
+                f"needs {quote(PODSET_REQUIRED_TOPOLOGY)} (a lower level preferred inside it)",
+            )
+    return inner_preferred
+
+
 def parse_topology_request(
     annotations: Mapping[str, str],
     count: int,
@@ -167,25 +193,22 @@ def parse_topology_request(
         _check_label_key(PODSET_REQUIRED_TOPOLOGY, required)
     if preferred is not None:
         _check_label_key(PODSET_PREFERRED_TOPOLOGY, preferred)
-    unconstrained = False
-    if unconstrained_text is not None:
-        if unconstrained_text not in _GO_BOOLS:
-            raise TopologyRequestError(
-                PODSET_UNCONSTRAINED_TOPOLOGY,
-                unconstrained_text,
-                "must be a boolean (true or false)",
-            )
-        unconstrained = _GO_BOOLS[unconstrained_text]
+    unconstrained = _unconstrained(unconstrained_text)
 
-    # With TASGroupedPodSetSlicing a group may have slices, checked as anyone's.
-    grouped_slicing = features.enabled(Gate.TAS_GROUPED_POD_SET_SLICING)
+    # With TASGroupedPodSetSlicing a group may have slices, checked as anyone's; so may the
+    # roles of a multi-role group (validate_pod_set_groups refuses them in a leader pair).
+    grouped_slicing = features.enabled(Gate.TAS_GROUPED_POD_SET_SLICING) or features.enabled(
+        Gate.TAS_MULTI_ROLE_POD_SET_GROUPS
+    )
     grouped_without_slices = None if grouped_slicing else group_name
     if group_name is not None:
         _check_group_name(group_name, required, preferred, {} if grouped_slicing else annotations)
     layers = _parse_slice_layers(annotations, count, grouped_without_slices)
+    inner_preferred = _inner_preferred(annotations, required)
     return TopologyRequest(
         required=required,
         preferred=preferred,
+        inner_preferred=inner_preferred,
         unconstrained=unconstrained,
         slice_layers=layers,
         group_name=group_name,
@@ -193,6 +216,14 @@ def parse_topology_request(
         sub_group_index_label=sub_group[0] if sub_group else None,
         sub_group_count=sub_group[1] if sub_group else None,
     )
+
+
+def inner_preferred_of(annotations: Mapping[str, str]) -> str | None:
+    """Our lower preferred level beside a required one; None unless TASRequiredWithPreferred
+    is on (off, the annotation is ignored, as any other unknown one)."""
+    if not features.enabled(Gate.TAS_REQUIRED_WITH_PREFERRED):
+        return None
+    return annotations.get(TAS_PODSET_PREFERRED_TOPOLOGY)
 
 
 def _check_one_mode(annotations: Mapping[str, str]) -> None:
@@ -405,6 +436,23 @@ def _json_field(entry: dict[str, object], key: str) -> object:
     return None
 
 
+def _slice_source(
+    request: TopologyRequest, annotations: Mapping[str, str] | None
+) -> tuple[bool, str, str]:
+    """Whether the slices came from the constraints annotation, and the annotation and value an
+    error about them names."""
+    from_constraints = len(request.slice_layers) > 1 or (
+        annotations is not None and PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS in annotations
+    )
+    if from_constraints:
+        name = PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS
+        value = (annotations or {}).get(name) or json.dumps(
+            [{"topology": layer.level, "size": layer.size} for layer in request.slice_layers]
+        )
+        return True, name, value
+    return False, PODSET_SLICE_REQUIRED_TOPOLOGY, request.slice_layers[0].level
+
+
 def validate_levels(
     request: TopologyRequest, levels: Sequence[str], annotations: Mapping[str, str] | None = None
 ) -> None:
@@ -429,20 +477,12 @@ def validate_levels(
         raise TopologyRequestError(
             mode_annotation, mode_level, f"is not a level of the topology (levels: {known})"
         )
+    if request.inner_preferred is not None:
+        _check_inner_preferred(request, request.inner_preferred, depth, known)
     if not request.slice_layers:
         return
 
-    from_constraints = len(request.slice_layers) > 1 or (
-        annotations is not None and PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS in annotations
-    )
-    if from_constraints:
-        name = PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS
-        value = (annotations or {}).get(name) or json.dumps(
-            [{"topology": layer.level, "size": layer.size} for layer in request.slice_layers]
-        )
-    else:
-        name = PODSET_SLICE_REQUIRED_TOPOLOGY
-        value = request.slice_layers[0].level
+    from_constraints, name, value = _slice_source(request, annotations)
 
     def fail(index: int, problem: str) -> TopologyRequestError:
         where = f"layer {index}: " if from_constraints else ""
@@ -467,16 +507,66 @@ def validate_levels(
         )
 
 
+def _check_inner_preferred(
+    request: TopologyRequest, level: str, depth: Mapping[str, int], known: str
+) -> None:
+    """Our preferred `level`: a level of the topology, below the required one, at or above
+    the outermost slice level (inside the required domain it is placed as Kueue's preferred)."""
+    if level not in depth:
+        raise TopologyRequestError(
+            TAS_PODSET_PREFERRED_TOPOLOGY,
+            level,
+            f"is not a level of the topology (levels: {known})",
+        )
+    if request.required is None or depth[level] <= depth.get(request.required, len(depth)):
+        raise TopologyRequestError(
+            TAS_PODSET_PREFERRED_TOPOLOGY,
+            level,
+            f"must be a lower level than {PODSET_REQUIRED_TOPOLOGY} {quote(request.required or '')}",
+        )
+    if request.slice_layers and depth.get(request.slice_layers[0].level, 0) < depth[level]:
+        raise TopologyRequestError(
+            TAS_PODSET_PREFERRED_TOPOLOGY,
+            level,
+            f"must be at or above the slice level {quote(request.slice_layers[0].level)}",
+        )
+
+
+def _check_roles(name: str, members: list[int], podsets: Sequence[PodSetRequest]) -> None:
+    """A multi-role group (TASMultiRolePodSetGroups): every pod set at the same level."""
+    first = podsets[members[0]]
+    for index in members[1:]:
+        other = podsets[index]
+        if (other.topology.required, other.topology.preferred) != (
+            first.topology.required,
+            first.topology.preferred,
+        ):
+            raise TopologyRequestError(
+                PODSET_GROUP_NAME,
+                name,
+                f"needs the same {quote(PODSET_REQUIRED_TOPOLOGY)} or"
+                f" {quote(PODSET_PREFERRED_TOPOLOGY)} in every pod set"
+                f" ({first.name!r}, {other.name!r})",
+                podset_index=index,
+            )
+
+
 def validate_pod_set_groups(podsets: Sequence[PodSetRequest]) -> None:
     """`podset-group-name` across one workload's pod sets: each group is exactly two pod sets,
     one of them with count 1, both required (or both preferred) at the same level, and without
-    slices unless the TASGroupedPodSetSlicing gate is on."""
+    slices unless the TASGroupedPodSetSlicing gate is on. With TASMultiRolePodSetGroups, a
+    group that is not such a pair may have any number of pod sets (and slices), all at one
+    level."""
     groups: dict[str, list[int]] = {}
     for index, podset in enumerate(podsets):
         if podset.topology.group_name is not None:
             groups.setdefault(podset.topology.group_name, []).append(index)
 
+    multi_role = features.enabled(Gate.TAS_MULTI_ROLE_POD_SET_GROUPS)
     for name, members in groups.items():
+        if multi_role and placed_as_gang([podsets[index] for index in members]):
+            _check_roles(name, members, podsets)
+            continue
         if len(members) != 2:
             raise TopologyRequestError(
                 PODSET_GROUP_NAME,

@@ -3,6 +3,7 @@
 Values are Kueue's, verbatim, so that Kueue's manifests apply unchanged.
 """
 
+from collections.abc import Mapping
 from typing import Final
 
 GROUP = "kueue.x-k8s.io"
@@ -176,6 +177,26 @@ ALLOW_EXCLUSIVE_PLACEMENT_GROUPS = TAS_PREFIX + "allow-exclusive-placement-group
 # Pod label: the partition (1..K) of a pod of a partitioned group, set when it is ungated.
 PLACEMENT_GROUP_PARTITION_LABEL = TAS_PREFIX + "placement-group-partition"
 REASON_PLACEMENT_GROUP_INVALID = "PlacementGroupInvalid"
+# PodTemplate annotation (gate TASRequiredWithPreferred): beside Kueue's
+# podset-required-topology, a lower level preferred inside the required domain.
+TAS_PODSET_PREFERRED_TOPOLOGY = TAS_PREFIX + "podset-preferred-topology"
+
+# --- Beyond Kueue: draining domains (gate TASDrainingDomains) -----------------------------------
+# Node label: "true" drains the node. A rack or block drains when every node of it carries it.
+# No new workload is placed on a draining node; running ones stay, and hot swap never picks one.
+DRAINING_LABEL = TAS_PREFIX + "draining"
+DRAINING_VALUE = "true"
+
+
+def is_draining(labels: Mapping[str, str]) -> bool:
+    return labels.get(DRAINING_LABEL) == DRAINING_VALUE
+
+
+# --- Beyond Kueue: wait, then relax (gate TASTopologyRelaxation) --------------------------------
+# PodTemplate annotation beside podset-required-topology: the later stages, each a level (or
+# "unconstrained") and how long after the workload joined its queue it is tried there, e.g.
+# "block after 10m, unconstrained after 30m" (api/relaxation.py).
+PODSET_TOPOLOGY_RELAXATION = TAS_PREFIX + "podset-topology-relaxation"
 
 # --- Beyond Kueue: defragmentation (gate TASDefragmentation) -----------------------------------
 # Job or Workload annotations (a LocalQueue's gives its workloads' default): "true" lets the

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from tas.api.annotations import inner_preferred_of
 from tas.solver.types import SliceLayer, TopologyRequest
 
 CONSTRAINTS_FIELD = "podsetSliceRequiredTopologyConstraints"
@@ -39,10 +40,15 @@ def to_api(request: TopologyRequest) -> dict:
     return out
 
 
-def from_api(api: Mapping | None) -> TopologyRequest:
-    """The solver's request; a missing topologyRequest is the implied request."""
+def from_api(
+    api: Mapping | None, template_annotations: Mapping[str, str] | None = None
+) -> TopologyRequest:
+    """The solver's request; a missing topologyRequest is the implied request. Our lower
+    preferred level is not a field of Kueue's topologyRequest: it is read from the pod
+    template's annotations (TASRequiredWithPreferred)."""
+    inner_preferred = inner_preferred_of(template_annotations or {})
     if not api:
-        return TopologyRequest()
+        return TopologyRequest(inner_preferred=inner_preferred)
     if api.get(CONSTRAINTS_FIELD):
         layers = tuple(
             SliceLayer(str(x["topology"]), int(x["size"])) for x in api[CONSTRAINTS_FIELD]
@@ -56,6 +62,7 @@ def from_api(api: Mapping | None) -> TopologyRequest:
     return TopologyRequest(
         required=api.get("required") or None,
         preferred=api.get("preferred") or None,
+        inner_preferred=inner_preferred,
         unconstrained=bool(api.get("unconstrained")),
         slice_layers=layers,
         group_name=api.get("podSetGroupName") or None,

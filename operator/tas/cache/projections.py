@@ -35,6 +35,7 @@ from tas.api.constants import (
     TRY_NEXT_FLAVOR,
     UNHEALTHY_NODES_EVICTION_THRESHOLD_ANNOTATION,
     WORKLOAD_ANNOTATION,
+    is_draining,
 )
 from tas.api.movable import Movable, MovableError
 from tas.api.movable import parse as parse_movable
@@ -46,6 +47,7 @@ from tas.api.placementgroups import (
 )
 from tas.api.podrequests import numa_shape, pod_requests
 from tas.api.quantity import parse_milli, resources_to_milli
+from tas.api.relaxation import Stage, parse_relaxation
 from tas.solver.types import (
     CONTAINER_SCOPE,
     POD_SCOPE,
@@ -84,6 +86,7 @@ def node_from_object(obj: Mapping) -> Node:
         ),
         ready=any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions),
         unschedulable=bool(spec.get("unschedulable")),
+        draining=is_draining(obj["metadata"].get("labels") or {}),
     )
 
 
@@ -602,6 +605,10 @@ class WorkloadInfo:
     placement_group_error: str | None = field(default=None, compare=False)
     active: bool = True  # spec.active: false takes it out of its queue and evicts it
     priority_class: str = ""  # spec.priorityClassRef.name: Kueue's metrics label workloads by it
+    # Each pod set's podset-topology-relaxation stages (ours, gate TASTopologyRelaxation), by
+    # pod set name, or why an annotation cannot be read.
+    relaxations: Mapping[str, tuple[Stage, ...]] = field(default_factory=dict)
+    relaxation_error: str | None = field(default=None, compare=False)
     # Gate TASDefragmentation (ours): its tas-operator.io/movable annotations as given, or why
     # they cannot be read (then it is never moved).
     movable: Movable = field(default=Movable(None, None), compare=False)
@@ -748,6 +755,7 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
     status = obj.get("status") or {}
     pod_sets, error = _pod_set_requests(spec.get("podSets") or [])
     group, group_error = _placement_group_of(spec.get("podSets") or [])
+    relaxations, relaxation_error = _relaxations_of(spec.get("podSets") or [])
     admission = status.get("admission") or {}
     assignments = admission.get("podSetAssignments") or []
     # A workload is admitted to one flavor; a pod set that records none (a BestEffort pod set
@@ -786,9 +794,15 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
         placement_group_error=group_error,
         active=spec.get("active") is not False,
         priority_class=(spec.get("priorityClassRef") or {}).get("name") or "",
+        relaxations=relaxations,
+        relaxation_error=relaxation_error,
         movable=movable,
         movable_error=movable_error,
     )
+
+
+def _template_annotations(pod_set: Mapping) -> Mapping[str, str]:
+    return ((pod_set.get("template") or {}).get("metadata") or {}).get("annotations") or {}
 
 
 def local_queue_movable(obj: Mapping) -> Movable | None:
@@ -820,7 +834,9 @@ def _pod_set_requests(pod_sets: list[dict]) -> tuple[list[PodSetRequest], str | 
                     name=ps["name"],
                     count=int(ps.get("count", 1)),
                     requests=pod_requests(pod_spec),
-                    topology=topologyrequest.from_api(ps.get("topologyRequest")),
+                    topology=topologyrequest.from_api(
+                        ps.get("topologyRequest"), _template_annotations(ps)
+                    ),
                     node_selector=dict(pod_spec.get("nodeSelector") or {}),
                     tolerations=tuple(
                         toleration_from_object(t) for t in pod_spec.get("tolerations") or []
@@ -856,6 +872,22 @@ def _placement_group_of(pod_sets: list[dict]) -> tuple[GroupRef | None, str | No
                 )
             group = ref
     return group, group_error
+
+
+def _relaxations_of(pod_sets: list[dict]) -> tuple[dict[str, tuple[Stage, ...]], str | None]:
+    """The pod templates' relaxation stages by pod set, and what is wrong with them."""
+    out: dict[str, tuple[Stage, ...]] = {}
+    error = None
+    for ps in pod_sets:
+        template = ps.get("template") or {}
+        try:
+            stages = parse_relaxation((template.get("metadata") or {}).get("annotations") or {})
+        except Exception as exc:  # reported on the Workload by admission, never raised here
+            error = f"spec.podSets[{ps.get('name', '?')}].template: {exc}"
+            continue
+        if stages:
+            out[str(ps.get("name"))] = stages
+    return out, error
 
 
 def _owners(meta: Mapping) -> tuple[tuple[OwnerRef, ...], OwnerRef | None]:

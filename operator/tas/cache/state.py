@@ -38,7 +38,7 @@ import logging
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tas.api.constants import (
     REASON_COHORT_CYCLE,
@@ -910,6 +910,16 @@ class ClusterState:
         cached = self._snapshots.get(flavor_name)
         if cached is not None:
             return cached
+        snapshot = self._build_snapshot(flavor_name, self.options)
+        self._snapshots[flavor_name] = snapshot
+        return snapshot
+
+    def snapshot_with_draining(self, flavor_name: str) -> TopologySnapshot:
+        """The flavor's snapshot as if no node were draining (TASDrainingDomains): built
+        afresh, only to tell a workload that would fit there, so never cached."""
+        return self._build_snapshot(flavor_name, replace(self.options, draining_domains=False))
+
+    def _build_snapshot(self, flavor_name: str, options: SolverOptions) -> TopologySnapshot:
         flavor = self.flavors[flavor_name]
         levels = self.topologies[flavor.topology_name or ""]
         nodes = [self._with_usage(node) for node in self.nodes.values()]
@@ -921,13 +931,12 @@ class ClusterState:
                 tolerations=flavor.tolerations,
                 topology_name=flavor.topology_name,
             ),
-            self.options,
+            options,
         )
         for charge in self._charges.values():
             for ps in charge.pod_sets:
                 if ps.assignment is not None and self._counts_in(ps, flavor_name, snapshot):
                     snapshot.add_usage(ps.assignment, ps.requests)
-        self._snapshots[flavor_name] = snapshot
         return snapshot
 
     def _with_usage(self, node: Node) -> Node:
@@ -947,6 +956,7 @@ class ClusterState:
             ready=node.ready,
             unschedulable=node.unschedulable,
             numa=zones,
+            draining=node.draining,
         )
 
 

@@ -23,6 +23,7 @@ from tas.api.constants import (
 )
 from tas.api.frameworks import Resource
 from tas.api.placementgroups import PlacementGroupError, parse_annotations
+from tas.api.relaxation import parse_relaxation
 from tas.cache.projections import (
     PodDefaults,
     PodInfo,
@@ -73,6 +74,7 @@ def pod_set(
         sub_group=sub_group,
     )
     check_placement_group(annotations)
+    parse_relaxation(annotations)  # ours: refused as a topology annotation is, gate on or off
     out = {"name": name, "count": count, "template": template}
     api_request = topologyrequest.to_api(request)
     if api_request:

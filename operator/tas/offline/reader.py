@@ -16,8 +16,9 @@ from tas.api.annotations import (
     validate_levels,
     validate_pod_set_groups,
 )
-from tas.api.constants import ALLOW_EXCLUSIVE_PLACEMENT_GROUPS
+from tas.api.constants import ALLOW_EXCLUSIVE_PLACEMENT_GROUPS, is_draining
 from tas.api.podrequests import numa_shape, pod_requests
+from tas.api.relaxation import Stage, parse_relaxation, validate_relaxation_levels
 from tas.features import Gate
 from tas.offline.fields import (
     ScenarioError,
@@ -57,6 +58,8 @@ class Workload:
     cluster_queue: str | None = None  # with clusterQueues: the queue it is submitted to
     priority: int = 0
     running: bool = False  # admitted before the scenario starts: it never preempts
+    # podset-topology-relaxation stages by pod set (ours): used with TASTopologyRelaxation
+    relaxations: Mapping[str, tuple[Stage, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -228,10 +231,11 @@ def _nodes(document: Mapping[str, Any], numa_zones: bool = False) -> tuple[Node,
             read_field(entry, "allocatable", dict, path), f"{path}.allocatable"
         )
         allocatable.setdefault(PODS, DEFAULT_PODS_PER_NODE * 1000)
+        labels = string_map(read_field(entry, "labels", dict, path), f"{path}.labels")
         nodes.append(
             Node(
                 name=name,
-                labels=string_map(read_field(entry, "labels", dict, path), f"{path}.labels"),
+                labels=labels,
                 allocatable=allocatable,
                 usage=quantities(read_field(entry, "usage", dict, path, {}), f"{path}.usage"),
                 taints=_taints(read_field(entry, "taints", list, path, []), f"{path}.taints"),
@@ -239,6 +243,7 @@ def _nodes(document: Mapping[str, Any], numa_zones: bool = False) -> tuple[Node,
                 unschedulable=read_field(entry, "unschedulable", bool, path, False),
                 # checked always; used only with the gate on, as the operator does
                 numa=zones if (zones := _optional_numa(entry, path)) and numa_zones else None,
+                draining=is_draining(labels),
             )
         )
     return tuple(nodes)
@@ -436,6 +441,11 @@ def _workloads(document: Mapping[str, Any], levels: Sequence[str]) -> tuple[Work
         except TopologyRequestError as error:
             podset_path = f"{path}.podSets[{error.podset_index}].annotations"
             raise ScenarioError(key_path(podset_path, error.annotation), error.detail) from None
+        relaxations = {
+            podset.name: stages
+            for i, (podset, item) in enumerate(zip(podsets, entries, strict=True))
+            if (stages := _relaxation(item, f"{path}.podSets[{i}]", levels))
+        }
         priority = read_field(entry, "priority", int, path, 0)
         if not INT32[0] <= priority <= INT32[1]:
             raise ScenarioError(f"{path}.priority", "must be a 32-bit integer")
@@ -446,9 +456,23 @@ def _workloads(document: Mapping[str, Any], levels: Sequence[str]) -> tuple[Work
                 cluster_queue=read_field(entry, "clusterQueue", str, path, None),
                 priority=priority,
                 running=read_field(entry, "running", bool, path, False),
+                relaxations=relaxations,
             )
         )
     return tuple(workloads)
+
+
+def _relaxation(entry: Mapping[str, Any], path: str, levels: Sequence[str]) -> tuple[Stage, ...]:
+    """A pod set's podset-topology-relaxation stages, checked whatever the gate (as the
+    webhook checks them); the annotations are already read by _podset."""
+    try:
+        stages = parse_relaxation(entry.get("annotations") or {})
+        validate_relaxation_levels(stages, levels)
+    except TopologyRequestError as error:
+        raise ScenarioError(
+            key_path(f"{path}.annotations", error.annotation), error.detail
+        ) from None
+    return stages
 
 
 def parse_scenario(document: Any) -> Scenario:

@@ -355,6 +355,7 @@ def workload_info(workload: Workload, queue: str, index: float):
         admissions=(),
         conditions=(),
         unhealthy_nodes=(),
+        relaxations=workload.relaxations,
     )
 
 

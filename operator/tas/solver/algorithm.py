@@ -35,6 +35,7 @@ class ExclusionStats:
     affinity: int = 0
     topology_domain: int = 0
     exclusive_group: int = 0  # ours: inside domains an exclusive placement group holds
+    draining: int = 0  # ours: on draining nodes (TASDrainingDomains)
     taints: dict[str, int] = field(default_factory=dict)
     resources: dict[str, int] = field(default_factory=dict)
     # Leaves that node totals allow more pods than their NUMA zones do (not excluded:
@@ -58,6 +59,7 @@ class ExclusionStats:
             or self.taints
             or self.topology_domain
             or self.exclusive_group
+            or self.draining
             or self.resources
         )
 
@@ -72,6 +74,8 @@ class ExclusionStats:
             reasons.append(f"topologyDomain: {self.topology_domain}")
         if self.exclusive_group:
             reasons.append(f"exclusive placement group: {self.exclusive_group}")
+        if self.draining:
+            reasons.append(f"draining: {self.draining}")
         reasons.extend(f'taint "{taint}": {n}' for taint, n in self.taints.items())
         reasons.extend(f'resource "{res}": {n}' for res, n in self.resources.items())
         return ", ".join(sorted(reasons))

@@ -61,6 +61,7 @@ class _Eligibility:
     node_selector: int = 0
     affinity: int = 0
     taints: dict[str, int] | None = None
+    draining: int = 0  # leaves otherwise allowed but draining (SolverOptions.draining_domains)
 
 
 class LeafCapacity:
@@ -110,6 +111,7 @@ class LeafCapacity:
         # per label key: every leaf's value as a code, and value -> code (for node selectors)
         self._label_columns: dict[str, tuple[np.ndarray, dict[str, int]]] = {}
         self._tainted_leaves: list[int] = []  # leaves whose node has taints
+        self._draining: np.ndarray | None = None  # leaves whose nodes all drain; None: none
         self._numa = NumaColumns()  # the zones of leaves whose node reports them
         self._group_layout: groups.Layout | None = None
         self._group_layout_of: DomainTree | None = None
@@ -349,9 +351,9 @@ class LeafCapacity:
 
     def _eligibility(self, podset: PodSetRequest) -> _Eligibility:
         """Taints, nodeSelector and required affinity, checked only where leaves are nodes; a
-        leaf is counted under the first check it fails, in that order."""
+        leaf is counted under the first check it fails, in that order. Draining leaves last."""
         if not self.leaves_are_nodes:
-            return _Eligibility(allowed=None)
+            return self._without_draining(_Eligibility(allowed=None))
         cache_key = self._eligibility_key(podset)
         cached = self._eligibility_cache.get(cache_key)
         if cached is not None:
@@ -361,7 +363,18 @@ class LeafCapacity:
             result = self._eligibility_per_leaf(podset, tolerations)
         else:
             result = self._eligibility_by_columns(podset, tolerations)
+        result = self._without_draining(result)
         self._eligibility_cache[cache_key] = result
+        return result
+
+    def _without_draining(self, result: _Eligibility) -> _Eligibility:
+        """The draining leaves taken out of what `result` allows, and counted (ours)."""
+        draining = self._draining
+        if draining is None:
+            return result
+        allowed = result.allowed
+        result.draining = int((draining if allowed is None else draining & allowed).sum())
+        result.allowed = ~draining if allowed is None else allowed & ~draining
         return result
 
     def _eligibility_key(self, podset: PodSetRequest) -> EligibilityKey:
@@ -541,6 +554,7 @@ class LeafCapacity:
             self._usage_domains = {d.values: d.order for d in tree.levels[-2]}
             self._usage_array = None
         self._tainted_leaves = [i for i, nodes in enumerate(self._leaf_nodes) if nodes[0].taints]
+        self._draining = self._draining_leaves()
         self._numa = NumaColumns(
             {
                 index: nodes[0].numa
@@ -560,6 +574,14 @@ class LeafCapacity:
             len(self._rows), len(keys)
         )
         return tree
+
+    def _draining_leaves(self) -> np.ndarray | None:
+        """With TASDrainingDomains, the leaves every node of which drains (a rack leaf with
+        one draining node still takes pods); None when there are none."""
+        if not self.options.draining_domains:
+            return None
+        mask = np.array([all(n.draining for n in nodes) for nodes in self._leaf_nodes], dtype=bool)
+        return mask if mask.any() else None
 
     def _row(self, name: str) -> int:
         """The row of a resource, added (zero on every leaf) when new."""

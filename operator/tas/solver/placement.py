@@ -80,6 +80,18 @@ class Placement(LeafCapacity):
         placed = self._place(tree, requests, leader_requests, assumed, params, allowed, counting)
         return self._results(leader, workers, placed, params)
 
+    def _assume_shapes(
+        self,
+        assumed_shapes: dict[int, list[NumaShape]],
+        assignment: TopologyAssignment,
+        shape: NumaShape,
+    ) -> None:
+        """Earlier pods' NUMA shapes, on the NUMA leaves they were placed on."""
+        for domain in assignment.domains:
+            leaf = self._leaf_by_key.get(self._key_of_assigned(domain.values))
+            if leaf is not None and leaf in self._numa.by_leaf:
+                assumed_shapes.setdefault(leaf, []).extend([shape] * domain.count)
+
     def _place(
         self,
         tree: DomainTree,
@@ -474,6 +486,7 @@ class Placement(LeafCapacity):
         stats.node_selector = eligibility.node_selector
         stats.affinity = eligibility.affinity
         stats.taints = dict(eligibility.taints or {})
+        stats.draining = eligibility.draining
         stats.topology_domain = 0
         if within:
             # Replacement: leaves outside the required domain count as excluded (after the
@@ -605,6 +618,12 @@ def leader_and_workers(
     if second.count > first.count:
         return first, second
     return second, first
+
+
+def placed_as_gang(group: Sequence[PodSetRequest]) -> bool:
+    """A group that is not Kueue's leader (count 1) and workers pair: with
+    TASMultiRolePodSetGroups, placed as one gang (solver/role_groups.py)."""
+    return len(group) > 2 or (len(group) == 2 and all(p.count != 1 for p in group))
 
 
 def leader_first(podsets: Sequence[PodSetRequest]) -> list[PodSetRequest]:

@@ -32,11 +32,12 @@ from tas.solver.algorithm import PlacementFailure
 from tas.solver.placement import (
     InvalidRequest,
     Placed,
-    Placement,
     leader_and_workers,
     leader_first,
+    placed_as_gang,
     pod_set_groups,
 )
+from tas.solver.role_groups import RoleGroupPlacement
 from tas.solver.tree import DomainTree
 from tas.solver.types import (
     HOSTNAME_LEVEL,
@@ -50,7 +51,7 @@ from tas.solver.types import (
 )
 
 
-class TopologySnapshot(Placement):
+class TopologySnapshot(RoleGroupPlacement):
     """The nodes of one TAS flavor and their usage (capacity.py), and the calls that place on
     them (placement.py) without changing them."""
 
@@ -66,16 +67,19 @@ class TopologySnapshot(Placement):
         groups = pod_set_groups(podsets)
         for position, group in enumerate(groups, start=1):
             try:
-                leader, workers = leader_and_workers(group)
-                result = self._place_group(
-                    tree, workers, leader, assumed, (), assumed_shapes, excluded
-                )
+                if self.options.multi_role_groups and placed_as_gang(group):
+                    result = self._place_role_group(tree, group, assumed, assumed_shapes, excluded)
+                else:
+                    leader, workers = leader_and_workers(group)
+                    result = self._place_request(
+                        tree, workers, leader, assumed, assumed_shapes, excluded
+                    )
             except (PlacementFailure, InvalidRequest) as failure:
                 return WorkloadPlacement(failure=str(failure))
             later = position < len(groups)  # only later groups see it
             if later and self._numa.by_leaf:
-                for podset in (leader, workers):
-                    if podset is not None and podset.numa is not None:
+                for podset in leader_first(group):
+                    if podset.numa is not None:
                         self._assume_shapes(
                             assumed_shapes, result[podset.name].assignment, podset.numa
                         )
@@ -176,17 +180,6 @@ class TopologySnapshot(Placement):
             placement,
             podsets=tuple(replace(p, numa_zones=zones.get(p.name, {})) for p in placement.podsets),
         )
-
-    def _assume_shapes(
-        self,
-        assumed_shapes: dict[int, list[NumaShape]],
-        assignment: TopologyAssignment,
-        shape: NumaShape,
-    ) -> None:
-        for domain in assignment.domains:
-            leaf = self._leaf_by_key.get(self._key_of_assigned(domain.values))
-            if leaf is not None and leaf in self._numa.by_leaf:
-                assumed_shapes.setdefault(leaf, []).extend([shape] * domain.count)
 
     def find_replacement(
         self, podset: PodSetRequest, assignment: TopologyAssignment, failed_node: str

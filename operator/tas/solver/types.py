@@ -109,6 +109,9 @@ class Node:
     unschedulable: bool = False
     # Its NUMA zones when the kubelet runs single-numa-node (solver/numa.py); None: totals only.
     numa: NodeNuma | None = None
+    # An admin marked it draining (ours): with SolverOptions.draining_domains no new pod goes
+    # there; the usage of pods already there stays counted.
+    draining: bool = False
 
 
 @dataclass(frozen=True)
@@ -133,6 +136,9 @@ class TopologyRequest:
     # outermost first; the single-layer annotation is one layer
     slice_layers: tuple[SliceLayer, ...] = ()
     group_name: str | None = None  # podset-group-name: leader + workers share one domain
+    # Ours (TASRequiredWithPreferred): with `required`, a lower level preferred inside the
+    # required domain (solver/required_preferred.py)
+    inner_preferred: str | None = None
     # Rank order for the ungater (placement ignores them): the label holding a pod's index,
     # and for JobSets the label holding its Job's index and the number of Jobs.
     pod_index_label: str | None = None
@@ -192,6 +198,14 @@ class SolverOptions:
     # TASGroupedPodSetSlicing: a leader/workers group may carry slices. Placement already
     # handles them; validation (api/annotations.py, admission) reads this to allow them.
     grouped_pod_set_slicing: bool = False
+    # TASRequiredWithPreferred (ours): a required request's inner_preferred level is honoured
+    # (solver/required_preferred.py); off, it is ignored.
+    required_with_preferred: bool = False
+    # TASMultiRolePodSetGroups (ours): a pod-set group that is not Kueue's leader and workers
+    # is placed as one gang in one domain of its level (solver/role_groups.py).
+    multi_role_groups: bool = False
+    # TASDrainingDomains (ours): leaves whose nodes are all draining take no new pods.
+    draining_domains: bool = False
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ import jinja2
 from markupsafe import Markup
 
 from tas.solver.types import Resources
-from tas.view.model import ClusterView, DomainView, FlavorView, HostView
+from tas.view.model import ClusterView, DomainView, FlavorView, HostView, summed
+from tas.view.words import short_level
 
 # The resource a host's bar is drawn in: the first of these its flavor's nodes have.
 BAR_RESOURCES = ("nvidia.com/gpu", "cpu", "pods")
@@ -99,7 +100,7 @@ def free_by_level(flavor: FlavorView) -> tuple[LevelFree, ...]:
     if hosts and flavor.levels and not by_level.get(flavor.levels[-1]):
         by_level[flavor.levels[-1]] = [h.free for h in hosts]
     return tuple(
-        LevelFree(level, len(frees), _sum(frees), _most(frees))
+        LevelFree(level, len(frees), summed(frees), _most(frees))
         for level, frees in by_level.items()
         if frees
     )
@@ -109,14 +110,6 @@ def _collect_free(domains: tuple[DomainView, ...], out: dict[str, list[Resources
     for domain in domains:
         out.setdefault(domain.level, []).append(domain.free)
         _collect_free(domain.domains, out)
-
-
-def _sum(frees: list[Resources]) -> dict[str, int]:
-    total: dict[str, int] = {}
-    for free in frees:
-        for r, v in free.items():
-            total[r] = total.get(r, 0) + v
-    return total
 
 
 def _most(frees: list[Resources]) -> dict[str, int]:
@@ -183,6 +176,7 @@ class Renderer:
             lstrip_blocks=True,
             undefined=jinja2.StrictUndefined,
         )
+        self.env.filters["short"] = short_level  # the long node label stays in a title
         self.env.globals.update(
             element_id=element_id,
             workload_colour=workload_colour,

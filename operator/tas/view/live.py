@@ -44,6 +44,7 @@ from tas.view.model import (
     ReplacementView,
     Use,
     WorkloadView,
+    summed,
 )
 from tas.view.words import needs, short_level, waiting_reason
 
@@ -261,8 +262,8 @@ def _domains(
                 DomainView(
                     level=levels[depth],
                     value=value,
-                    free=_total(d.free for d in children),
-                    allocatable=_total(d.allocatable for d in children),
+                    free=summed(d.free for d in children),
+                    allocatable=summed(d.allocatable for d in children),
                     domains=children,
                 )
             )
@@ -274,9 +275,9 @@ def _domains(
                 level=levels[depth],
                 value=value,
                 free=_clamped(
-                    _minus(_total(h.free for h in on_hosts), _total(u.requests for u in uses))
+                    _minus(summed(h.free for h in on_hosts), summed(u.requests for u in uses))
                 ),
-                allocatable=_total(h.allocatable for h in on_hosts),
+                allocatable=summed(h.allocatable for h in on_hosts),
                 hosts=on_hosts,
                 uses=uses,
             )
@@ -378,14 +379,6 @@ def _held(spec: GroupSpec, status: Mapping) -> tuple[str, list]:
 
 def _name(key: Key) -> str:
     return f"{key[0]}/{key[1]}"
-
-
-def _total(items: Iterable[Resources]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for resources in items:
-        for name, value in resources.items():
-            out[name] = out.get(name, 0) + value
-    return out
 
 
 def _minus(a: Resources, b: Resources) -> dict[str, int]:

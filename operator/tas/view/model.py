@@ -7,7 +7,7 @@ this. Quantities are the solver's milli-units (cpu "1" -> 1000, one pod -> 1000 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from tas.solver.types import Resources
@@ -16,6 +16,15 @@ from tas.solver.types import Resources
 CORDONED = "cordoned"  # spec.unschedulable
 NOT_READY = "not-ready"
 TAINTED = "tainted"  # a NoSchedule or NoExecute taint the flavor does not tolerate
+
+
+def summed(amounts: Iterable[Resources]) -> dict[str, int]:
+    """Resources added up per name: a domain's hosts, a host's uses."""
+    total: dict[str, int] = {}
+    for item in amounts:
+        for resource, value in item.items():
+            total[resource] = total.get(resource, 0) + value
+    return total
 
 
 @dataclass(frozen=True)

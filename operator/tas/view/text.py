@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 
 from rich import box
@@ -24,7 +24,15 @@ from rich.text import Text
 from tas.solver.types import ONE_POD, PODS
 from tas.view import model
 from tas.view.amounts import amount, count, duration, printable
-from tas.view.model import ClusterView, DomainView, FlavorView, HostView, Use, WorkloadView
+from tas.view.model import (
+    ClusterView,
+    DomainView,
+    FlavorView,
+    HostView,
+    Use,
+    WorkloadView,
+    summed,
+)
 from tas.view.words import short_level
 
 TOP_ADMITTED = 10
@@ -162,14 +170,6 @@ def resource_order(flavor: FlavorView) -> list[str]:
     first = [r for r in FIRST_RESOURCES if r in names]
     rest = sorted(names - set(first) - {PODS})
     return first + rest + ([PODS] if PODS in names else [])
-
-
-def summed(amounts: Iterable[Mapping[str, int]]) -> dict[str, int]:
-    total: dict[str, int] = {}
-    for item in amounts:
-        for resource, value in item.items():
-            total[resource] = total.get(resource, 0) + value
-    return total
 
 
 def used(uses: Iterable[Use]) -> dict[str, int]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tas.cache import projections as proj
 from tas.cache.state import ClusterState
+from tas.solver.types import SolverOptions
 
 BLOCK, RACK, HOST = (
     "cloud.provider.com/topology-block",
@@ -88,8 +89,10 @@ def workload(
     }
 
 
-def make_state(nodes: list[dict], cq: dict | None = None) -> ClusterState:
-    state = ClusterState()
+def make_state(
+    nodes: list[dict], cq: dict | None = None, options: SolverOptions | None = None
+) -> ClusterState:
+    state = ClusterState(options)
     state.upsert_topology("default", [BLOCK, RACK, HOST])
     state.upsert_flavor(
         proj.flavor_from_object(

@@ -35,10 +35,12 @@ from tas import features
 from tas.admission.decide import GroupDecision, decide, topology_flavors_within_quota
 from tas.api.format import format_milli
 from tas.api.placementgroups import rules_for, spec_to_object
+from tas.api.relaxation import relax
 from tas.cache import placementgroups, projections
+from tas.features import Gate
 from tas.offline import scenario, summary
 from tas.offline.fields import ScenarioError
-from tas.offline.reader import SCENARIO_FLAVOR, Scenario
+from tas.offline.reader import SCENARIO_FLAVOR, Scenario, Workload
 from tas.offline.simulate import trace as tracefile
 from tas.offline.simulate.moves import Mover, Running
 from tas.offline.simulate.trace import Trace, TracedWorkload
@@ -114,7 +116,7 @@ class _SolverAdmission:
     def try_admit(self, traced: TracedWorkload, now: float) -> Attempt:
         partitions: Mapping[Path, int] = {}
         if not self.placement_groups:
-            placement = scenario.place(self.snapshot, self.nodes, traced.workload)
+            placement = scenario.place(self.snapshot, self.nodes, _relaxed(traced, now))
         elif traced.group is None:
             placement = self._place_outside_groups(traced)
         else:
@@ -182,6 +184,31 @@ class _SolverAdmission:
         if group is not None and traced.name in group.members:
             pods = group.members.pop(traced.name)
             group.state.remove(pods, group.rules.partition_level)
+
+
+def _relaxed(traced: TracedWorkload, now: float) -> Workload:
+    """TASTopologyRelaxation on the solver path: each pod set at the stage its wait since
+    arrival reached (decide() does this itself on the queue path)."""
+    workload = traced.workload
+    if not workload.relaxations or not features.enabled(Gate.TAS_TOPOLOGY_RELAXATION):
+        return workload
+    queued, current = scenario.at(traced.arrival), scenario.at(now)
+    podsets = tuple(
+        relax(ps, workload.relaxations[ps.name], queued, current)[0]
+        if ps.name in workload.relaxations
+        else ps
+        for ps in workload.podsets
+    )
+    return replace(workload, podsets=podsets)
+
+
+def relaxation_times(traced: TracedWorkload) -> list[float]:
+    """The seconds of the trace at which one of its pod sets' relaxation stages begins."""
+    return sorted(
+        traced.arrival + stage.after.total_seconds()
+        for stages in traced.workload.relaxations.values()
+        for stage in stages[1:]
+    )
 
 
 class _QueueAdmission:
@@ -471,6 +498,10 @@ class _Simulation:
         self.departures: list[tuple[float, int, str]] = []  # a heap: (end, number, name)
         self.tried: set[str] = set()
         self.reasons: dict[str, str] = {}  # a waiting workload -> why its last try failed
+        # TASTopologyRelaxation: (time, arrival order, name) at which a pod set's next stage
+        # begins; a waiting workload is tried again then, as the operator's timer does.
+        self.relaxing: list[tuple[float, int, str]] = []
+        self.relaxation = features.enabled(Gate.TAS_TOPOLOGY_RELAXATION)
         self.mover = Mover() if trace.gates.enabled(features.Gate.TAS_DEFRAGMENTATION) else None
         self.moved_out: set[str] = set()  # moved, not admitted again yet: its pods count once
 
@@ -480,9 +511,11 @@ class _Simulation:
             now = upcoming
             freed = self._depart(now)
             newcomers = self._arrive(now)
-            # A workload that did not fit cannot fit before capacity comes back: as the
-            # operator, retry the pending ones only then, else only try the newcomers.
-            if self._admission_pass(self.pending if freed else newcomers, now):
+            # A workload that did not fit cannot fit before capacity comes back (or its next
+            # relaxation stage begins): as the operator, retry the pending ones only then,
+            # else only try the newcomers.
+            candidates = self.pending if freed else newcomers + self._relaxing_now(now)
+            if self._admission_pass(candidates, now):
                 self._admission_pass(self.pending, now)  # evictions may leave room for more
             self._record(now)
         return _report(self.trace, self.ledger, self.reference, self.books, now)
@@ -500,6 +533,12 @@ class _Simulation:
         while self.departures and self._stale(self.departures[0]):
             heapq.heappop(self.departures)
         upcoming = [self.departures[0][0]] if self.departures else []
+        if self.relaxing:
+            waiting = {t.name for t in self.pending}
+            while self.relaxing and self.relaxing[0][2] not in waiting:
+                heapq.heappop(self.relaxing)  # admitted since: no event of its own
+        if self.relaxing:
+            upcoming.append(self.relaxing[0][0])
         if self.next_arrival < len(self.arrivals):
             upcoming.append(self.arrivals[self.next_arrival].arrival)
         return min(upcoming, default=None)
@@ -527,9 +566,20 @@ class _Simulation:
             self.next_arrival += 1
             self.waiting_since[traced.name] = traced.arrival
             self.admission.arrive(traced, now)
+            if self.relaxation:
+                for when in relaxation_times(traced):
+                    heapq.heappush(self.relaxing, (when, traced.index, traced.name))
             newcomers.append(traced)
         self.pending.extend(newcomers)
         return newcomers
+
+    def _relaxing_now(self, now: float) -> list[TracedWorkload]:
+        """The waiting workloads a relaxation stage of which begins now (not yet arrived
+        ones are tried on arrival)."""
+        due: set[str] = set()
+        while self.relaxing and self.relaxing[0][0] <= now:
+            due.add(heapq.heappop(self.relaxing)[2])
+        return [t for t in self.pending if t.name in due]
 
     def _admission_pass(self, candidates: list[TracedWorkload], now: float) -> int:
         """Try each candidate in queue order; the number of workloads evicted meanwhile."""
