@@ -8,7 +8,11 @@ import sys
 from typing import overload
 
 from tas import __version__
-from tas.config import DEFAULT_VIEW_ADDRESS, MAX_REVIEW_BYTES
+from tas.config import (
+    DEFAULT_DEFRAGMENTATION_MOVES_PER_HOUR,
+    DEFAULT_VIEW_ADDRESS,
+    MAX_REVIEW_BYTES,
+)
 from tas.offline.contest import names as contest_names
 
 SYNC_BEFORE_KOPF_SECONDS = 10.0
@@ -98,6 +102,8 @@ def _operator(args: argparse.Namespace) -> int:
     try:
         webhooks, tenants = _webhook_addresses(args), _tenant_settings(args)
         _check_view_address(args.view_address)
+        if args.defragmentation_moves_per_hour < 0:
+            raise ValueError("--defragmentation-moves-per-hour: must be 0 or more")
     except ValueError as exc:
         print(f"tas operator: {exc}", file=sys.stderr)
         return 2
@@ -120,6 +126,7 @@ def _operator(args: argparse.Namespace) -> int:
         ),
         **tenants,
         view_address=args.view_address,
+        defragmentation_moves_per_hour=args.defragmentation_moves_per_hour,
     )
     _configure_logging(settings.log_level, gates)
     import asyncio
@@ -437,6 +444,17 @@ def _add_operator_flags(op: argparse.ArgumentParser) -> None:
         default=env_default("VIEW_ADDRESS", DEFAULT_VIEW_ADDRESS),
         help="HOST:PORT of the read-only topology view (default "
         f"{DEFAULT_VIEW_ADDRESS}: it has no authentication; empty disables it)",
+    )
+    op.add_argument(
+        "--defragmentation-moves-per-hour",
+        type=int,
+        default=int(
+            env_default(
+                "DEFRAGMENTATION_MOVES_PER_HOUR", str(DEFAULT_DEFRAGMENTATION_MOVES_PER_HOUR)
+            )
+        ),
+        help="gate TASDefragmentation: the most running workloads of one ClusterQueue moved "
+        f"in an hour to open room for waiting gangs (default {DEFAULT_DEFRAGMENTATION_MOVES_PER_HOUR})",
     )
     op.add_argument("--liveness", default=None, help="e.g. http://0.0.0.0:8080/healthz")
     op.add_argument("--log-level", default=env_default("LOG_LEVEL", "INFO"))

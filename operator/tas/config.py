@@ -82,6 +82,9 @@ def parse_label_selector(text: str) -> dict:
     return selector
 
 
+DEFAULT_DEFRAGMENTATION_MOVES_PER_HOUR = 10
+
+
 @dataclass(frozen=True)
 class Settings:
     kubeconfig: str | None = None
@@ -115,6 +118,8 @@ class Settings:
     managed_jobs_namespace_selector: Mapping | None = None
     max_leaderworkerset_replicas: int = DEFAULT_MAX_LEADERWORKERSET_REPLICAS
     view_address: str = DEFAULT_VIEW_ADDRESS  # the topology view's HOST:PORT; "" disables it
+    # Gate TASDefragmentation: the most workloads of one ClusterQueue moved in an hour.
+    defragmentation_moves_per_hour: int = DEFAULT_DEFRAGMENTATION_MOVES_PER_HOUR
 
     @property
     def managed_namespaces_selector(self) -> Mapping:

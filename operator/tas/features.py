@@ -53,6 +53,7 @@ class Gate(StrEnum):
     TAS_MULTI_ROLE_POD_SET_GROUPS = "TASMultiRolePodSetGroups"
     TAS_DRAINING_DOMAINS = "TASDrainingDomains"
     TAS_TOPOLOGY_RELAXATION = "TASTopologyRelaxation"
+    TAS_DEFRAGMENTATION = "TASDefragmentation"
 
 
 class Kind(StrEnum):
@@ -312,6 +313,11 @@ _SPECS = (
         Gate.TAS_TOPOLOGY_RELAXATION,
         "The tas-operator.io/podset-topology-relaxation annotation: after waiting the given "
         "times in its queue, a required pod set is tried at the next listed level.",
+    ),
+    _ours(
+        Gate.TAS_DEFRAGMENTATION,
+        "Move running workloads that allow it (tas-operator.io/movable) to open a domain for "
+        "a waiting gang: evicted with reason Defragmented, the room held for the gang.",
     ),
     # ---- accepted, no effect here: Kueue's TAS gates ----
     _kueue(

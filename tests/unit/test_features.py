@@ -32,6 +32,7 @@ OURS = {
     "TASMultiRolePodSetGroups",
     "TASDrainingDomains",
     "TASTopologyRelaxation",
+    "TASDefragmentation",
 }
 
 

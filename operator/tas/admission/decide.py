@@ -564,3 +564,23 @@ def borrows_first(state: ClusterState, workload: WorkloadInfo, cq: ClusterQueueI
 def pending_order(workloads: list[WorkloadInfo]) -> list[WorkloadInfo]:
     """Kueue's queue order: higher priority first, then older first."""
     return sorted(workloads, key=lambda w: (-w.priority, w.created, w.name))
+
+
+def topology_flavors_within_quota(
+    state: ClusterState, workload: WorkloadInfo, cq: ClusterQueueInfo
+) -> list[str]:
+    """The TAS flavors of the workload's resource group whose quota fits it now, in order:
+    where only the topology keeps it out (defragmentation plans there, admission/moves.py)."""
+    if workload.spec_error or not workload.pod_sets:
+        return []
+    need = _total(workload.pod_sets)
+    group = _group_for(cq, need)
+    if group is None:
+        return []
+    tree = state.quota_tree()
+    return [
+        fq.flavor
+        for fq in group.flavors
+        if state.flavors[fq.flavor].topology_name
+        and _quota_fit(tree, cq, fq, group.covered, need).message is None
+    ]

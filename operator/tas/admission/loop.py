@@ -23,13 +23,15 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from tas import metrics
-from tas.admission import queue_metrics
+from tas.admission import moves, queue_metrics
 from tas.admission.decide import Decision, borrows_first, decide, pending_order
 from tas.admission.holds import Holds
+from tas.admission.moves import DefragRules
 from tas.admission.ports import WorkloadStatusWriter
 from tas.admission.preemption import Target
 from tas.admission.preemption import message as preemption_message
@@ -88,10 +90,14 @@ class AdmissionLoop:
         writer: WorkloadStatusWriter,
         *,
         replacement: ReplacementRules | None = None,
+        defrag: DefragRules | None = None,
     ) -> None:
         self.state = state
         self.writer = writer
         self.replacement = replacement or ReplacementRules()  # the hot swap gates
+        self.defrag = defrag or DefragRules()  # gate TASDefragmentation (ours)
+        self._moves = moves.Budget(self.defrag.moves_per_hour)
+        self._planned: set[str] = set()  # queues whose head was planned for in this cycle
         self.synced = asyncio.Event()  # set once every watched kind has been listed
         self._wake = asyncio.Event()
         # key -> (generation, spec generation, message)
@@ -133,6 +139,7 @@ class AdmissionLoop:
     async def cycle(self) -> None:
         self.cycles += 1
         self._holds.begin_cycle()
+        self._planned.clear()
         started = time.monotonic()
         self._cycle_tried = self._cycle_succeeded = False
         await self._activity()
@@ -335,6 +342,8 @@ class AdmissionLoop:
             return False  # nothing changed since it last did not fit
         with metrics.ADMISSION_LATENCY.time():
             decision = decide(self.state, workload, cq)
+            if self.defrag.enabled:
+                decision = self._defragment(workload, cq, decision)
         result = (
             "admitted"
             if decision.admitted
@@ -380,6 +389,31 @@ class AdmissionLoop:
         )
         return False
 
+    def _defragment(
+        self, workload: WorkloadInfo, cq: ClusterQueueInfo, decision: Decision
+    ) -> Decision:
+        """The head of a queue that fits nowhere, and may preempt no one: a plan to move
+        workloads that allow it (admission/moves.py), as a decision to preempt them."""
+        if workload.movable_error:  # as a bad topology annotation: refused, naming it
+            return Decision(False, workload.movable_error, invalid=True)
+        if decision.admitted or decision.invalid or decision.preemption is not None:
+            return decision
+        if cq.name in self._planned:
+            return decision
+        self._planned.add(cq.name)
+        now = datetime.now(UTC).replace(tzinfo=None)  # as the cache's timestamps
+        found = moves.find(self.state, workload, cq, self._moves, self.defrag.limits, now)
+        if isinstance(found, str):
+            later = moves.seconds_until_more(self.state, self._moves, now)
+            if later is not None:  # decided again then, though the cluster did not change
+                asyncio.get_running_loop().call_later(later + 0.1, self._retry, workload.key)
+            return replace(decision, message=f"{decision.message}. No defragmentation: {found}")
+        return found
+
+    def _retry(self, key: Key) -> None:
+        self._tried.pop(key, None)
+        self.wake()
+
     def _relax_later(self, key: Key, at: datetime) -> None:
         """At `at` the workload's next relaxation stage begins: forget that it did not fit (its
         request is another one then) and wake the loop. One timer per workload."""
@@ -406,16 +440,24 @@ class AdmissionLoop:
         self._holds.add(workload.key, decision)
         tree = self.state.quota_tree()
         errors: list[BaseException] = []
+        stale: list[Target] = []  # moves refused: the workload changed since the plan
         slots = asyncio.Semaphore(PARALLEL_PREEMPTIONS)
 
         async def evict_one(target: Target) -> None:
             victim = target.workload
             victim_cq = victim.admission_cq or cq.name
-            text = preemption_message(
-                workload, target.reason, tree.path(cq.name), tree.path(victim_cq)
-            )
             try:
                 async with slots:
+                    if moves.is_move(target):
+                        text = moves.eviction_message(workload)
+                        if await evict(self.writer, victim, text, target.reason):
+                            self._moves.spend(victim_cq, datetime.now(UTC).replace(tzinfo=None))
+                        else:
+                            stale.append(target)
+                        return
+                    text = preemption_message(
+                        workload, target.reason, tree.path(cq.name), tree.path(victim_cq)
+                    )
                     if await preempt(self.writer, victim, target.reason, text):
                         metrics.workload_preempted(cq.name, target.reason)
             except Exception as exc:  # retried with the preemptor's own backoff
@@ -423,6 +465,15 @@ class AdmissionLoop:
 
         # Victims already on their way out are not evicted again.
         await asyncio.gather(*(evict_one(t) for t in preemption.targets if not t.workload.evicted))
+        if stale:  # the world changed under the plan: give it up, and plan again
+            self._holds.release(workload.key)
+            self.wake()
+            await self._pending(
+                workload,
+                f"{decision.message}. The cluster changed under the defragmentation plan; "
+                "planning again",
+            )
+            return
         failures, first_error = len(errors), (errors[0] if errors else None)
         count = len(preemption.targets) - failures
         if failures:
@@ -431,7 +482,8 @@ class AdmissionLoop:
             message = f"{decision.message}. Preempting {failures} workload(s) failed, will retry."
         else:
             self._backoff.succeeded(workload.key)
-            message = f"{decision.message}. Pending the preemption of {count} workload(s)"
+            what = "move" if any(moves.is_move(t) for t in preemption.targets) else "preemption"
+            message = f"{decision.message}. Pending the {what} of {count} workload(s)"
         await self._pending(workload, message)
 
     async def _replace(self, workload: WorkloadInfo) -> None:

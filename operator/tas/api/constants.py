@@ -197,3 +197,12 @@ def is_draining(labels: Mapping[str, str]) -> bool:
 # "unconstrained") and how long after the workload joined its queue it is tried there, e.g.
 # "block after 10m, unconstrained after 30m" (api/relaxation.py).
 PODSET_TOPOLOGY_RELAXATION = TAS_PREFIX + "podset-topology-relaxation"
+
+# --- Beyond Kueue: defragmentation (gate TASDefragmentation) -----------------------------------
+# Job or Workload annotations (a LocalQueue's gives its workloads' default): "true" lets the
+# operator move the running workload to open a domain for a waiting gang, once it has run for
+# MOVABLE_AFTER (a duration, "5m"; default DEFAULT_MOVABLE_AFTER_SECONDS).
+MOVABLE = TAS_PREFIX + "movable"
+MOVABLE_AFTER = TAS_PREFIX + "movable-after"
+DEFAULT_MOVABLE_AFTER_SECONDS = 300.0
+REASON_DEFRAGMENTED = "Defragmented"  # the Evicted condition's reason of a moved workload

@@ -37,6 +37,8 @@ from tas.api.constants import (
     WORKLOAD_ANNOTATION,
     is_draining,
 )
+from tas.api.movable import Movable, MovableError
+from tas.api.movable import parse as parse_movable
 from tas.api.placementgroups import (
     GroupRef,
     GroupSpec,
@@ -607,6 +609,10 @@ class WorkloadInfo:
     # pod set name, or why an annotation cannot be read.
     relaxations: Mapping[str, tuple[Stage, ...]] = field(default_factory=dict)
     relaxation_error: str | None = field(default=None, compare=False)
+    # Gate TASDefragmentation (ours): its tas-operator.io/movable annotations as given, or why
+    # they cannot be read (then it is never moved).
+    movable: Movable = field(default=Movable(None, None), compare=False)
+    movable_error: str | None = field(default=None, compare=False)
 
     @property
     def group_key(self) -> tuple[str, str] | None:
@@ -759,6 +765,7 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
     )
     admissions, admission_error = _admissions(assignments, one_flavor)
     owners, owner = _owners(meta)
+    movable, movable_error = _movable(meta.get("annotations") or {})
     return WorkloadInfo(
         namespace=meta.get("namespace", ""),
         name=meta["name"],
@@ -789,11 +796,30 @@ def workload_from_object(obj: Mapping) -> WorkloadInfo:
         priority_class=(spec.get("priorityClassRef") or {}).get("name") or "",
         relaxations=relaxations,
         relaxation_error=relaxation_error,
+        movable=movable,
+        movable_error=movable_error,
     )
 
 
 def _template_annotations(pod_set: Mapping) -> Mapping[str, str]:
     return ((pod_set.get("template") or {}).get("metadata") or {}).get("annotations") or {}
+
+
+def local_queue_movable(obj: Mapping) -> Movable | None:
+    """A LocalQueue's default tas-operator.io/movable annotations for its workloads; None when
+    it gives none, or gives a value that cannot be read (the webhook refuses one; an object
+    stored before it was served moves nothing)."""
+    movable, error = _movable((obj.get("metadata") or {}).get("annotations") or {})
+    if error is not None or movable == Movable(None, None):
+        return None
+    return movable
+
+
+def _movable(annotations: Mapping[str, str]) -> tuple[Movable, str | None]:
+    try:
+        return parse_movable(annotations), None
+    except MovableError as error:
+        return Movable(None, None), str(error)
 
 
 def _pod_set_requests(pod_sets: list[dict]) -> tuple[list[PodSetRequest], str | None]:

@@ -45,6 +45,7 @@ from tas.api.constants import (
     REASON_FLAVOR_NOT_FOUND,
     REASON_TOPOLOGY_NOT_FOUND,
 )
+from tas.api.movable import Movable
 from tas.api.numazones import parse_numa_zones
 from tas.api.placementgroups import GroupSpec
 from tas.cache.charges import Charge, PodSetCharge, charge_of
@@ -103,6 +104,8 @@ class ClusterState:
         self.cohorts: dict[str, CohortInfo] = {}  # Cohort objects; a named cohort needs none
         self._quota_tree: QuotaTree | None = None  # rebuilt when queues or cohorts change
         self.local_queues: dict[Key, str] = {}  # (namespace, name) -> ClusterQueue
+        # (namespace, name) -> its workloads' default tas-operator.io/movable annotations
+        self.local_queue_movable: dict[Key, Movable] = {}
         self.namespaces: dict[str, Mapping[str, str]] = {}  # name -> labels
         self.workloads: dict[Key, WorkloadInfo] = {}
         self.workload_by_owner: dict[str, Key] = {}  # controlling owner uid -> workload
@@ -134,7 +137,13 @@ class ClusterState:
         self._snapshots: dict[str, TopologySnapshot] = {}
         self.numa = NumaLedger()  # NUMA zones of the nodes that report them (TASNUMAZones)
         self._init_workload_building()
-        # Placement groups (ours): the objects, members, partitions of admissions being written.
+        self._init_placement_groups()
+        # Called (no argument, on the loop) after nodes, pods' usage, workloads or groups
+        # change: the topology view rebuilds shortly after. Must be cheap and never raise.
+        self.listeners: list[Callable[[], None]] = []
+
+    def _init_placement_groups(self) -> None:
+        """Placement groups (ours): the objects, members, partitions of admissions being written."""
         self.placement_groups: dict[Key, PlacementGroupInfo] = {}
         self.group_members: dict[Key, set[Key]] = defaultdict(set)
         self.placement_groups_deleted: set[Key] = set()  # for the loop to write them again
@@ -144,9 +153,6 @@ class ClusterState:
         self.assumed_partitions: dict[Key, dict[Key, dict[tuple[str, ...], int]]] = defaultdict(
             dict
         )
-        # Called (no argument, on the loop) after nodes, pods' usage, workloads or groups
-        # change: the topology view rebuilds shortly after. Must be cheap and never raise.
-        self.listeners: list[Callable[[], None]] = []
 
     def _init_workload_building(self) -> None:
         """What is read when a Workload is built, never by admission itself: its priority, and
@@ -544,14 +550,23 @@ class ClusterState:
             self._quota_tree = QuotaTree(self.cluster_queues, self.cohorts, self.quota_usage)
         return self._quota_tree
 
-    def upsert_local_queue(self, namespace: str, name: str, cluster_queue: str) -> None:
+    def upsert_local_queue(
+        self, namespace: str, name: str, cluster_queue: str, movable: Movable | None = None
+    ) -> None:
         self._check_thread()
-        if self.local_queues.get((namespace, name)) != cluster_queue:
-            self.local_queues[(namespace, name)] = cluster_queue
+        key = (namespace, name)
+        if movable is None:
+            changed = self.local_queue_movable.pop(key, None) is not None
+        else:
+            changed = self.local_queue_movable.get(key) != movable
+            self.local_queue_movable[key] = movable
+        if self.local_queues.get(key) != cluster_queue or changed:
+            self.local_queues[key] = cluster_queue
             self._capacity_changed()
 
     def delete_local_queue(self, namespace: str, name: str) -> None:
         self._check_thread()
+        self.local_queue_movable.pop((namespace, name), None)
         if self.local_queues.pop((namespace, name), None) is not None:
             self._capacity_changed()
 

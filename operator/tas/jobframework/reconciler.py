@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Container, Mapping
 
+from tas.api.constants import MOVABLE, MOVABLE_AFTER
 from tas.cache.projections import Key, WorkloadInfo
 from tas.cache.state import ClusterState
 from tas.jobframework.creation import NOT_BUILT, create_workload, not_built_reason
@@ -64,8 +65,13 @@ class JobReconciler:
 
     def upsert(self, obj: Mapping) -> Key:
         meta = obj["metadata"]
+        kept = {k: meta.get(k) for k in KEPT_METADATA}
+        annotations = meta.get("annotations") or {}
+        moving = {k: annotations[k] for k in (MOVABLE, MOVABLE_AFTER) if k in annotations}
+        if moving:  # read by build_workload (gate TASDefragmentation)
+            kept["annotations"] = moving
         body = {
-            "metadata": {k: meta.get(k) for k in KEPT_METADATA},
+            "metadata": kept,
             "spec": obj.get("spec") or {},
             "status": obj.get("status") or {},
         }

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from tas import features
+from tas.api import movable
 from tas.api.annotations import TopologyRequestError
 from tas.api.constants import QUEUE_NAME_LABEL
 from tas.jobframework.interface import GenericJob
@@ -28,6 +30,11 @@ def validate(
         )
     except TopologyRequestError as exc:
         return [str(exc)]
+    if features.enabled(features.Gate.TAS_DEFRAGMENTATION):
+        try:
+            movable.parse((obj.get("metadata") or {}).get("annotations") or {})
+        except movable.MovableError as exc:
+            return [f"metadata.annotations[{exc.annotation}]: {exc.detail}"]
     return []
 
 

@@ -10,9 +10,17 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Mapping
 
+from tas import features
 from tas.api import topologyrequest
 from tas.api.annotations import TopologyRequestError, parse_topology_request
-from tas.api.constants import JOB_UID_LABEL, KUEUE_API_VERSION, PLACEMENT_GROUP, QUEUE_NAME_LABEL
+from tas.api.constants import (
+    JOB_UID_LABEL,
+    KUEUE_API_VERSION,
+    MOVABLE,
+    MOVABLE_AFTER,
+    PLACEMENT_GROUP,
+    QUEUE_NAME_LABEL,
+)
 from tas.api.frameworks import Resource
 from tas.api.placementgroups import PlacementGroupError, parse_annotations
 from tas.api.relaxation import parse_relaxation
@@ -153,7 +161,17 @@ def build_workload(
         [owner_reference(resource, meta)],
         priority=priority,
         labels={JOB_UID_LABEL: meta["uid"]} if meta.get("uid") else None,
+        annotations=_movable_annotations(meta),
     )
+
+
+def _movable_annotations(meta: Mapping) -> dict[str, str] | None:
+    """Gate TASDefragmentation: the object's tas-operator.io/movable annotations go on its
+    Workload, where admission reads them."""
+    if not features.enabled(features.Gate.TAS_DEFRAGMENTATION):
+        return None
+    given = meta.get("annotations") or {}
+    return {k: given[k] for k in (MOVABLE, MOVABLE_AFTER) if k in given} or None
 
 
 def workload_priority(

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from tas import metrics
 from tas.admission.loop import AdmissionLoop
+from tas.admission.moves import DefragRules
 from tas.cache import projections as proj
 from tas.cache.projections import OwnerRef
 from tas.cache.state import ClusterState
@@ -121,6 +122,10 @@ class Runtime:
                 fail_fast=gates.enabled(Gate.TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST),
                 keep_pod_owned=gates.enabled(Gate.SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS),
                 multiple_nodes=gates.enabled(Gate.TAS_REPLACE_MULTIPLE_FAILED_NODES),
+            ),
+            defrag=DefragRules(
+                enabled=gates.enabled(Gate.TAS_DEFRAGMENTATION),
+                moves_per_hour=settings.defragmentation_moves_per_hour,
             ),
         )
         self._integrations(settings)

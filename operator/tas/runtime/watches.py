@@ -197,7 +197,10 @@ async def on_local_queue(rt: WatchContext, kind: str, obj: Obj) -> None:
         rt.state.delete_local_queue(namespace, name)
     else:
         rt.state.upsert_local_queue(
-            namespace, name, (obj.get("spec") or {}).get("clusterQueue") or ""
+            namespace,
+            name,
+            (obj.get("spec") or {}).get("clusterQueue") or "",
+            proj.local_queue_movable(obj),
         )
     rt.admission.wake()
 

@@ -21,6 +21,7 @@ from tas.api.constants import (
     COND_REQUEUED,
     REASON_ADMITTED,
     REASON_DEACTIVATED,
+    REASON_DEFRAGMENTED,
     REASON_EVICTED,
     REASON_FAILED,
     REASON_NO_RESERVATION,
@@ -118,7 +119,7 @@ def preempted(workload: WorkloadInfo, reason: str, message: str) -> dict[str, An
 
 # Evictions after which the workload goes back to its queue at once (Kueue's rule); after any
 # other (a deactivation) it waits until something requeues it.
-REQUEUED_AFTER = (REASON_PREEMPTED, REASON_NODE_FAILURES)
+REQUEUED_AFTER = (REASON_PREEMPTED, REASON_NODE_FAILURES, REASON_DEFRAGMENTED)
 
 DEACTIVATED_MESSAGE = "The workload is deactivated"
 REACTIVATED_MESSAGE = "The workload was reactivated"

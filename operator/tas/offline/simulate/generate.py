@@ -4,6 +4,7 @@
     python -m tas.offline.simulate.generate --shape mixed --nodes 640 --load 1.5 > saturating.json
     python -m tas.offline.simulate.generate --shape groups --nodes 256 --workloads 400 > groups.json
     python -m tas.offline.simulate.generate --shape growing --seed 1 --load 1.3 > growing.json
+    python -m tas.offline.simulate.generate --shape training --load 1.5 --movable > movable.json
 
 The cluster is a compact `pool` of GPU hosts (96 cpu, 512Gi, 8 GPUs, 110 pods) on blocks,
 racks and hosts as bench/scenarios.py lays them out. Shapes:
@@ -82,6 +83,8 @@ MEMBERS_PER_SERVICE = 10
 STEPS_PER_JOB = 8
 GROWTH_WINDOW = 0.25  # a growing group's steps arrive within this share of the span
 REPLICAS_PER_GROUP = 4
+# --movable: the rack-sized training gangs may be moved (gate TASDefragmentation)
+MOVABLE = {"tas-operator.io/movable": "true"}
 GROUP_SPECS = {  # by the group name's prefix
     "svc": {"affinityTopology": RACK},
     "ha": {"antiAffinityTopology": RACK},
@@ -110,7 +113,12 @@ def _workload(
 
 
 def trace(
-    shape: str, seed: int, nodes: int, workloads: int | None = None, load: float = 0.8
+    shape: str,
+    seed: int,
+    nodes: int,
+    workloads: int | None = None,
+    load: float = 0.8,
+    movable: bool = False,
 ) -> dict[str, Any]:
     rng = random.Random(seed)
     blocks, racks, hosts = LAYOUTS[nodes]
@@ -136,6 +144,8 @@ def trace(
         if group is not None and group not in named:
             named.add(group)
             workload = workload | {"group": {"name": group, **GROUP_SPECS[group.split("-")[0]]}}
+        if movable and kinds[i] == "training" and not _block_sized(workload):
+            workload = {**workload, "annotations": dict(MOVABLE)}
         entries.append(
             {"name": f"{kinds[i][:5]}-{i}", "arrival": round(arrivals[i], 1), **workload}
         )
@@ -147,6 +157,7 @@ def trace(
             "nodes": nodes,
             "workloads": count,
             "load": load,
+            **({"movable": True} if movable else {}),
         },
         **(
             {"featureGates": {"TASPlacementGroups": True}} if shape in ("groups", "growing") else {}
@@ -160,6 +171,11 @@ def trace(
         },
         "workloads": entries,
     }
+
+
+def _block_sized(workload: dict[str, Any]) -> bool:
+    annotations = workload["podSets"][0].get("annotations", {})
+    return annotations.get(f"{PREFIX}podset-required-topology") == BLOCK
 
 
 def _kind(rng: random.Random, shape: str) -> str:
@@ -282,10 +298,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, choices=sorted(LAYOUTS), default=5120)
     parser.add_argument("--workloads", type=int, help="default: by shape")
     parser.add_argument("--load", type=float, default=0.8, help="offered work over capacity")
+    parser.add_argument(
+        "--movable", action="store_true", help="annotate rack-sized training gangs movable"
+    )
     args = parser.parse_args(argv)
     if args.load <= 0 or (args.workloads is not None and args.workloads < 1):
         parser.error("--load must be above 0 and --workloads at least 1")
-    sys.stdout.write(dumps(trace(args.shape, args.seed, args.nodes, args.workloads, args.load)))
+    document = trace(args.shape, args.seed, args.nodes, args.workloads, args.load, args.movable)
+    sys.stdout.write(dumps(document))
     return 0
 
 

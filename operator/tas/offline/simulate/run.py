@@ -32,7 +32,7 @@ from typing import IO, Any
 import numpy as np
 
 from tas import features
-from tas.admission.decide import GroupDecision, decide
+from tas.admission.decide import GroupDecision, decide, topology_flavors_within_quota
 from tas.api.format import format_milli
 from tas.api.placementgroups import rules_for, spec_to_object
 from tas.api.relaxation import relax
@@ -40,8 +40,9 @@ from tas.cache import placementgroups, projections
 from tas.features import Gate
 from tas.offline import scenario, summary
 from tas.offline.fields import ScenarioError
-from tas.offline.reader import Scenario, Workload
+from tas.offline.reader import SCENARIO_FLAVOR, Scenario, Workload
 from tas.offline.simulate import trace as tracefile
+from tas.offline.simulate.moves import Mover, Running
 from tas.offline.simulate.trace import Trace, TracedWorkload
 from tas.solver import (
     HOSTNAME_LEVEL,
@@ -128,6 +129,11 @@ class _SolverAdmission:
             PodSetUse(p.assignment, requests[p.name], partitions) for p in placement.podsets
         )
         return Attempt(True, "", uses)
+
+    def planning_snapshot(self, traced: TracedWorkload) -> TopologySnapshot | None:
+        """Where defragmentation plans for it: the snapshot, unless groups shape placement
+        (the planner places as plain workloads are placed)."""
+        return None if self.placement_groups else self.snapshot
 
     def _owned_by_others(self, me: str | None, rule: str = "exclusive") -> dict[int, set[Path]]:
         """Level index -> the domains groups other than `me` hold at the level of their `rule`
@@ -251,6 +257,15 @@ class _QueueAdmission:
             if ps.assignment is not None
         )
         return Attempt(True, "", uses, tuple(evicted))
+
+    def planning_snapshot(self, traced: TracedWorkload) -> TopologySnapshot | None:
+        """Where defragmentation plans for it: the flavor's snapshot when its quota fits
+        there (then only the topology keeps it out), and no placement group shapes it."""
+        cq = self.state.cluster_queues[self._queue(traced)]
+        flavors = topology_flavors_within_quota(self.state, self.infos[traced.name], cq)
+        if self.placement_groups or SCENARIO_FLAVOR not in flavors:
+            return None
+        return self.state.snapshot(SCENARIO_FLAVOR)
 
     def _hold_group(
         self, member: projections.WorkloadInfo, group: GroupDecision
@@ -437,6 +452,7 @@ class _Running:
     traced: TracedWorkload
     number: int  # the admission's sequence number: a stale departure (after an eviction) is
     uses: tuple[PodSetUse, ...]  # skipped
+    since: float = 0.0  # admitted at
 
 
 @dataclass
@@ -453,6 +469,7 @@ class _Books:
     timeline: list[dict[str, Any]] = field(default_factory=list)
     group_admitted: dict[str, set[str]] = field(default_factory=dict)  # group -> members
     group_pods: dict[str, int] = field(default_factory=dict)  # group -> pods placed
+    moves: int = 0  # workloads moved by defragmentation (TASDefragmentation)
 
 
 def simulate(
@@ -487,6 +504,8 @@ class _Simulation:
         # begins; a waiting workload is tried again then, as the operator's timer does.
         self.relaxing: list[tuple[float, int, str]] = []
         self.relaxation = features.enabled(Gate.TAS_TOPOLOGY_RELAXATION)
+        self.mover = Mover() if trace.gates.enabled(features.Gate.TAS_DEFRAGMENTATION) else None
+        self.moved_out: set[str] = set()  # moved, not admitted again yet: its pods count once
 
     def run(self) -> dict[str, Any]:
         now = 0.0
@@ -567,11 +586,18 @@ class _Simulation:
     def _admission_pass(self, candidates: list[TracedWorkload], now: float) -> int:
         """Try each candidate in queue order; the number of workloads evicted meanwhile."""
         evicted = 0
+        planned = False  # defragmentation plans for the first workload that does not fit
         for traced in sorted(candidates, key=self._queue_order):
             first_try = traced.name not in self.tried
             self.tried.add(traced.name)
             started = time.perf_counter()
             attempt = self.admission.try_admit(traced, now)
+            if not attempt.admitted and self.mover is not None and not planned:
+                planned = True
+                moved = self._defragment(traced, now)
+                if moved:
+                    evicted += moved
+                    attempt = self.admission.try_admit(traced, now)
             self.books.decision_seconds.append(time.perf_counter() - started)
             for name in attempt.evicted:
                 self._evict(name, now)
@@ -590,12 +616,45 @@ class _Simulation:
                 }
         return evicted
 
+    def _defragment(self, traced: TracedWorkload, now: float) -> int:
+        """Move the running workloads the plan names, if there is a plan; how many."""
+        assert self.mover is not None
+        snapshot = self.admission.planning_snapshot(traced)
+        if snapshot is None:
+            return 0
+        running = [
+            Running(
+                name,
+                r.traced.workload.cluster_queue or "",
+                r.traced.workload.podsets,
+                [use.assignment for use in r.uses],
+                r.since,
+                r.traced.movable,
+                r.traced.movable_after,
+            )
+            for name, r in self.running.items()
+        ]
+        found = self.mover.plan(snapshot, traced.workload.podsets, running, now)
+        if isinstance(found, str):
+            return 0
+        for name in map(str, found.moved):  # this simulation names workloads by str
+            moved = self.running[name].traced
+            self.admission.release(moved)
+            self._evict(name, now)
+            self.mover.record(moved.workload.cluster_queue or "", now)
+            self.moved_out.add(name)
+            self.books.moves += 1
+        return len(found.moved)
+
     def _admit(self, traced: TracedWorkload, attempt: Attempt, now: float) -> None:
         number = len(self.books.waits)  # one wait per admission: a unique number
-        self.running[traced.name] = _Running(traced, number, attempt.uses)
+        self.running[traced.name] = _Running(traced, number, attempt.uses, now)
         self.ledger.add(attempt.uses)
         self.pending.remove(traced)
-        self.books.pods_placed += traced.pods
+        if traced.name in self.moved_out:  # placed again after a move: counted once
+            self.moved_out.discard(traced.name)
+        else:
+            self.books.pods_placed += traced.pods
         self.books.admitted.add(traced.name)
         self.books.waits.append(now - self.waiting_since[traced.name])
         if traced.group is not None:
@@ -676,8 +735,22 @@ def _report(
             "maxMs": round(_rank(decisions, 1.0) * 1e3, 3),
         },
         "fragmentationReference": reference.as_report() if reference else None,
+        **(
+            {"defragmentation": _moves_report(books, end)}
+            if trace.gates.enabled(features.Gate.TAS_DEFRAGMENTATION)
+            else {}
+        ),
         **({"groups": groups_report} if groups_report else {}),
         "timeline": books.timeline,
+    }
+
+
+def _moves_report(books: _Books, end: float) -> dict[str, Any]:
+    admissions = len(books.admitted)  # workloads admitted (a moved one counts once)
+    return {
+        "moves": books.moves,
+        "movesPerHour": round(books.moves / (end / 3600), DECIMALS) if end else 0.0,
+        "movesPerAdmission": round(books.moves / admissions, DECIMALS) if admissions else 0.0,
     }
 
 

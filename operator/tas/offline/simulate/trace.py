@@ -17,13 +17,17 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tas import features
+from tas.api import movable
+from tas.api.constants import DEFAULT_MOVABLE_AFTER_SECONDS
 from tas.api.placementgroups import GROUP_NAME, MAX_PARTITIONS, GroupRef, GroupSpec
 from tas.offline.fields import (  # a trace's errors read like a scenario's
     ScenarioError,
     check_keys,
     expect,
+    key_path,
     quantities,
     read_field,
+    string_map,
 )
 from tas.offline.reader import Scenario, Workload, parse_scenario, topology_levels
 from tas.offline.yaml_loader import load_document, read_text
@@ -49,6 +53,10 @@ class TracedWorkload:
     # The placement group it joins, with the group's constraints (those another member gives,
     # when it gives the name alone); used with the gate TASPlacementGroups only.
     group: GroupRef | None = None
+    # Gate TASDefragmentation: whether it may be moved once it has run `movable_after` seconds
+    # (the annotations tas-operator.io/movable and movable-after in its `annotations`).
+    movable: bool = False
+    movable_after: float = DEFAULT_MOVABLE_AFTER_SECONDS
 
     @property
     def name(self) -> str:
@@ -143,13 +151,30 @@ def _traced(
     duration = _optional_seconds(entry, "duration", path)
     if duration is not None and duration <= 0:
         raise ScenarioError(f"{path}.duration", f"must be more than 0 seconds, got {duration}")
+    may_move, after = _movable(entry, path)
     return TracedWorkload(
         workload=workload,
         index=index,
         arrival=arrival,
         duration=duration,
         group=_group(entry.get("group"), f"{path}.group", levels, len(workload.podsets)),
+        movable=may_move,
+        movable_after=after,
     )
+
+
+def _movable(entry: Mapping[str, Any], path: str) -> tuple[bool, float]:
+    """The workload's `annotations` (a Workload's metadata.annotations): the defragmentation
+    ones are read, the others ignored."""
+    if entry.get("annotations") is None:
+        return False, DEFAULT_MOVABLE_AFTER_SECONDS
+    annotations = string_map(entry["annotations"], f"{path}.annotations")
+    try:
+        return movable.effective(movable.parse(annotations), None)
+    except movable.MovableError as error:
+        raise ScenarioError(
+            key_path(f"{path}.annotations", error.annotation), error.detail
+        ) from None
 
 
 def _seconds(entry: Mapping[str, Any], key: str, path: str) -> float:

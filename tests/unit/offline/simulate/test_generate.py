@@ -101,6 +101,7 @@ def test_each_shipped_trace_is_what_its_generator_key_makes(path):
             made_by["nodes"],
             made_by["workloads"],
             made_by["load"],
+            movable=made_by.get("movable", False),
         )
     )
     assert path.stat().st_size < 200_000  # small enough to commit
