@@ -887,6 +887,17 @@ def test_the_leaderworkerset_bound_is_the_operators_unless_the_chart_sets_one() 
     assert result.returncode != 0 and "maxLeaderWorkerSetReplicas" in result.stderr
 
 
+def test_the_defragmentation_budget_is_the_operators_unless_the_chart_sets_one() -> None:
+    assert not [a for a in args_of(render()) if a.startswith("--defragmentation-moves-per-hour")]
+    for value in (0, 25):  # 0 is a budget (no moves), not "unset"
+        docs = render({"defragmentationMovesPerHour": value})
+        assert flag(docs, "defragmentation-moves-per-hour") == str(value)
+        parsed = build_parser().parse_args(["operator", *args_of(docs)])
+        assert parsed.defragmentation_moves_per_hour == value
+    result = helm("template", RELEASE, str(CHART), values={"defragmentationMovesPerHour": -1})
+    assert result.returncode != 0 and "defragmentationMovesPerHour" in result.stderr
+
+
 @pytest.mark.parametrize(
     "integrations",
     [
