@@ -109,6 +109,24 @@ def rack_nodes(cluster: Cluster) -> Iterator[callable]:
         cluster.kubectl("delete", "node", name, "--wait=false", check=False)
 
 
+def add_racks(
+    cluster: Cluster, racks: dict[str, int], cpu: str, group: str, names: list[str]
+) -> None:
+    """Nodes `<rack>-h<i>` for each rack `<block>-<r>` and its host count, of `cpu` each, in
+    node-group `group`, waited Ready; each name is added to `names` as it is made (the caller
+    deletes them, also when this fails half way)."""
+    for rack, hosts in racks.items():
+        for h in range(1, hosts + 1):
+            name = f"{rack}-h{h}"
+            manifest = topology.node_manifest(
+                name, rack.rsplit("-", 1)[0], rack, {"cpu": cpu, "memory": "8Gi", "pods": "110"}
+            )
+            manifest["metadata"]["labels"][topology.NODE_GROUP_LABEL] = group
+            cluster.apply(manifest)
+            names.append(name)
+    wait_for(lambda: all(ready(cluster, n) for n in names), timeout=60, what="nodes Ready")
+
+
 def ready(cluster: Cluster, node: str) -> bool:
     n = cluster.get_json("node", node)
     ok = any(

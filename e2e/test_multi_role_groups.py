@@ -18,7 +18,7 @@ import yaml
 
 from e2e import integrations, jobs, topology
 from e2e.harness import Cluster, wait_for
-from e2e.test_hotswap import install_hotswap_queue, ready
+from e2e.test_hotswap import add_racks, install_hotswap_queue
 from e2e.test_integrations import create, wait_admitted, workload_owned_by
 
 pytestmark = pytest.mark.e2e
@@ -34,19 +34,10 @@ def pool(cluster: Cluster, operator_swap) -> Iterator[str]:
     nodes' names."""
     prefix = f"mr{uuid.uuid4().hex[:4]}"
     racks = {f"{prefix}-b1-r1": 2, f"{prefix}-b2-r1": 2, f"{prefix}-b2-r2": 2, f"{prefix}-b2-r3": 1}
-    names = []
+    names: list[str] = []
     try:
         install_hotswap_queue(cluster, GROUP, GROUP, {"cpu": 1000})
-        for rack, hosts in racks.items():
-            for h in range(1, hosts + 1):
-                name = f"{rack}-h{h}"
-                manifest = topology.node_manifest(
-                    name, rack.rsplit("-", 1)[0], rack, {"cpu": "2", "memory": "8Gi", "pods": "110"}
-                )
-                manifest["metadata"]["labels"][topology.NODE_GROUP_LABEL] = GROUP
-                cluster.apply(manifest)
-                names.append(name)
-        wait_for(lambda: all(ready(cluster, n) for n in names), timeout=60, what="nodes Ready")
+        add_racks(cluster, racks, "2", GROUP, names)
         integrations.install_crds(cluster, "jobset")
         operator_swap(gates="TASMultiRolePodSetGroups=true")
         yield prefix

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 import pytest
 
 from e2e import jobs, topology
-from e2e.harness import Cluster, wait_for
-from e2e.test_hotswap import install_hotswap_queue, ready
+from e2e.harness import Cluster
+from e2e.test_hotswap import add_racks, install_hotswap_queue
 
 pytestmark = pytest.mark.e2e
 
@@ -30,19 +30,10 @@ def pool(cluster: Cluster, operator_swap) -> Iterator[str]:
     """The nodes and queue, and the operator with the gate; the prefix of the nodes' names."""
     prefix = f"rp{uuid.uuid4().hex[:4]}"
     racks = {f"{prefix}-b1-r1": 2, f"{prefix}-b1-r2": 2, f"{prefix}-b2-r1": 4, f"{prefix}-b2-r2": 1}
-    names = []
+    names: list[str] = []
     try:
         install_hotswap_queue(cluster, GROUP, GROUP, {"cpu": 1000})
-        for rack, hosts in racks.items():
-            for h in range(1, hosts + 1):
-                name = f"{rack}-h{h}"
-                manifest = topology.node_manifest(
-                    name, rack.rsplit("-", 1)[0], rack, {"cpu": "1", "memory": "8Gi", "pods": "110"}
-                )
-                manifest["metadata"]["labels"][topology.NODE_GROUP_LABEL] = GROUP
-                cluster.apply(manifest)
-                names.append(name)
-        wait_for(lambda: all(ready(cluster, n) for n in names), timeout=60, what="nodes Ready")
+        add_racks(cluster, racks, "1", GROUP, names)
         operator_swap(gates="TASRequiredWithPreferred=true")
         yield prefix
     finally:

@@ -62,11 +62,9 @@ def build(
 ) -> ClusterView:
     """The cluster as the cache holds it now."""
     steps = _view(state, replacements, now)
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            return done.value
+    while (view := _step(steps)) is None:
+        pass
+    return view
 
 
 async def build_paced(
@@ -78,12 +76,18 @@ async def build_paced(
 ) -> ClusterView:
     """As `build`, giving way to the loop's other tasks whenever the pacer says so."""
     steps = _view(state, replacements, now)
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            return done.value
+    while (view := _step(steps)) is None:
         await pacer.maybe_yield()
+    return view
+
+
+def _step(steps: Steps) -> ClusterView | None:
+    """One step of the build; the view once it is done."""
+    try:
+        next(steps)
+    except StopIteration as done:
+        return done.value
+    return None
 
 
 def _view(state: ClusterState, replacements: Iterable[ReplacementView], now: float | None) -> Steps:
