@@ -141,6 +141,8 @@ class ClusterState:
         # Called (no argument, on the loop) after nodes, pods' usage, workloads or groups
         # change: the topology view rebuilds shortly after. Must be cheap and never raise.
         self.listeners: list[Callable[[], None]] = []
+        # Called with the version held (None: new) and the one taken, on every Workload taken.
+        self.workload_listeners: list[Callable[[WorkloadInfo | None, WorkloadInfo], None]] = []
 
     def _init_placement_groups(self) -> None:
         """Placement groups (ours): the objects, members, partitions of admissions being written."""
@@ -683,6 +685,8 @@ class ClusterState:
             )
             self._drop_assumption(workload.key)
         self._recharge(workload.key)
+        for listener in self.workload_listeners:
+            listener(held, workload)
         self._notify()  # its status (a pending reason) may be all that changed
         return True
 

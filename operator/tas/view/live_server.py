@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
-from dataclasses import replace
 
 from tas.cache.state import ClusterState
 from tas.pacing import Pacer
@@ -22,8 +20,7 @@ async def serve(state: ClusterState, address: str) -> ViewServer | None:
     replacements = ReplacementLog()
 
     async def build() -> ClusterView:
-        view = await live.build_paced(state, Pacer())
-        return replace(view, replacements=replacements.observe(view, time.time()))
+        return await live.build_paced(state, Pacer(), replacements=replacements.recent)
 
     def largest(per_pod: Mapping[str, int], level: str, mode: str) -> Mapping[str, int]:
         return gang.largest_gangs(state, per_pod, level, mode)
@@ -33,6 +30,7 @@ async def serve(state: ClusterState, address: str) -> ViewServer | None:
     if not await server.start():
         return None
     state.listeners.append(publisher.changed)
+    state.workload_listeners.append(replacements.workload_changed)
     publisher.changed()  # the first view
     return server
 
@@ -40,4 +38,9 @@ async def serve(state: ClusterState, address: str) -> ViewServer | None:
 async def stop(state: ClusterState, server: ViewServer) -> None:
     if server.publisher.changed in state.listeners:
         state.listeners.remove(server.publisher.changed)
+    state.workload_listeners[:] = [  # this view's replacement log
+        listener
+        for listener in state.workload_listeners
+        if not isinstance(getattr(listener, "__self__", None), ReplacementLog)
+    ]
     await server.stop()
