@@ -119,9 +119,9 @@ class AdmissionLoop:
         # Kueue's admission attempt and its result.
         self._cycle_tried = self._cycle_succeeded = False
         self._queue_metrics = queue_metrics.QueueMetrics()
-        # TASTopologyRelaxation: per pending workload, the timer that wakes the loop when its
-        # next stage begins (the loop never polls).
-        self._relax_timers: dict[Key, asyncio.TimerHandle] = {}
+        # Per pending workload, the one timer that decides it again at a time of its own: its
+        # next relaxation stage, or when defragmentation may move more (the loop never polls).
+        self._decide_timers: dict[Key, asyncio.TimerHandle] = {}
 
     def wake(self) -> None:
         self._wake.set()
@@ -288,8 +288,8 @@ class AdmissionLoop:
         if len(self._tried) + len(self._retry_at) <= 2 * len(workloads) + 256:
             return
         self._tried = {k: v for k, v in self._tried.items() if k in workloads}
-        for key in [k for k in self._relax_timers if k not in workloads]:
-            self._relax_timers.pop(key).cancel()
+        for key in [k for k in self._decide_timers if k not in workloads]:
+            self._decide_timers.pop(key).cancel()
         # Queue keys ("cq", name) and ("lq", key) are few and kept.
         self._retry_at = {
             k: v for k, v in self._retry_at.items() if k in workloads or _is_queue_key(k)
@@ -406,29 +406,33 @@ class AdmissionLoop:
         if isinstance(found, str):
             later = moves.seconds_until_more(self.state, self._moves, now)
             if later is not None:  # decided again then, though the cluster did not change
-                asyncio.get_running_loop().call_later(later + 0.1, self._retry, workload.key)
+                self._decide_again_in(workload.key, later + 0.1)
             return replace(decision, message=f"{decision.message}. No defragmentation: {found}")
         return found
 
-    def _retry(self, key: Key) -> None:
-        self._tried.pop(key, None)
-        self.wake()
-
     def _relax_later(self, key: Key, at: datetime) -> None:
-        """At `at` the workload's next relaxation stage begins: forget that it did not fit (its
-        request is another one then) and wake the loop. One timer per workload."""
-        old = self._relax_timers.pop(key, None)
-        if old is not None:
-            old.cancel()
+        """At `at` the workload's next relaxation stage begins (its request is another one then)."""
         now = datetime.now(UTC).replace(tzinfo=None)
-        delay = max(0.0, (at - now).total_seconds()) + RELAX_MARGIN
+        self._decide_again_in(key, max(0.0, (at - now).total_seconds()) + RELAX_MARGIN)
+
+    def _decide_again_in(self, key: Key, delay: float) -> None:
+        """Forget that the workload did not fit, and wake the loop, after `delay` seconds, though
+        the cluster may not change meanwhile. One timer per workload, the earliest kept: a
+        decision then sets the next one, so a gang re-decided on every capacity change never
+        piles up timers."""
+        loop = asyncio.get_running_loop()
+        old = self._decide_timers.get(key)
+        if old is not None:
+            if old.when() <= loop.time() + delay:
+                return
+            old.cancel()
 
         def due() -> None:
-            self._relax_timers.pop(key, None)
+            self._decide_timers.pop(key, None)
             self._tried.pop(key, None)
             self.wake()
 
-        self._relax_timers[key] = asyncio.get_running_loop().call_later(delay, due)
+        self._decide_timers[key] = loop.call_later(delay, due)
 
     async def _preempt(
         self, workload: WorkloadInfo, cq: ClusterQueueInfo, decision: Decision

@@ -153,3 +153,29 @@ def test_a_gang_is_planned_for_again_once_a_workload_may_move() -> None:
 
     asyncio.run(go())
     assert c.condition("small", "Evicted")["reason"] == "Defragmented"
+
+
+def test_a_gang_decided_again_and_again_keeps_one_timer_the_earliest() -> None:
+    """Every capacity change decides a waiting gang again; its retry timers must not pile up."""
+    c = scattered(small={"tas-operator.io/movable": "true", "tas-operator.io/movable-after": "5s"})
+    c.submit(job("gang", 8))
+
+    async def go() -> tuple[int, float, int]:
+        loop = asyncio.get_running_loop()
+        for _ in range(20):
+            c.loop._tried.pop(("ns", "gang"), None)  # as a capacity change does
+            c.loop._planned.clear()  # a new cycle
+            await c.loop.cycle()
+            await c.loop.drain()
+        timers = [t for t in c.loop._decide_timers.values() if not t.cancelled()]
+        c.loop._decide_again_in(("ns", "gang"), 60.0)  # a later deadline: the earlier stays
+        kept = c.loop._decide_timers[("ns", "gang")].when() - loop.time()
+        c.loop._decide_again_in(("ns", "gang"), 0.5)  # an earlier one replaces it
+        earlier = c.loop._decide_timers[("ns", "gang")].when() - loop.time()
+        for timer in c.loop._decide_timers.values():
+            timer.cancel()
+        return len(timers), kept, int(earlier < 1.0)
+
+    count, kept, earlier = asyncio.run(go())
+    assert count == 1
+    assert kept < 6.0 and earlier == 1

@@ -219,7 +219,7 @@ def test_the_loop_decides_again_when_the_timer_of_the_next_stage_fires():
         await loop.drain()
         first = [s for _, s in writer.statuses]
         assert first and "admission" not in first[-1]
-        assert ("ns", "w") in loop._relax_timers  # a timer, not a poll
+        assert ("ns", "w") in loop._decide_timers  # a timer, not a poll
         await loop.cycle()  # nothing changed: not decided again before the timer
         await loop.drain()
         assert len(writer.statuses) == len(first)
