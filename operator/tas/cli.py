@@ -83,6 +83,27 @@ def _migrate_storage(args: argparse.Namespace) -> int:
     return 0
 
 
+def _kueue_config(path: str | None):
+    """The fair-sharing sections of a Kueue Configuration file; ValueError names the field."""
+    from tas.api import fairsharing
+
+    if not path:
+        return fairsharing.FairSharingConfig()
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as file:
+            document = yaml.safe_load(file)
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(
+            f"--kueue-config: cannot read {path}: {' '.join(str(exc).split())}"
+        ) from None
+    try:
+        return fairsharing.parse(document)
+    except ValueError as exc:
+        raise ValueError(f"--kueue-config {path}: {exc}") from None
+
+
 def _operator(args: argparse.Namespace) -> int:
     from tas import features, integrations
     from tas.config import Settings
@@ -104,6 +125,7 @@ def _operator(args: argparse.Namespace) -> int:
         _check_view_address(args.view_address)
         if args.defragmentation_moves_per_hour < 0:
             raise ValueError("--defragmentation-moves-per-hour: must be 0 or more")
+        fair_sharing = _kueue_config(args.kueue_config)
     except ValueError as exc:
         print(f"tas operator: {exc}", file=sys.stderr)
         return 2
@@ -127,6 +149,7 @@ def _operator(args: argparse.Namespace) -> int:
         **tenants,
         view_address=args.view_address,
         defragmentation_moves_per_hour=args.defragmentation_moves_per_hour,
+        fair_sharing=fair_sharing,
     )
     _configure_logging(settings.log_level, gates)
     import asyncio
@@ -455,6 +478,12 @@ def _add_operator_flags(op: argparse.ArgumentParser) -> None:
         ),
         help="gate TASDefragmentation: the most running workloads of one ClusterQueue moved "
         f"in an hour to open room for waiting gangs (default {DEFAULT_DEFRAGMENTATION_MOVES_PER_HOUR})",
+    )
+    op.add_argument(
+        "--kueue-config",
+        default=env_default("KUEUE_CONFIG"),
+        help="a Kueue Configuration file (YAML, config.kueue.x-k8s.io v1beta1 or v1beta2): its "
+        "fairSharing and admissionFairSharing sections are read, the rest is ignored",
     )
     op.add_argument("--liveness", default=None, help="e.g. http://0.0.0.0:8080/healthz")
     op.add_argument("--log-level", default=env_default("LOG_LEVEL", "INFO"))

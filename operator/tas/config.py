@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tas import features
+from tas.api.fairsharing import FairSharingConfig
 from tas.api.frameworks import Integrations
 from tas.api.frameworks import defaults as default_integrations
 
@@ -120,6 +121,8 @@ class Settings:
     view_address: str = DEFAULT_VIEW_ADDRESS  # the topology view's HOST:PORT; "" disables it
     # Gate TASDefragmentation: the most workloads of one ClusterQueue moved in an hour.
     defragmentation_moves_per_hour: int = DEFAULT_DEFRAGMENTATION_MOVES_PER_HOUR
+    # Kueue's fairSharing and admissionFairSharing configuration sections (--kueue-config).
+    fair_sharing: FairSharingConfig = field(default_factory=FairSharingConfig)
 
     @property
     def managed_namespaces_selector(self) -> Mapping:
