@@ -129,16 +129,35 @@ class QuotaTree:
             if child[0] == "cohort":
                 yield from self.descendants(child[1])
 
+    def fair_weight(self, node: Node) -> float:
+        """spec.fairSharing.weight of a ClusterQueue or Cohort object; 1 for a cohort only
+        named (no object)."""
+        kind, name = node
+        info = self._cqs.get(name) if kind == "cq" else self._cohorts.get(name)
+        return info.fair_weight if info else 1.0
+
+    def flavor_resources(self, node: Node) -> set[FlavorResource]:
+        """The (flavor, resource) pairs with quota in the node's subtree, 0 included (the keys
+        of Kueue's SubtreeQuota)."""
+        out = set(self._quota_map(node))
+        if node[0] == "cohort":
+            for child in self.children(node[1]):
+                out |= self.flavor_resources(child)
+        return out
+
     # ---- quantities -------------------------------------------------------------------------
 
-    def quota(self, node: Node, fr: FlavorResource) -> Quota:
+    def _quota_map(self, node: Node) -> dict[FlavorResource, Quota]:
         quotas = self._quotas.get(node)
         if quotas is None:
             kind, name = node
             info = self._cqs.get(name) if kind == "cq" else self._cohorts.get(name)
             quotas = quotas_of(info.resource_groups) if info else {}
             self._quotas[node] = quotas
-        return quotas.get(fr, Quota())
+        return quotas
+
+    def quota(self, node: Node, fr: FlavorResource) -> Quota:
+        return self._quota_map(node).get(fr, Quota())
 
     def subtree(self, node: Node, fr: FlavorResource) -> int:
         own = self.quota(node, fr).nominal
@@ -186,6 +205,10 @@ class QuotaTree:
     def potential(self, cq: str, fr: FlavorResource) -> int:
         """The most it could ever admit: its quota and all it could borrow."""
         return self._potential(("cq", cq), fr)
+
+    def potential_available(self, node: Node, fr: FlavorResource) -> int:
+        """Kueue's potentialAvailable: the most any node could use, with no usage anywhere."""
+        return self._potential(node, fr)
 
     def _potential(self, node: Node, fr: FlavorResource) -> int:
         parent = self.parent(node)
