@@ -18,7 +18,6 @@ refused) the workload waits out its own capped, jittered backoff before it is tr
 from __future__ import annotations
 
 import asyncio
-import heapq
 import logging
 import time
 from collections import Counter
@@ -27,8 +26,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from tas import metrics
-from tas.admission import moves, queue_metrics
+from tas import features, metrics
+from tas.admission import fairshare_order, moves, queue_metrics
 from tas.admission.decide import Decision, borrows_first, decide, pending_order
 from tas.admission.holds import Holds
 from tas.admission.moves import DefragRules
@@ -55,6 +54,7 @@ from tas.cache.projections import (
     placement_group_status_key,
 )
 from tas.cache.state import ClusterState
+from tas.features import Gate
 from tas.hotswap.replace import (
     ReplacementRules,
     evicts_without_replacement,
@@ -198,8 +198,8 @@ class AdmissionLoop:
         fit. Returns each queue's problem (None: active)."""
         state = self.state
         problems: dict[str, tuple[str, str] | None] = {}
-        heads: list[tuple[HeadKey, str, int]] = []
         queues: dict[str, list[WorkloadInfo]] = {}
+        heads = self._head_order(queues)
         for cq_name, waiting in by_cq.items():
             cq = state.cluster_queues.get(cq_name)
             if cq is None:  # deleted while the loop yielded
@@ -207,18 +207,31 @@ class AdmissionLoop:
             problems[cq_name] = state.cluster_queue_problem(cq)
             queues[cq_name] = pending_order(waiting)
             if queues[cq_name]:
-                heapq.heappush(heads, (self._head_key(cq, queues[cq_name][0]), cq_name, 0))
-        while heads:
+                heads.push(cq_name, 0)
+        while (head := heads.pop()) is not None:
             await self._pacer.maybe_yield()
-            _, cq_name, index = heapq.heappop(heads)
+            cq_name, index = head
             cq = state.cluster_queues.get(cq_name)
             if cq is None:  # deleted while the loop yielded or awaited a write
                 continue
             go_on = await self._decide_head(cq, queues[cq_name][index], problems[cq_name])
             if go_on and index + 1 < len(queues[cq_name]):
-                after = queues[cq_name][index + 1]
-                heapq.heappush(heads, (self._head_key(cq, after), cq_name, index + 1))
+                heads.push(cq_name, index + 1)
         return problems
+
+    def _head_order(
+        self, queues: dict[str, list[WorkloadInfo]]
+    ) -> fairshare_order.ClassicalOrder | fairshare_order.FairSharingOrder:
+        """Kueue's order across queues: by share with fair sharing on, else classical."""
+        if self.state.fair_sharing is not None:
+            return fairshare_order.FairSharingOrder(self.state, queues)
+
+        infos = dict(self.state.cluster_queues)  # a queue deleted mid-cycle keeps its key
+
+        def key(cq_name: str, index: int) -> HeadKey:
+            return self._head_key(infos[cq_name], queues[cq_name][index])
+
+        return fairshare_order.ClassicalOrder(key)
 
     async def _decide_head(
         self, cq: ClusterQueueInfo, queued: WorkloadInfo, problem: tuple[str, str] | None
@@ -279,7 +292,8 @@ class AdmissionLoop:
     def _head_key(self, cq: ClusterQueueInfo, workload: WorkloadInfo) -> HeadKey:
         """Kueue's order of the queues' heads in a cycle."""
         borrows = borrows_first(self.state, workload, cq)
-        return (borrows, -workload.priority, workload.created, workload.name)
+        by_priority = features.enabled(Gate.PRIORITY_SORTING_WITHIN_COHORT)
+        return (borrows, -workload.priority if by_priority else 0, workload.created, workload.name)
 
     def _prune(self) -> None:
         """Forget what was kept for workloads that are gone. Amortised: only once the

@@ -79,19 +79,22 @@ def _cmp(x: float, y: float) -> int:
 
 def lendable(tree: QuotaTree, node: Node) -> dict[str, int]:
     """Kueue's calculateLendable: per resource name, what the node could get at most, summed
-    over every (flavor, resource) of its whole tree."""
+    over every (flavor, resource) of its whole tree. Depends on quotas only: kept on the tree."""
+    key = ("lendable", node)
+    kept = tree.memo.get(key)
+    if kept is not None:
+        return kept  # type: ignore[return-value]
     root = node
     for ancestor in tree.path_to_root(node):
         root = ancestor
     out: dict[str, int] = {}
     for fr in tree.flavor_resources(root):
         out[fr[1]] = out.get(fr[1], 0) + tree.potential_available(node, fr)
+    tree.memo[key] = out
     return out
 
 
-def share(
-    tree: QuotaTree, node: Node, adding: Mapping[FlavorResource, int] | None = None
-) -> DRS:
+def share(tree: QuotaTree, node: Node, adding: Mapping[FlavorResource, int] | None = None) -> DRS:
     """The node's DRS, with `adding` (a workload's requests) counted as its usage too."""
     weight = tree.fair_weight(node)
     parent = tree.parent(node)

@@ -61,6 +61,9 @@ class QuotaTree:
         self._usage = usage
         self._shifts: dict[tuple[str, FlavorResource], int] = defaultdict(int)
         self._quotas: dict[Node, dict[FlavorResource, Quota]] = {}
+        self._flavor_resources: dict[Node, set[FlavorResource]] = {}
+        # Derived from the quotas alone (not the usage): kept while the tree lives.
+        self.memo: dict[object, object] = {}
         self._children: dict[str, list[Node]] = defaultdict(list)
         for cq in cluster_queues.values():
             if cq.cohort:
@@ -139,10 +142,13 @@ class QuotaTree:
     def flavor_resources(self, node: Node) -> set[FlavorResource]:
         """The (flavor, resource) pairs with quota in the node's subtree, 0 included (the keys
         of Kueue's SubtreeQuota)."""
-        out = set(self._quota_map(node))
-        if node[0] == "cohort":
-            for child in self.children(node[1]):
-                out |= self.flavor_resources(child)
+        out = self._flavor_resources.get(node)
+        if out is None:
+            out = set(self._quota_map(node))
+            if node[0] == "cohort":
+                for child in self.children(node[1]):
+                    out |= self.flavor_resources(child)
+            self._flavor_resources[node] = out
         return out
 
     # ---- quantities -------------------------------------------------------------------------
