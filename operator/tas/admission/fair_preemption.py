@@ -311,9 +311,10 @@ class _FairSearch:
         ordering = TargetOrdering(self.tree, self.cq.name, retry, self.order)
         for target in ordering:
             preemptor_new, target_old = self._shares(ordering, target)
-            if less_than_initial_share(preemptor_new, target_old, target_old):
-                if self._take(ordering.pop(target), REASON_IN_COHORT_FAIR_SHARING):
-                    return True
+            if less_than_initial_share(preemptor_new, target_old, target_old) and self._take(
+                ordering.pop(target), REASON_IN_COHORT_FAIR_SHARING
+            ):
+                return True
             ordering.drop(target)
         return False
 

@@ -50,7 +50,7 @@ class DRS:
         """status.fairSharing.weightedShare: the share rounded up, 2^63-1 for weight 0."""
         if self.zero_weight_borrows():
             return MAX_WEIGHTED_SHARE
-        return int(math.ceil(self.precise()))
+        return math.ceil(self.precise())
 
     def borrowing_on(self, requested: Mapping[FlavorResource, int]) -> bool:
         """Borrows on a (flavor, resource) the request asks for (Kueue's IsBorrowingOn)."""

@@ -326,7 +326,7 @@ CASES = {
             cq("b", "RIGHT", weight="0.1"),
         ],
         cohorts=[cohort("ROOT"), cohort("RIGHT", "ROOT", "3", weight="0.1")],
-        admitted=units("a", ["a1", "a2", "a3"], -1) + [admitted("b1", "b", "4", 100)],
+        admitted=[*units("a", ["a1", "a2", "a3"], -1), admitted("b1", "b", "4", 100)],
         incoming=("unit", "4", 0),
         target="a",
         want={("a1", CQ_REASON), ("a2", CQ_REASON), ("a3", CQ_REASON)},
@@ -405,7 +405,7 @@ def preempt(case: dict):
 @pytest.mark.parametrize("name", list(CASES))
 def test_fair_preemptions(name: str) -> None:
     case = CASES[name]
-    state, result = preempt(case)
+    _state, result = preempt(case)
     got = (
         set() if isinstance(result, str) else {(t.workload.name, t.reason) for t in result.targets}
     )
