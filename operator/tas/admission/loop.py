@@ -46,7 +46,7 @@ from tas.api.constants import (
 )
 from tas.api.format import format_milli
 from tas.api.placementgroups import GroupSpec, PlacementGroupError, spec_to_object
-from tas.cache import placementgroups
+from tas.cache import fairshare, placementgroups
 from tas.cache.projections import (
     ClusterQueueInfo,
     Key,
@@ -103,6 +103,7 @@ class AdmissionLoop:
         # key -> (generation, spec generation, message)
         self._tried: dict[Key, tuple[int, int, str]] = {}
         self._cq_status: dict[str, dict[str, Any]] = {}
+        self._cohort_status: dict[str, dict[str, Any]] = {}
         self._group_status: dict[Key, dict[str, Any]] = {}  # as last written
         self._group_specs: dict[Key, GroupSpec] = {}  # the spec it was written with
         self._lq_status: dict[Key, dict[str, Any]] = {}
@@ -149,6 +150,8 @@ class AdmissionLoop:
         if self._cycle_tried:
             metrics.admission_cycle(self._cycle_succeeded, time.monotonic() - started)
         await self._write_cq_statuses(by_cq, problems)
+        if self.state.fair_sharing is not None:
+            await self._write_cohort_statuses()
         if self._holds.end_cycle():
             self.wake()  # what the dropped holds blocked is decided again
         await self._write_lq_statuses()
@@ -759,6 +762,7 @@ class AdmissionLoop:
             "flavorsReservation": usage,
             "flavorsUsage": usage,
             "conditions": cond.set_condition(active, COND_ACTIVE, problem is None, reason, message),
+            "fairSharing": fairshare.status(tree, ("cq", cq.name), state.fair_sharing is not None),
         }
         if self._cq_status.get(cq.name) == status or self._backing_off(("cq", cq.name)):
             return
@@ -766,6 +770,18 @@ class AdmissionLoop:
             ("cq", cq.name), self.writer.write_cluster_queue_status, cq.name, status
         ):
             self._cq_status[cq.name] = status
+
+    async def _write_cohort_statuses(self) -> None:
+        """status.fairSharing of each Cohort object (Kueue's cohort controller)."""
+        tree = self.state.quota_tree()
+        for name in sorted(self.state.cohorts):
+            await self._pacer.maybe_yield()
+            status = {"fairSharing": fairshare.status(tree, ("cohort", name), True)}
+            key = ("cohort", name)
+            if self._cohort_status.get(name) == status or self._backing_off(key):
+                continue
+            if await self._write_queue_status(key, self.writer.write_cohort_status, name, status):
+                self._cohort_status[name] = status
 
     async def _write_group(self, key: Key, spec: GroupSpec, flavor: str) -> None:
         status = placementgroups.status_now(self.state, key, spec, flavor)

@@ -120,9 +120,7 @@ def share(tree: QuotaTree, node: Node, adding: Mapping[FlavorResource, int] | No
     return DRS(weight, ratio, dominant, True, frozenset(borrowed))
 
 
-def weighted_shares(tree: QuotaTree, cluster_queues) -> dict[Node, DRS]:
-    """Every ClusterQueue's and cohort's DRS now (for status and metrics)."""
-    out = {("cq", name): share(tree, ("cq", name)) for name in cluster_queues}
-    for name in tree.cohorts():
-        out[("cohort", name)] = share(tree, ("cohort", name))
-    return out
+def status(tree: QuotaTree, node: Node, enabled: bool) -> dict[str, int] | None:
+    """status.fairSharing of a ClusterQueue or Cohort: its rounded share with fair sharing on;
+    None (cleared) with it off, as Kueue's controllers write it."""
+    return {"weightedShare": share(tree, node).rounded()} if enabled else None

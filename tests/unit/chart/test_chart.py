@@ -94,7 +94,12 @@ BASE_RULES = {
     },
     *{
         ("kueue.x-k8s.io", r, "patch", None)
-        for r in ("workloads/status", "clusterqueues/status", "localqueues/status")
+        for r in (
+            "workloads/status",
+            "clusterqueues/status",
+            "localqueues/status",
+            "cohorts/status",
+        )
     },
     *{("apiextensions.k8s.io", "customresourcedefinitions", v, None) for v in ("list", "watch")},
     *{
