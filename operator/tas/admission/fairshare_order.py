@@ -79,8 +79,9 @@ class FairSharingOrder:
         return winner, self._heads.pop(winner)
 
     def _tournament(self, tree: QuotaTree, root: Node, heads: dict[str, WorkloadInfo]) -> str:
-        tournament = _Tournament(self._state, tree, heads, self._non_borrowing_first)
-        tournament.by_priority = self._by_priority
+        tournament = _Tournament(
+            self._state, tree, heads, self._non_borrowing_first, self._by_priority
+        )
         winner = tournament.run(root)
         assert winner is not None
         return winner
@@ -93,12 +94,13 @@ class _Tournament:
         tree: QuotaTree,
         heads: Mapping[str, WorkloadInfo],
         non_borrowing_first: bool,
+        by_priority: bool,
     ) -> None:
         self.state = state
         self.tree = tree
         self.heads = heads
-        self.non_borrowing_first = non_borrowing_first
-        self.by_priority = True
+        self.non_borrowing_first = non_borrowing_first  # gate FairSharingPrioritizeNonBorrowing
+        self.by_priority = by_priority  # gate PrioritySortingWithinCohort
         self.shares: dict[tuple[Node, str], DRS] = {}  # (parent cohort, queue) -> child's DRS
         self.requested: dict[str, Mapping[FlavorResource, int]] = {}
 

@@ -192,7 +192,7 @@ def test_entry_comparer_less(a_share, b_share, a_requests, b_requests, a_first, 
         "b": proj.workload_from_object(workload("b", created=b_created)),
     }
     parent = ("cohort", "test-cohort")
-    tournament = fairshare_order._Tournament(None, None, heads, True)  # type: ignore[arg-type]
+    tournament = fairshare_order._Tournament(None, None, heads, True, True)  # type: ignore[arg-type]
     tournament.shares = {(parent, "a"): a_share, (parent, "b"): b_share}
     tournament.requested = {"a": a_requests, "b": b_requests}
     assert tournament.less("a", "b", parent) is want

@@ -85,6 +85,10 @@ def scenario_document(fair: bool) -> dict:
     ]  # fmt: skip
     for w in doc["workloads"]:
         w.pop("arrival")
+    # a's newest workloads alternate racks: a0 on h0, a1 on h2, a2 on h1, a3 on h3.
+    for name, host in (("a0", "h0"), ("a1", "h2"), ("a2", "h1"), ("a3", "h3")):
+        workload = next(w for w in doc["workloads"] if w["name"] == name)
+        workload["podSets"][0]["nodeSelector"] = {"kubernetes.io/hostname": host}
     if fair:
         doc.update(FAIR)
     return doc
@@ -97,10 +101,14 @@ def test_solve_reports_the_weighted_share_only_with_fair_sharing(tmp_path: Path)
     # b's gang evicts the two of a's workloads in one rack (8 of its 16 cpu): a 8/16 = 500,
     # b 8/16 over 3 = 167.
     assert [(q["name"], q["weightedShare"]) for q in queues] == [("a", 500), ("b", 167)]
-    results = json.loads(with_section.stdout)["workloads"]
-    evicted = [w for w in results if w.get("evicted")]
-    assert {w["preemptionReason"] for w in evicted} == {"InCohortFairSharing"}
-    assert len(evicted) == 2
+    results = {w["name"]: w for w in json.loads(with_section.stdout)["workloads"]}
+    evicted = {name for name, w in results.items() if w.get("evicted")}
+    assert {results[n]["preemptionReason"] for n in evicted} == {"InCohortFairSharing"}
+    # Taken newest first (a3, a2, a1) until one rack is free; a2, in the other rack, freed
+    # nothing b0 can use and is put back: quota alone would have taken a3 and a2.
+    assert evicted == {"a1", "a3"}
+    hosts = [d["values"][0] for d in results["b0"]["podSets"][0]["topologyAssignment"]["domains"]]
+    assert sorted(hosts) == ["h2", "h3"]
     without = run(tmp_path, scenario_document(False))
     assert all("weightedShare" not in q for q in json.loads(without.stdout)["clusterQueues"])
 
