@@ -582,14 +582,16 @@ def requested_quota(
         return {}
     tree = state.quota_tree()
     wanted = [r for r in sorted(group.covered) if need.get(r)]
-    chosen = next(
-        (
-            fq.flavor
-            for fq in group.flavors
-            if all(need[r] <= tree.available(cq.name, (fq.flavor, r)) for r in wanted)
-        ),
-        group.flavors[0].flavor,
-    )
+    chosen = group.flavors[0].flavor
+    if len(group.flavors) > 1:
+        chosen = next(
+            (
+                fq.flavor
+                for fq in group.flavors
+                if all(need[r] <= tree.available(cq.name, (fq.flavor, r)) for r in wanted)
+            ),
+            chosen,
+        )
     return {(chosen, r): need[r] for r in wanted}
 
 

@@ -169,9 +169,14 @@ class QuotaTree:
         own = self.quota(node, fr).nominal
         if node[0] == "cq":
             return own
-        return own + sum(
-            self.subtree(child, fr) - self.local(child, fr) for child in self.children(node[1])
-        )
+        key = ("subtree", node, fr)  # quotas only: kept while the tree lives
+        kept = self.memo.get(key)
+        if kept is None:
+            kept = own + sum(
+                self.subtree(child, fr) - self.local(child, fr) for child in self.children(node[1])
+            )
+            self.memo[key] = kept
+        return kept  # type: ignore[return-value]
 
     def local(self, node: Node, fr: FlavorResource) -> int:
         lending = self.quota(node, fr).lending_limit
