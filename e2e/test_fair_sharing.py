@@ -100,6 +100,16 @@ def _admitted(cluster: Cluster, namespace: str, names: list[str]) -> dict[str, d
     return out
 
 
+def _settled(cluster: Cluster, name: str) -> dict | None:
+    """Each team's reserved cpu and status.fairSharing, once they are 2 and 6."""
+    usage = {}
+    for team in ("a", "b"):
+        status = cluster.get_json("clusterqueue", f"{name}-{team}").get("status", {})
+        total = status.get("flavorsReservation", [{}])[0].get("resources", [{}])[0]
+        usage[team] = (total.get("total"), status.get("fairSharing"))
+    return usage if usage["a"][0] == "2" and usage["b"][0] == "6" else None
+
+
 def test_weights_1_and_3_converge_to_a_1_to_3_split(cluster: Cluster, namespace: str, teams):
     a_jobs = [f"a{i}" for i in range(8)]
     for job in a_jobs:
@@ -130,16 +140,9 @@ def test_weights_1_and_3_converge_to_a_1_to_3_split(cluster: Cluster, namespace:
         assert len({labels[h][BLOCK] for h in hosts}) == 1, hosts  # the gang in one block
         b_hosts |= hosts
 
-    def settled() -> dict | None:
-        usage = {}
-        for team in ("a", "b"):
-            cq = cluster.get_json("clusterqueue", f"{teams}-{team}")
-            status = cq.get("status", {})
-            total = status.get("flavorsReservation", [{}])[0].get("resources", [{}])[0]
-            usage[team] = (total.get("total"), status.get("fairSharing"))
-        return usage if usage["a"][0] == "2" and usage["b"][0] == "6" else None
-
-    usage = wait_for(settled, timeout=20, what="ClusterQueue statuses at 2 and 6 cpu")
+    usage = wait_for(
+        lambda: _settled(cluster, teams), timeout=20, what="ClusterQueue statuses at 2 and 6 cpu"
+    )
     # Equal shares: 2/8 over weight 1 and 6/8 over weight 3, in thousandths.
     assert usage == {"a": ("2", {"weightedShare": 250}), "b": ("6", {"weightedShare": 250})}
 
