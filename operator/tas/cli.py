@@ -449,6 +449,13 @@ def _add_operator_flags(op: argparse.ArgumentParser) -> None:
         help="namespace of the Lease (default: the pod's, else TAS_POD_NAMESPACE, else the "
         "kubeconfig context's, else tas-system)",
     )
+    _add_policy_flags(op)
+    op.add_argument("--liveness", default=None, help="e.g. http://0.0.0.0:8080/healthz")
+    op.add_argument("--log-level", default=env_default("LOG_LEVEL", "INFO"))
+
+
+def _add_policy_flags(op: argparse.ArgumentParser) -> None:
+    """What the operator admits, and how: namespaces, bounds, fair sharing, defragmentation."""
     op.add_argument(
         "--managed-jobs-namespace-selector",
         default=env_default("MANAGED_JOBS_NAMESPACE_SELECTOR"),
@@ -485,8 +492,6 @@ def _add_operator_flags(op: argparse.ArgumentParser) -> None:
         help="a Kueue Configuration file (YAML, config.kueue.x-k8s.io v1beta1 or v1beta2): its "
         "fairSharing and admissionFairSharing sections are read, the rest is ignored",
     )
-    op.add_argument("--liveness", default=None, help="e.g. http://0.0.0.0:8080/healthz")
-    op.add_argument("--log-level", default=env_default("LOG_LEVEL", "INFO"))
 
 
 def _add_webhook_flags(op: argparse.ArgumentParser) -> None:

@@ -25,12 +25,13 @@ at the end (Kueue's fillBackWorkloads). The simulation is always undone.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
 from tas import features
 from tas.admission.preemption import (
+    CandidateKey,
     Preemption,
     Simulation,
     Target,
@@ -63,7 +64,8 @@ def less_than_initial_share(preemptor_new: DRS, target_old: DRS, target_new: DRS
     return fairshare.compare(preemptor_new, target_old) < 0
 
 
-STRATEGIES = {
+Strategy = Callable[[DRS, DRS, DRS], bool]
+STRATEGIES: dict[str, Strategy] = {
     LESS_THAN_OR_EQUAL_TO_FINAL_SHARE: less_than_or_equal_to_final_share,
     LESS_THAN_INITIAL_SHARE: less_than_initial_share,
 }
@@ -79,7 +81,11 @@ class TargetOrdering:
     """Kueue's TargetClusterQueueOrdering: which queue to take the next candidate from."""
 
     def __init__(
-        self, tree: QuotaTree, preemptor_cq: str, candidates: list[_Candidate], order
+        self,
+        tree: QuotaTree,
+        preemptor_cq: str,
+        candidates: list[_Candidate],
+        order: Callable[[tuple[WorkloadInfo, Charge]], CandidateKey],
     ) -> None:
         self.tree = tree
         self.preemptor: Node = ("cq", preemptor_cq)
@@ -191,7 +197,8 @@ class _FairSearch:
         self.requests = requests
         self.short = short
         self.order = candidate_order(cq.name, now)
-        self.strategies = [STRATEGIES[s] for s in state.fair_sharing.preemption_strategies]
+        self.strategy_names = state.fair_sharing.preemption_strategies
+        self.strategies = [STRATEGIES[name] for name in self.strategy_names]
         self.sim = Simulation(state, tree, flavor)
         self.targets: list[Target] = []
         self._charges: list[Charge] = []
@@ -271,7 +278,7 @@ class _FairSearch:
                 return (
                     f"fair sharing: preempting the {len(candidates)} workload(s) its preemption "
                     "policies allow, where the preemption strategies "
-                    f"({', '.join(self.state.fair_sharing.preemption_strategies)}) let it, "
+                    f"({', '.join(self.strategy_names)}) let it, "
                     f"would not make room in flavor {self.sim.flavor}"
                 )
             self._fill_back()
@@ -281,7 +288,9 @@ class _FairSearch:
         finally:
             self.sim.restore()
 
-    def _first(self, candidates: list[_Candidate], strategy) -> tuple[bool, list[_Candidate]]:
+    def _first(
+        self, candidates: list[_Candidate], strategy: Strategy
+    ) -> tuple[bool, list[_Candidate]]:
         """Kueue's runFirstFsStrategy: (fits, the candidates passed over)."""
         ordering = TargetOrdering(self.tree, self.cq.name, candidates, self.order)
         within_nominal = features.enabled(

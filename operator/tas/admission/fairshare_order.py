@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any
 
 from tas import features
@@ -163,7 +164,7 @@ class _Tournament:
         return a_head.created < b_head.created
 
 
-def _age_key(workload: WorkloadInfo, cq_name: str) -> tuple:
+def _age_key(workload: WorkloadInfo, cq_name: str) -> tuple[int, datetime, str, str]:
     return (-workload.priority, workload.created, workload.name, cq_name)
 
 

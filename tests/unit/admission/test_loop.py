@@ -213,10 +213,12 @@ def test_a_bug_during_an_admission_write_also_releases_the_capacity():
     writer = FakeWriter()
     writer.raise_next = [RuntimeError("unexpected")]
     loop = AdmissionLoop(state, writer)
-    cycle(loop)  # a is decided first and its write fails; b did not fit beside it
-    assert admitted(writer) == [] and not state.charges()  # a's capacity came back
+    cycle(loop)  # a is decided first and its write fails
+    # a's capacity came back: b fits in it, in this cycle if the loop yielded after the
+    # failed write (a busy machine stretches the cycle past a pacing slice), else in the next
+    assert ("ns", "a") not in state.charges() and admitted(writer) in ([], ["b"])
     loop._retry_at.clear()
-    cycle(loop)  # the capacity a gave back is there for the next cycle
+    cycle(loop)
     [landed] = admitted(writer)
     assert set(state.charges()) == {("ns", landed)}
 
