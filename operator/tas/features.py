@@ -30,6 +30,7 @@ class Gate(StrEnum):
     """The gates code may ask about: `gates.enabled(Gate.TAS_PROFILE_MIXED)`."""
 
     TOPOLOGY_AWARE_SCHEDULING = "TopologyAwareScheduling"
+    ADMISSION_FAIR_SHARING = "AdmissionFairSharing"
     TAS_PROFILE_MIXED = "TASProfileMixed"
     TAS_FAILED_NODE_REPLACEMENT = "TASFailedNodeReplacement"
     TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST = "TASFailedNodeReplacementFailFast"

@@ -22,13 +22,14 @@ import heapq
 import logging
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from tas import metrics
 from tas.admission import moves, queue_metrics
+from tas.admission.admission_fair_sharing import LocalQueueUsage
 from tas.admission.decide import Decision, borrows_first, decide, pending_order
 from tas.admission.holds import Holds
 from tas.admission.moves import DefragRules
@@ -45,6 +46,7 @@ from tas.api.constants import (
     REASON_QUOTA_RESERVED,
     REASON_READY,
 )
+from tas.api.fairsharing import AdmissionFairSharing
 from tas.api.format import format_milli
 from tas.api.placementgroups import GroupSpec, PlacementGroupError, spec_to_object
 from tas.cache import placementgroups
@@ -91,6 +93,7 @@ class AdmissionLoop:
         *,
         replacement: ReplacementRules | None = None,
         defrag: DefragRules | None = None,
+        admission_fair_sharing: AdmissionFairSharing | None = None,
     ) -> None:
         self.state = state
         self.writer = writer
@@ -122,6 +125,8 @@ class AdmissionLoop:
         # Per pending workload, the one timer that decides it again at a time of its own: its
         # next relaxation stage, or when defragmentation may move more (the loop never polls).
         self._decide_timers: dict[Key, asyncio.TimerHandle] = {}
+        # Kueue's admission fair sharing (None: off): LocalQueue usage orders a queue.
+        self.fair = LocalQueueUsage(state, admission_fair_sharing, self.wake)
 
     def wake(self) -> None:
         self._wake.set()
@@ -199,13 +204,13 @@ class AdmissionLoop:
         state = self.state
         problems: dict[str, tuple[str, str] | None] = {}
         heads: list[tuple[HeadKey, str, int]] = []
-        queues: dict[str, list[WorkloadInfo]] = {}
+        queues: dict[str, Sequence[WorkloadInfo]] = {}
         for cq_name, waiting in by_cq.items():
             cq = state.cluster_queues.get(cq_name)
             if cq is None:  # deleted while the loop yielded
                 continue
             problems[cq_name] = state.cluster_queue_problem(cq)
-            queues[cq_name] = pending_order(waiting)
+            queues[cq_name] = self.fair.order(cq, pending_order(waiting))
             if queues[cq_name]:
                 heapq.heappush(heads, (self._head_key(cq, queues[cq_name][0]), cq_name, 0))
         while heads:
@@ -543,6 +548,7 @@ class AdmissionLoop:
     async def _admit(self, workload: WorkloadInfo, decision: Decision) -> bool:
         assert decision.charge is not None and decision.admission is not None
         self.state.assume(workload, decision.charge)
+        self.fair.assumed(workload)
         if decision.group is not None and decision.group.new_partitions:
             self.state.assumed_partitions[decision.group.key][workload.key] = dict(
                 decision.group.new_partitions
@@ -695,6 +701,8 @@ class AdmissionLoop:
                 "reservingWorkloads": admitted,
                 "admittedWorkloads": admitted,
             }
+            if (fair := self.fair.status(key)) is not None:
+                status["fairSharing"] = fair
             if self._lq_status.get(key) == status or self._backing_off(("lq", key)):
                 continue
             if await self._write_queue_status(
