@@ -372,3 +372,38 @@ def test_a_resource_of_weight_zero_counts_for_nothing(consumed, penalty, weight)
         cfg,
     )
     assert math.isclose(with_cpu, without)
+
+
+# ---- in the admission loop ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("cfg", "want"),
+    [(config(half_life=300, interval=300), ["b1", "b2"]), (None, ["a1", "a2"])],
+    ids=["on: the queue that used less first", "off: the older first"],
+)
+def test_the_loop_admits_from_the_local_queue_that_used_less(cfg, want):
+    from tas.admission.loop import AdmissionLoop
+    from tests.unit.admission.test_loop import FakeWriter, add, admitted, cycle
+
+    state, los = fair_state(USAGE_BASED, {"a": None, "b": None})
+    state.upsert_namespace("default", {})
+    writer = FakeWriter()
+    loop = AdmissionLoop(state, writer, admission_fair_sharing=cfg)
+    used = {"fairSharing": {"admissionFairSharingStatus": {"consumedResources": {"cpu": "10"}}}}
+    loop.fair.local_queue(("default", "a"), {**los[("default", "a")], "status": used})
+    loop.fair.local_queue(("default", "b"), los[("default", "b")])
+    for i, (name, lq) in enumerate([("a1", "a"), ("a2", "a"), ("b1", "b"), ("b2", "b")]):
+        obj = workload(
+            name, pods=2, cpu="4", namespace="default", created=f"2026-01-01T00:0{i}:00Z"
+        )
+        obj["spec"]["queueName"] = lq
+        add(state, obj)
+    cycle(loop)
+    assert admitted(writer) == want
+    fair = writer.lq[("default", "a")].get("fairSharing")
+    if cfg is None:
+        assert fair is None
+    else:
+        assert fair["admissionFairSharingStatus"]["consumedResources"] == {"cpu": "10"}
+        assert writer.lq[("default", "b")]["fairSharing"]["admissionFairSharingStatus"]
