@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 from tas.api.fairsharing import AdmissionFairSharing
 from tas.api.format import format_milli
@@ -35,6 +35,7 @@ from tas.cache.state import ClusterState
 Milli = dict[str, int]  # resource -> milli-units
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 # ---- Kueue's formulas (pure) --------------------------------------------------------------
@@ -111,30 +112,30 @@ def admitted_usage(state: ClusterState) -> dict[Key, Milli]:
     return usage
 
 
-class FairOrder(Sequence[WorkloadInfo]):
+class FairOrder(Sequence[T]):
     """A queue's workloads, each next one chosen when it is asked for: the head of the
-    LocalQueue whose usage is least at that moment, ties in the queue's usual order. Kueue
-    sorts its heap by usage again as entry penalties land; so an admission made while the
-    queue is walked moves its LocalQueue back at once. Indexes are read in order (0, 1, ...)."""
+    LocalQueue (`lane_of`) whose usage is least at that moment, ties in the queue's usual order
+    (the order given). Kueue sorts its heap by usage again as entry penalties land; so an
+    admission made while the queue is walked moves its LocalQueue back at once. Indexes are
+    read in order (0, 1, ...)."""
 
-    def __init__(self, ordered: list[WorkloadInfo], usage_of: Callable[[Key], float]) -> None:
+    def __init__(
+        self, ordered: list[T], lane_of: Callable[[T], Key], usage_of: Callable[[Key], float]
+    ) -> None:
         self._usage_of = usage_of
-        self._rank = {id(w): i for i, w in enumerate(ordered)}
-        self._lanes: dict[Key, deque[WorkloadInfo]] = {}
-        for workload in ordered:
-            self._lanes.setdefault((workload.namespace, workload.queue_name), deque()).append(
-                workload
-            )
-        self._taken: list[WorkloadInfo] = []
+        self._lanes: dict[Key, deque[tuple[int, T]]] = {}
+        for rank, item in enumerate(ordered):
+            self._lanes.setdefault(lane_of(item), deque()).append((rank, item))
+        self._taken: list[T] = []
         self._len = len(ordered)
 
     def __len__(self) -> int:
         return self._len
 
     @overload
-    def __getitem__(self, index: int) -> WorkloadInfo: ...
+    def __getitem__(self, index: int) -> T: ...
     @overload
-    def __getitem__(self, index: slice) -> Sequence[WorkloadInfo]: ...
+    def __getitem__(self, index: slice) -> Sequence[T]: ...
     def __getitem__(self, index: int | slice) -> Any:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(self._len))]
@@ -143,14 +144,14 @@ class FairOrder(Sequence[WorkloadInfo]):
         if not 0 <= index < self._len:
             raise IndexError(index)
         while len(self._taken) <= index:
-            lane = min(
-                (lane for lane in self._lanes.values() if lane),
-                key=lambda lane: (self._usage_of(_lq(lane[0])), self._rank[id(lane[0])]),
+            lane, _ = min(
+                ((lane, items) for lane, items in self._lanes.items() if items),
+                key=lambda pair: (self._usage_of(pair[0]), pair[1][0][0]),
             )
-            self._taken.append(lane.popleft())
+            self._taken.append(self._lanes[lane].popleft()[1])
         return self._taken[index]
 
-    def __iter__(self) -> Iterator[WorkloadInfo]:
+    def __iter__(self) -> Iterator[T]:
         return (self[i] for i in range(self._len))
 
 
@@ -217,6 +218,7 @@ class LocalQueueUsage:
             self.weights[key] = 1.0
         if self.config is None or key in self.consumed:
             return
+        self.start()  # sampling runs from the first LocalQueue on, pending workloads or not
         status = ((obj.get("status") or {}).get("fairSharing") or {}).get(
             "admissionFairSharingStatus"
         ) or {}
@@ -333,7 +335,7 @@ class LocalQueueUsage:
             return ordered
         self.start()
         self.settle()
-        return FairOrder(ordered, self.usage)
+        return FairOrder(ordered, _lq, self.usage)
 
     def status(self, lq: Key) -> dict[str, Any] | None:
         """status.fairSharing of a LocalQueue (None when admission fair sharing is off)."""

@@ -25,18 +25,21 @@ import json
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
 import numpy as np
 
 from tas import features
+from tas.admission.admission_fair_sharing import FairOrder, LocalQueueUsage
 from tas.admission.decide import GroupDecision, decide, topology_flavors_within_quota
+from tas.api.fairsharing import AdmissionFairSharing
 from tas.api.format import format_milli
 from tas.api.placementgroups import rules_for, spec_to_object
 from tas.api.relaxation import relax
 from tas.cache import placementgroups, projections
+from tas.cache.projections import Key
 from tas.features import Gate
 from tas.offline import scenario, summary
 from tas.offline.fields import ScenarioError
@@ -112,6 +115,12 @@ class _SolverAdmission:
 
     def arrive(self, traced: TracedWorkload, now: float) -> None:
         pass  # the solver has no queue to tell
+
+    def advance(self, now: float) -> None:
+        pass  # no queue: no admission fair sharing
+
+    def order(self, ordered: list[TracedWorkload]) -> Sequence[TracedWorkload]:
+        return ordered
 
     def try_admit(self, traced: TracedWorkload, now: float) -> Attempt:
         partitions: Mapping[Path, int] = {}
@@ -216,18 +225,50 @@ def relaxation_times(traced: TracedWorkload) -> list[float]:
 class _QueueAdmission:
     """With clusterQueues: the admission loop's decision on the operator's cache."""
 
-    def __init__(self, scen: Scenario) -> None:
+    def __init__(self, scen: Scenario, fair: AdmissionFairSharing | None = None) -> None:
         self.state = scenario.cluster_state(scen)  # its options carry the trace's gates
         self.default_queue = scen.cluster_queues[0]["metadata"]["name"]
         self.infos: dict[str, Any] = {}
         self.placement_groups = scen.options.placement_groups
+        # Admission fair sharing (None: off), on simulated time: sampled at every interval.
+        self.now = 0.0
+        self.fair = LocalQueueUsage(self.state, fair, lambda: None, clock=lambda: self.now)
+        self.next_sample = fair.usage_sampling_interval_seconds if fair else math.inf
 
     def _queue(self, traced: TracedWorkload) -> str:
         return traced.workload.cluster_queue or self.default_queue
 
+    def _local_queue(self, traced: TracedWorkload) -> Key:
+        return (scenario.SCENARIO_NAMESPACE, traced.local_queue or self._queue(traced))
+
+    def advance(self, now: float) -> None:
+        """Simulated time goes on to `now`: the LocalQueues' usage is sampled at every
+        sampling interval passed (nothing changes between two events)."""
+        config = self.fair.config
+        while config is not None and self.next_sample <= now:
+            self.now = self.next_sample
+            self.fair.sample()
+            self.next_sample += config.usage_sampling_interval_seconds
+        self.now = now
+
+    def order(self, ordered: list[TracedWorkload]) -> Sequence[TracedWorkload]:
+        """Kueue's usual order, or, with admission fair sharing, the LocalQueue that used
+        least first wherever its ClusterQueue's admissionScope asks for it."""
+        if not self.fair.on:
+            return ordered
+        return FairOrder(ordered, self._local_queue, self._usage)
+
+    def _usage(self, lq: Key) -> float:
+        cq = self.state.cluster_queues.get(self.state.local_queues.get(lq, ""))
+        return self.fair.usage(lq) if cq is not None and self.fair.applies_to(cq) else 0.0
+
     def arrive(self, traced: TracedWorkload, now: float) -> None:
         """The Workload exists from its arrival on, pending (and again after an eviction)."""
-        info = scenario.workload_info(traced.workload, self._queue(traced), traced.arrival)
+        lq = self._local_queue(traced)
+        if lq not in self.state.local_queues:
+            self.state.upsert_local_queue(*lq, self._queue(traced))
+            self.fair.local_queue(lq, {})
+        info = scenario.workload_info(traced.workload, lq[1], traced.arrival)
         if self.placement_groups and traced.group is not None:
             info = replace(info, placement_group=traced.group)  # decide places it as a member
         self.infos[traced.name] = info
@@ -249,7 +290,9 @@ class _QueueAdmission:
             return Attempt(False, decision.message, evicted=tuple(evicted))
         assert decision.charge is not None  # an admitted decision holds its charge
         admitted = scenario.admitted_info(info, decision, now)
+        self.fair.assumed(info)  # Kueue's entry penalty, folded in once stored (at once here)
         self.state.upsert_workload(admitted)
+        self.fair.settle()
         partitions = {} if decision.group is None else self._hold_group(admitted, decision.group)
         uses = tuple(
             PodSetUse(ps.assignment, ps.requests, partitions)
@@ -488,7 +531,12 @@ class _Simulation:
         self.trace = trace
         self.observe = observe
         self.observe_waiting = waiting
-        self.admission = _QueueAdmission(scen) if scen.cluster_queues else _SolverAdmission(scen)
+        fair = trace.admission_fair_sharing
+        if not trace.gates.enabled(Gate.ADMISSION_FAIR_SHARING):
+            fair = None
+        self.admission = (
+            _QueueAdmission(scen, fair) if scen.cluster_queues else _SolverAdmission(scen)
+        )
         self.ledger = Ledger(scen)
         self.reference = Reference.of(trace)
         self.books = _Books()
@@ -511,6 +559,7 @@ class _Simulation:
         now = 0.0
         while (upcoming := self._next_event()) is not None:
             now = upcoming
+            self.admission.advance(now)
             freed = self._depart(now)
             newcomers = self._arrive(now)
             # A workload that did not fit cannot fit before capacity comes back (or its next
@@ -587,7 +636,7 @@ class _Simulation:
         """Try each candidate in queue order; the number of workloads evicted meanwhile."""
         evicted = 0
         planned = False  # defragmentation plans for the first workload that does not fit
-        for traced in sorted(candidates, key=self._queue_order):
+        for traced in self.admission.order(sorted(candidates, key=self._queue_order)):
             first_try = traced.name not in self.tried
             self.tried.add(traced.name)
             started = time.perf_counter()

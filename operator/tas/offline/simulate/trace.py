@@ -17,8 +17,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tas import features
-from tas.api import movable
+from tas.api import fairsharing, movable
 from tas.api.constants import DEFAULT_MOVABLE_AFTER_SECONDS
+from tas.api.fairsharing import AdmissionFairSharing
 from tas.api.placementgroups import GROUP_NAME, MAX_PARTITIONS, GroupRef, GroupSpec
 from tas.offline.fields import (  # a trace's errors read like a scenario's
     ScenarioError,
@@ -57,6 +58,8 @@ class TracedWorkload:
     # (the annotations tas-operator.io/movable and movable-after in its `annotations`).
     movable: bool = False
     movable_after: float = DEFAULT_MOVABLE_AFTER_SECONDS
+    # The LocalQueue it is submitted to (`localQueue`); None: its ClusterQueue's own.
+    local_queue: str | None = None
 
     @property
     def name(self) -> str:
@@ -72,6 +75,8 @@ class Trace:
     scenario: Scenario  # topology, nodes, flavor, queues and the workloads as solver inputs
     workloads: tuple[TracedWorkload, ...]  # in trace order
     gates: features.FeatureGates  # the trace's featureGates, with any override on top
+    # Kueue's `admissionFairSharing` section (None: absent)
+    admission_fair_sharing: AdmissionFairSharing | None = None
 
 
 def read(path: str, gate_overrides: Mapping[str, bool] | None = None) -> Trace:
@@ -102,7 +107,18 @@ def parse_trace(document: Any, gate_overrides: Mapping[str, bool] | None = None)
         scenario=scenario,
         workloads=workloads,
         gates=features.from_mapping(document.get("featureGates") or {}),
+        admission_fair_sharing=_admission_fair_sharing(document),
     )
+
+
+def _admission_fair_sharing(document: Mapping[str, Any]) -> AdmissionFairSharing | None:
+    """The `admissionFairSharing` section, read as the operator reads Kueue's."""
+    try:
+        section = document.get("admissionFairSharing")
+        return fairsharing.parse({"admissionFairSharing": section}).admission_fair_sharing
+    except ValueError as error:
+        path, _, detail = str(error).partition(": ")
+        raise ScenarioError(path, detail) from None
 
 
 def _pool_nodes(document: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -160,6 +176,7 @@ def _traced(
         group=_group(entry.get("group"), f"{path}.group", levels, len(workload.podsets)),
         movable=may_move,
         movable_after=after,
+        local_queue=read_field(entry, "localQueue", str, path, None),
     )
 
 
