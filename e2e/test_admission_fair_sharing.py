@@ -18,6 +18,7 @@ import yaml
 
 from e2e import chart, jobs
 from e2e.harness import Cluster, wait_for
+from tas.api.quantity import parse_quantity
 
 pytestmark = pytest.mark.e2e
 
@@ -98,10 +99,10 @@ KUEUE_CONFIG = {
 def fair_operator(cluster: Cluster, operator_swap):
     path = Path(tempfile.mkdtemp(prefix="afs-")) / "kueue-config.yaml"
     path.write_text(yaml.safe_dump(KUEUE_CONFIG))
-    operator_swap(gates=chart.deployment_gates(cluster), extra=("--kueue-config", str(path)))
+    proc = operator_swap(gates=chart.deployment_gates(cluster), extra=("--kueue-config", str(path)))
     cluster.apply(SETUP.split("---\n")[0])
     cluster.apply(SETUP.split("---\n")[1])
-    yield
+    yield proc
     cluster.kubectl("delete", "clusterqueue", "afs-cluster-queue", "--wait=false", check=False)
 
 
@@ -114,12 +115,14 @@ def admitted(cluster: Cluster, namespace: str, name: str) -> bool:
     return bool(c and c["status"] == "True")
 
 
+def fair_status(cluster: Cluster, namespace: str, queue: str) -> dict:
+    lq = cluster.get_json("localqueues.v1beta2.kueue.x-k8s.io", "-n", namespace, queue)
+    fair = (lq.get("status") or {}).get("fairSharing") or {}
+    return fair.get("admissionFairSharingStatus") or {}
+
+
 def consumed_cpu(cluster: Cluster, namespace: str, queue: str) -> str | None:
-    status = cluster.get_json("localqueues.v1beta2.kueue.x-k8s.io", "-n", namespace, queue)
-    afs = ((status.get("status") or {}).get("fairSharing") or {}).get(
-        "admissionFairSharingStatus"
-    ) or {}
-    return (afs.get("consumedResources") or {}).get("cpu")
+    return (fair_status(cluster, namespace, queue).get("consumedResources") or {}).get("cpu")
 
 
 def test_the_queue_that_used_less_is_admitted_first(
@@ -161,3 +164,41 @@ def test_the_queue_that_used_less_is_admitted_first(
         timeout=15,
         what="lq-b's consumedResources",
     )
+
+
+def test_a_restarted_operator_goes_on_from_the_stored_usage(
+    cluster: Cluster, namespace: str, fair_operator
+):
+    """lq-a's Jobs are gone: its live usage is 0, its stored usage is not. After a restart the
+    next samples decay the stored usage (Kueue v0.17 would have started again from 0)."""
+    for doc in SETUP.split("---\n")[2:]:
+        cluster.apply(doc, namespace)
+    for name in ("a1", "a2"):
+        submit(cluster, namespace, name, "lq-a")
+    for name in ("a1", "a2"):
+        jobs.wait_admitted(cluster, namespace, name, timeout=30)
+    wait_for(
+        lambda: consumed_cpu(cluster, namespace, "lq-a") not in (None, "0"),
+        timeout=15,
+        what="lq-a's consumedResources",
+    )
+    cluster.kubectl("delete", "job", "a1", "a2", "-n", namespace, "--cascade=background")
+    wait_for(
+        lambda: not any(jobs.workload_of(cluster, namespace, n) for n in ("a1", "a2")),
+        timeout=30,
+        what="lq-a's workloads gone",
+    )
+    fair_operator.stop()
+    before = fair_status(cluster, namespace, "lq-a")
+    fair_operator.start()
+    stored = before["consumedResources"]["cpu"]
+    # decayed from the stored value, sampled again (a start from nothing would leave the
+    # stored value as it is: the status is merged, and an empty consumedResources removes
+    # nothing)
+    wait_for(
+        lambda: consumed_cpu(cluster, namespace, "lq-a") != stored,
+        timeout=20,
+        what="a sample after the restart",
+    )
+    after = parse_quantity(consumed_cpu(cluster, namespace, "lq-a") or "0")
+    assert 0 < after < parse_quantity(stored)

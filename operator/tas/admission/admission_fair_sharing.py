@@ -286,8 +286,8 @@ class LocalQueueUsage:
         half_life = self.config.usage_half_life_seconds
         for lq in self.state.local_queues:
             old = self.consumed.get(lq) or Consumed({}, now)
-            if half_life == 0:
-                self.consumed[lq] = Consumed({}, now)
+            if half_life == 0:  # zeros, not nothing: a merge patch of the status keeps keys
+                self.consumed[lq] = Consumed(dict.fromkeys(old.resources, 0), now)
                 continue
             new = decayed_consumed(
                 old.resources, usage.get(lq, {}), now - old.last_update, half_life

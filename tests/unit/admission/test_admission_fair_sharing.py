@@ -103,7 +103,7 @@ def test_a_half_life_of_zero_resets_the_consumed_resources_at_each_sample():
     assert usage.consumed[("default", "lqA")].resources == {"cpu": 8000}
     now[0] += 300
     usage.sample()
-    assert usage.consumed[("default", "lqA")].resources == {}
+    assert usage.consumed[("default", "lqA")].resources == {"cpu": 0}
 
 
 def test_sampling_decays_towards_the_admitted_usage():
