@@ -155,6 +155,15 @@ class FairOrder(Sequence[T]):
         return (self[i] for i in range(self._len))
 
 
+def _weight(local_queue: Mapping[str, Any]) -> float:
+    """spec.fairSharing.weight (default 1)."""
+    weight = ((local_queue.get("spec") or {}).get("fairSharing") or {}).get("weight")
+    value = 1.0 if weight is None else float(parse_quantity(weight))
+    if value < 0:
+        raise ValueError(f"must be 0 or more, got {weight!r}")
+    return value
+
+
 def _lq(workload: WorkloadInfo) -> Key:
     return (workload.namespace, workload.queue_name)
 
@@ -210,9 +219,8 @@ class LocalQueueUsage:
     def local_queue(self, key: Key, obj: Mapping[str, Any]) -> None:
         """A LocalQueue seen by the watch: its weight, and on first sight its stored usage
         (a restart goes on from the status, sampled from now on, as Kueue seeds it)."""
-        weight = ((obj.get("spec") or {}).get("fairSharing") or {}).get("weight")
         try:
-            self.weights[key] = 1.0 if weight is None else float(parse_quantity(weight))
+            self.weights[key] = _weight(obj)
         except ValueError as exc:  # the API server validates it; keep Kueue's default
             log.warning("LocalQueue %s/%s: spec.fairSharing.weight: %s", *key, exc)
             self.weights[key] = 1.0
@@ -240,10 +248,19 @@ class LocalQueueUsage:
         """Kueue's scheduler: an assumed admission charges its LocalQueue's entry penalty."""
         if self.config is None:
             return
+        self._take_back(workload.key)  # a decision again on a newer version: one penalty
         penalty = entry_penalty(workload_requests(workload), self.config)
         lq = _lq(workload)
         self.penalties[lq] = summed(self.penalties.get(lq, {}), penalty)
         self._penalized[workload.key] = _Penalty(lq, penalty)
+
+    def _take_back(self, key: Key) -> _Penalty | None:
+        penalty = self._penalized.pop(key, None)
+        if penalty is not None:
+            lq = penalty.local_queue
+            left = summed(self.penalties.get(lq, {}), scaled(penalty.resources, -1))
+            self.penalties[lq] = {r: v for r, v in left.items() if v}
+        return penalty
 
     def settle(self) -> None:
         """Penalties whose admission was decided: stored, Kueue's workload controller folds
@@ -251,12 +268,12 @@ class LocalQueueUsage:
         decided = [k for k in self._penalized if not self.state.is_assumed(k)]
         usage = admitted_usage(self.state) if decided else {}
         for key in decided:
-            penalty = self._penalized.pop(key)
-            lq = penalty.local_queue
-            left = summed(self.penalties.get(lq, {}), scaled(penalty.resources, -1))
-            self.penalties[lq] = {r: v for r, v in left.items() if v}
-            if key in self.state.charges() and self._uses_it(lq):
-                self._fold(lq, usage.get(lq, {}), penalty.resources)
+            penalty = self._take_back(key)
+            assert penalty is not None
+            if key in self.state.charges() and self._uses_it(penalty.local_queue):
+                self._fold(
+                    penalty.local_queue, usage.get(penalty.local_queue, {}), penalty.resources
+                )
 
     def _uses_it(self, lq: Key) -> bool:
         """Kueue folds an admission in only where its ClusterQueue uses admission fair

@@ -696,7 +696,7 @@ class AdmissionLoop:
             del self._lq_status[key]
         for key, (pending, admitted) in counts.items():
             await self._pacer.maybe_yield()
-            status = {
+            status: dict[str, Any] = {
                 "pendingWorkloads": pending,
                 "reservingWorkloads": admitted,
                 "admittedWorkloads": admitted,

@@ -407,3 +407,25 @@ def test_the_loop_admits_from_the_local_queue_that_used_less(cfg, want):
     else:
         assert fair["admissionFairSharingStatus"]["consumedResources"] == {"cpu": "10"}
         assert writer.lq[("default", "b")]["fairSharing"]["admissionFairSharingStatus"]
+
+
+def test_a_decision_taken_again_charges_one_penalty():
+    state, _ = fair_state(USAGE_BASED, {"lqA": None})
+    usage = afs.LocalQueueUsage(state, config(half_life=300, interval=300), lambda: None)
+    wl = pending("a", "lqA", 0, cpu="2")
+    usage.assumed(wl)
+    usage.assumed(wl)  # its write conflicted and it was decided again before any settling
+    assert usage.penalties[("default", "lqA")] == {"cpu": 1000}
+
+
+@pytest.mark.parametrize(
+    ("weight", "want"),
+    [("2", 1.0), ("500m", 4.0), ("0", math.inf), ("-1", 2.0)],
+    ids=["heavier", "lighter", "zero: last once it used anything", "negative: refused, 1"],
+)
+def test_a_local_queue_weight_divides_its_usage(weight, want):
+    state, _ = fair_state(USAGE_BASED, {"lqA": None})
+    usage = afs.LocalQueueUsage(state, config(), lambda: None)
+    usage.local_queue(("default", "lqA"), {"spec": {"fairSharing": {"weight": weight}}})
+    usage.consumed[("default", "lqA")] = afs.Consumed({"cpu": 2000}, 0.0)
+    assert usage.usage(("default", "lqA")) == want
