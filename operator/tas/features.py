@@ -30,6 +30,7 @@ class Gate(StrEnum):
     """The gates code may ask about: `gates.enabled(Gate.TAS_PROFILE_MIXED)`."""
 
     TOPOLOGY_AWARE_SCHEDULING = "TopologyAwareScheduling"
+    ADMISSION_FAIR_SHARING = "AdmissionFairSharing"
     TAS_PROFILE_MIXED = "TASProfileMixed"
     TAS_FAILED_NODE_REPLACEMENT = "TASFailedNodeReplacement"
     TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST = "TASFailedNodeReplacementFailFast"
@@ -280,6 +281,15 @@ _SPECS = (
         "Kueue's LocalQueue metrics.",
         kind=Kind.IMPLEMENTED,
     ),
+    _kueue(
+        "AdmissionFairSharing",
+        "Beta",
+        True,
+        True,
+        "Kueue's admission fair sharing: with the configuration's admissionFairSharing "
+        "section, a ClusterQueue's admissionScope orders its workloads by LocalQueue usage.",
+        kind=Kind.IMPLEMENTED,
+    ),
     # ---- ours ----
     _ours(
         Gate.TAS_NUMA_ZONES,
@@ -409,7 +419,6 @@ _SPECS = (
     _kueue("HierarchicalCohorts", "GA", True, None, "Kueue: cohorts with parents.", why=ALWAYS_ON),
     _kueue("LendingLimit", "GA", True, None, "Kueue: ClusterQueue lendingLimit.", why=ALWAYS_ON),
     _kueue("FlavorFungibility", "Beta", True, True, "Kueue: flavorFungibility.", why=ALWAYS_ON),
-    _kueue("AdmissionFairSharing", "Beta", True, True, "Kueue: admission fair sharing."),
     _kueue("AdmissionGatedBy", "Alpha", False, True, "Kueue: admission gated by annotations."),
     _kueue("AssignQueueLabelsForPods", "Beta", True, True, "Kueue: queue-name labels on pods."),
     _kueue(

@@ -18,7 +18,7 @@ the root holding the head that comes first by priority and age, so runs repeat.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -54,7 +54,7 @@ class ClassicalOrder:
 class FairSharingOrder:
     """Kueue's fair-sharing tournament over the queues' current heads."""
 
-    def __init__(self, state: ClusterState, queues: Mapping[str, list[WorkloadInfo]]) -> None:
+    def __init__(self, state: ClusterState, queues: Mapping[str, Sequence[WorkloadInfo]]) -> None:
         self._state = state
         self._queues = queues
         self._heads: dict[str, int] = {}  # ClusterQueue -> index of its head

@@ -21,13 +21,14 @@ import asyncio
 import logging
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from tas import features, metrics
 from tas.admission import fairshare_order, moves, queue_metrics
+from tas.admission.admission_fair_sharing import LocalQueueUsage
 from tas.admission.decide import Decision, borrows_first, decide, pending_order
 from tas.admission.holds import Holds
 from tas.admission.moves import DefragRules
@@ -44,6 +45,7 @@ from tas.api.constants import (
     REASON_QUOTA_RESERVED,
     REASON_READY,
 )
+from tas.api.fairsharing import AdmissionFairSharing
 from tas.api.format import format_milli
 from tas.api.placementgroups import GroupSpec, PlacementGroupError, spec_to_object
 from tas.cache import fairshare, placementgroups
@@ -91,6 +93,7 @@ class AdmissionLoop:
         *,
         replacement: ReplacementRules | None = None,
         defrag: DefragRules | None = None,
+        admission_fair_sharing: AdmissionFairSharing | None = None,
     ) -> None:
         self.state = state
         self.writer = writer
@@ -123,6 +126,8 @@ class AdmissionLoop:
         # Per pending workload, the one timer that decides it again at a time of its own: its
         # next relaxation stage, or when defragmentation may move more (the loop never polls).
         self._decide_timers: dict[Key, asyncio.TimerHandle] = {}
+        # Kueue's admission fair sharing (None: off): LocalQueue usage orders a queue.
+        self.fair = LocalQueueUsage(state, admission_fair_sharing, self.wake)
 
     def wake(self) -> None:
         self._wake.set()
@@ -201,14 +206,14 @@ class AdmissionLoop:
         fit. Returns each queue's problem (None: active)."""
         state = self.state
         problems: dict[str, tuple[str, str] | None] = {}
-        queues: dict[str, list[WorkloadInfo]] = {}
+        queues: dict[str, Sequence[WorkloadInfo]] = {}
         heads = self._head_order(queues)
         for cq_name, waiting in by_cq.items():
             cq = state.cluster_queues.get(cq_name)
             if cq is None:  # deleted while the loop yielded
                 continue
             problems[cq_name] = state.cluster_queue_problem(cq)
-            queues[cq_name] = pending_order(waiting)
+            queues[cq_name] = self.fair.order(cq, pending_order(waiting))
             if queues[cq_name]:
                 heads.push(cq_name, 0)
         while (head := heads.pop()) is not None:
@@ -223,7 +228,7 @@ class AdmissionLoop:
         return problems
 
     def _head_order(
-        self, queues: dict[str, list[WorkloadInfo]]
+        self, queues: dict[str, Sequence[WorkloadInfo]]
     ) -> fairshare_order.ClassicalOrder | fairshare_order.FairSharingOrder:
         """Kueue's order across queues: by share with fair sharing on, else classical."""
         if self.state.fair_sharing is not None:
@@ -560,6 +565,7 @@ class AdmissionLoop:
     async def _admit(self, workload: WorkloadInfo, decision: Decision) -> bool:
         assert decision.charge is not None and decision.admission is not None
         self.state.assume(workload, decision.charge)
+        self.fair.assumed(workload)
         if decision.group is not None and decision.group.new_partitions:
             self.state.assumed_partitions[decision.group.key][workload.key] = dict(
                 decision.group.new_partitions
@@ -707,11 +713,13 @@ class AdmissionLoop:
             del self._lq_status[key]
         for key, (pending, admitted) in counts.items():
             await self._pacer.maybe_yield()
-            status = {
+            status: dict[str, Any] = {
                 "pendingWorkloads": pending,
                 "reservingWorkloads": admitted,
                 "admittedWorkloads": admitted,
             }
+            if (fair := self.fair.status(key)) is not None:
+                status["fairSharing"] = fair
             if self._lq_status.get(key) == status or self._backing_off(("lq", key)):
                 continue
             if await self._write_queue_status(

@@ -37,6 +37,7 @@ from tas.api.constants import (
     WORKLOAD_ANNOTATION,
     is_draining,
 )
+from tas.api.models.fairsharing import USAGE_BASED_ADMISSION_FAIR_SHARING
 from tas.api.movable import Movable, MovableError
 from tas.api.movable import parse as parse_movable
 from tas.api.placementgroups import (
@@ -427,6 +428,8 @@ class ClusterQueueInfo:
     namespace_selector: Mapping | None  # None selects nothing, {} selects every namespace
     within_cluster_queue: str = NEVER  # spec.preemption.withinClusterQueue
     cohort: str | None = None
+    # spec.admissionScope.admissionMode is UsageBasedAdmissionFairSharing
+    usage_based_admission_fair_sharing: bool = False
     reclaim_within_cohort: str = NEVER
     borrow_within_cohort: str = NEVER  # spec.preemption.borrowWithinCohort.policy
     borrow_threshold: int | None = None  # ... .maxPriorityThreshold
@@ -559,6 +562,8 @@ def cluster_queue_from_object(obj: Mapping) -> ClusterQueueInfo:
         namespace_selector=spec.get("namespaceSelector"),
         within_cluster_queue=preemption.get("withinClusterQueue") or NEVER,
         cohort=spec.get("cohortName") or None,
+        usage_based_admission_fair_sharing=(spec.get("admissionScope") or {}).get("admissionMode")
+        == USAGE_BASED_ADMISSION_FAIR_SHARING,
         reclaim_within_cohort=preemption.get("reclaimWithinCohort") or NEVER,
         borrow_within_cohort=borrow.get("policy") or NEVER,
         borrow_threshold=None if threshold is None else int(threshold),

@@ -19,6 +19,10 @@ from tas.api.annotations import (
 )
 from tas.api.constants import ALLOW_EXCLUSIVE_PLACEMENT_GROUPS, is_draining
 from tas.api.fairsharing import FairSharingConfig
+from tas.api.models.fairsharing import (
+    NO_ADMISSION_FAIR_SHARING,
+    USAGE_BASED_ADMISSION_FAIR_SHARING,
+)
 from tas.api.podrequests import numa_shape, pod_requests
 from tas.api.quantity import parse_quantity
 from tas.api.relaxation import Stage, parse_relaxation, validate_relaxation_levels
@@ -310,6 +314,7 @@ PREEMPTION_POLICIES = {
     "reclaimWithinCohort": ("Never", "LowerPriority", "Any"),
 }
 BORROW_POLICIES = ("Never", "LowerPriority")
+ADMISSION_MODES = (USAGE_BASED_ADMISSION_FAIR_SHARING, NO_ADMISSION_FAIR_SHARING)
 INT32 = (-(2**31), 2**31 - 1)
 
 
@@ -400,11 +405,22 @@ def _cluster_queues(document: Mapping[str, Any]) -> tuple[dict, ...]:
         if cohort:
             spec["cohortName"] = cohort
         _with_weight(spec, entry, path)
+        if "admissionScope" in entry:  # Kueue's, for admission fair sharing
+            spec["admissionScope"] = _admission_scope(entry, path)
         metadata: dict[str, Any] = {"name": name}
         if read_field(entry, "allowExclusivePlacementGroups", bool, path, False):
             metadata["annotations"] = {ALLOW_EXCLUSIVE_PLACEMENT_GROUPS: "true"}
         queues.append({"metadata": metadata, "spec": spec})
     return tuple(queues)
+
+
+def _admission_scope(entry: Mapping[str, Any], path: str) -> dict[str, str]:
+    scope = read_field(entry, "admissionScope", dict, path)
+    mode = read_field(scope, "admissionMode", str, f"{path}.admissionScope")
+    if mode not in ADMISSION_MODES:
+        allowed = " or ".join(ADMISSION_MODES)
+        raise ScenarioError(f"{path}.admissionScope.admissionMode", f"must be {allowed}")
+    return {"admissionMode": mode}
 
 
 def _cohort_name(entry: Mapping[str, Any], path: str) -> str | None:

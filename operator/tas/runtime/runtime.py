@@ -128,6 +128,11 @@ class Runtime:
                 enabled=gates.enabled(Gate.TAS_DEFRAGMENTATION),
                 moves_per_hour=settings.defragmentation_moves_per_hour,
             ),
+            admission_fair_sharing=(
+                settings.fair_sharing.admission_fair_sharing
+                if gates.enabled(Gate.ADMISSION_FAIR_SHARING)
+                else None
+            ),
         )
         self._integrations(settings)
         self.hotswap_enabled = gates.enabled(Gate.TAS_FAILED_NODE_REPLACEMENT)

@@ -42,6 +42,14 @@ class _Idle:
 
     def forget_pod(self, uid: str) -> None: ...
 
+    @property
+    def fair(self) -> _Idle:  # admission fair sharing's LocalQueue hooks
+        return self
+
+    def local_queue(self, key: Any, obj: Any) -> None: ...
+
+    def local_queue_deleted(self, key: Any) -> None: ...
+
 
 class ReadOnlyContext:
     """The watch handlers' context (watches.WatchContext) with the cache and nothing else."""

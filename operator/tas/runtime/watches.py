@@ -195,7 +195,9 @@ async def on_local_queue(rt: WatchContext, kind: str, obj: Obj) -> None:
     namespace, name = proj.key_of(obj)
     if kind == "DELETED":
         rt.state.delete_local_queue(namespace, name)
+        rt.admission.fair.local_queue_deleted((namespace, name))
     else:
+        rt.admission.fair.local_queue((namespace, name), obj)
         rt.state.upsert_local_queue(
             namespace,
             name,

@@ -34,11 +34,14 @@ def test_the_handlers_fill_the_cache_and_write_nothing():
         }
         await WATCHES["pods"].handler(context, "ADDED", pod)
         await WATCHES["nodes"].handler(context, "DELETED", {"metadata": {"name": "h1"}})
+        lq = {"metadata": {"name": "lq", "namespace": "ns"}, "spec": {"clusterQueue": "cq"}}
+        await WATCHES["localqueues"].handler(context, "ADDED", lq)
 
     asyncio.run(feed())
     assert set(state.workloads) == {("ns", "w")}
     assert set(state.pods) == {("ns", "p")}
     assert state.nodes == {}
+    assert state.local_queues == {("ns", "lq"): "cq"}
 
 
 def test_only_the_kinds_the_view_draws_are_listed():

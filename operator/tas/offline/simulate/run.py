@@ -25,19 +25,22 @@ import json
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
 import numpy as np
 
 from tas import features
+from tas.admission.admission_fair_sharing import FairOrder, LocalQueueUsage
 from tas.admission.decide import GroupDecision, decide, topology_flavors_within_quota
 from tas.admission.fairshare_order import FairSharingOrder
+from tas.api.fairsharing import AdmissionFairSharing
 from tas.api.format import format_milli
 from tas.api.placementgroups import rules_for, spec_to_object
 from tas.api.relaxation import relax
 from tas.cache import fairshare, placementgroups, projections
+from tas.cache.projections import Key
 from tas.features import Gate
 from tas.offline import scenario, summary
 from tas.offline.fields import ScenarioError
@@ -116,6 +119,12 @@ class _SolverAdmission:
 
     def weighted_shares(self) -> dict[str, int] | None:
         return None  # no queues: no fair sharing
+
+    def advance(self, now: float) -> None:
+        pass  # no queue: no admission fair sharing
+
+    def in_order(self, ordered: list[TracedWorkload]) -> Iterable[TracedWorkload]:
+        return ordered
 
     def try_admit(self, traced: TracedWorkload, now: float) -> Attempt:
         partitions: Mapping[Path, int] = {}
@@ -220,11 +229,15 @@ def relaxation_times(traced: TracedWorkload) -> list[float]:
 class _QueueAdmission:
     """With clusterQueues: the admission loop's decision on the operator's cache."""
 
-    def __init__(self, scen: Scenario) -> None:
+    def __init__(self, scen: Scenario, fair: AdmissionFairSharing | None = None) -> None:
         self.state = scenario.cluster_state(scen)  # its options carry the trace's gates
         self.default_queue = scen.cluster_queues[0]["metadata"]["name"]
         self.infos: dict[str, Any] = {}
         self.placement_groups = scen.options.placement_groups
+        # Admission fair sharing (None: off), on simulated time: sampled at every interval.
+        self.now = 0.0
+        self.fair = LocalQueueUsage(self.state, fair, lambda: None, clock=lambda: self.now)
+        self.next_sample = fair.usage_sampling_interval_seconds if fair else math.inf
 
     def _queue(self, traced: TracedWorkload) -> str:
         return traced.workload.cluster_queue or self.default_queue
@@ -244,11 +257,13 @@ class _QueueAdmission:
         Kueue's fair-sharing order across ClusterQueues, each queue in its own order, the
         shares taken afresh after every decision."""
         if self.state.fair_sharing is None:
-            yield from ordered
+            yield from self.order(ordered)
             return
-        queues: dict[str, list[TracedWorkload]] = {}
+        by_queue: dict[str, list[TracedWorkload]] = {}
         for traced in ordered:
-            queues.setdefault(self._queue(traced), []).append(traced)
+            by_queue.setdefault(self._queue(traced), []).append(traced)
+        # each queue in its own order (admission fair sharing's, taken at the pass's start)
+        queues = {cq: list(self.order(waiting)) for cq, waiting in by_queue.items()}
         heads = {cq: [self.infos[t.name] for t in waiting] for cq, waiting in queues.items()}
         order = FairSharingOrder(self.state, heads)
         for cq in queues:
@@ -259,9 +274,37 @@ class _QueueAdmission:
             if index + 1 < len(queues[cq]):
                 order.push(cq, index + 1)
 
+    def _local_queue(self, traced: TracedWorkload) -> Key:
+        return (scenario.SCENARIO_NAMESPACE, traced.local_queue or self._queue(traced))
+
+    def advance(self, now: float) -> None:
+        """Simulated time goes on to `now`: the LocalQueues' usage is sampled at every
+        sampling interval passed (nothing changes between two events)."""
+        config = self.fair.config
+        while config is not None and self.next_sample <= now:
+            self.now = self.next_sample
+            self.fair.sample()
+            self.next_sample += config.usage_sampling_interval_seconds
+        self.now = now
+
+    def order(self, ordered: list[TracedWorkload]) -> Sequence[TracedWorkload]:
+        """Kueue's usual order, or, with admission fair sharing, the LocalQueue that used
+        least first wherever its ClusterQueue's admissionScope asks for it."""
+        if not self.fair.on:
+            return ordered
+        return FairOrder(ordered, self._local_queue, self._usage)
+
+    def _usage(self, lq: Key) -> float:
+        cq = self.state.cluster_queues.get(self.state.local_queues.get(lq, ""))
+        return self.fair.usage(lq) if cq is not None and self.fair.applies_to(cq) else 0.0
+
     def arrive(self, traced: TracedWorkload, now: float) -> None:
         """The Workload exists from its arrival on, pending (and again after an eviction)."""
-        info = scenario.workload_info(traced.workload, self._queue(traced), traced.arrival)
+        lq = self._local_queue(traced)
+        if lq not in self.state.local_queues:
+            self.state.upsert_local_queue(*lq, self._queue(traced))
+            self.fair.local_queue(lq, {})
+        info = scenario.workload_info(traced.workload, lq[1], traced.arrival)
         if self.placement_groups and traced.group is not None:
             info = replace(info, placement_group=traced.group)  # decide places it as a member
         self.infos[traced.name] = info
@@ -283,7 +326,9 @@ class _QueueAdmission:
             return Attempt(False, decision.message, evicted=tuple(evicted))
         assert decision.charge is not None  # an admitted decision holds its charge
         admitted = scenario.admitted_info(info, decision, now)
+        self.fair.assumed(info)  # Kueue's entry penalty, folded in once stored (at once here)
         self.state.upsert_workload(admitted)
+        self.fair.settle()
         partitions = {} if decision.group is None else self._hold_group(admitted, decision.group)
         uses = tuple(
             PodSetUse(ps.assignment, ps.requests, partitions)
@@ -522,7 +567,12 @@ class _Simulation:
         self.trace = trace
         self.observe = observe
         self.observe_waiting = waiting
-        self.admission = _QueueAdmission(scen) if scen.cluster_queues else _SolverAdmission(scen)
+        fair = trace.admission_fair_sharing
+        if not trace.gates.enabled(Gate.ADMISSION_FAIR_SHARING):
+            fair = None
+        self.admission = (
+            _QueueAdmission(scen, fair) if scen.cluster_queues else _SolverAdmission(scen)
+        )
         self.ledger = Ledger(scen)
         self.reference = Reference.of(trace)
         self.books = _Books()
@@ -545,6 +595,7 @@ class _Simulation:
         now = 0.0
         while (upcoming := self._next_event()) is not None:
             now = upcoming
+            self.admission.advance(now)
             freed = self._depart(now)
             newcomers = self._arrive(now)
             # A workload that did not fit cannot fit before capacity comes back (or its next
@@ -621,7 +672,7 @@ class _Simulation:
         """Try each candidate in queue order; the number of workloads evicted meanwhile."""
         evicted = 0
         planned = False  # defragmentation plans for the first workload that does not fit
-        for traced in self._in_order(sorted(candidates, key=self._queue_order)):
+        for traced in self.admission.in_order(sorted(candidates, key=self._queue_order)):
             first_try = traced.name not in self.tried
             self.tried.add(traced.name)
             started = time.perf_counter()
@@ -649,11 +700,6 @@ class _Simulation:
                     "message": attempt.message,
                 }
         return evicted
-
-    def _in_order(self, ordered: list[TracedWorkload]) -> Iterable[TracedWorkload]:
-        if isinstance(self.admission, _QueueAdmission):
-            return self.admission.in_order(ordered)
-        return ordered
 
     def _defragment(self, traced: TracedWorkload, now: float) -> int:
         """Move the running workloads the plan names, if there is a plan; how many."""

@@ -19,6 +19,7 @@ from typing import Any
 from tas import features
 from tas.api import movable
 from tas.api.constants import DEFAULT_MOVABLE_AFTER_SECONDS
+from tas.api.fairsharing import AdmissionFairSharing
 from tas.api.placementgroups import GROUP_NAME, MAX_PARTITIONS, GroupRef, GroupSpec
 from tas.offline.fields import (  # a trace's errors read like a scenario's
     ScenarioError,
@@ -57,6 +58,8 @@ class TracedWorkload:
     # (the annotations tas-operator.io/movable and movable-after in its `annotations`).
     movable: bool = False
     movable_after: float = DEFAULT_MOVABLE_AFTER_SECONDS
+    # The LocalQueue it is submitted to (`localQueue`); None: its ClusterQueue's own.
+    local_queue: str | None = None
 
     @property
     def name(self) -> str:
@@ -72,6 +75,12 @@ class Trace:
     scenario: Scenario  # topology, nodes, flavor, queues and the workloads as solver inputs
     workloads: tuple[TracedWorkload, ...]  # in trace order
     gates: features.FeatureGates  # the trace's featureGates, with any override on top
+
+    @property
+    def admission_fair_sharing(self) -> AdmissionFairSharing | None:
+        """Kueue's `admissionFairSharing` section, as the scenario reader read it (None:
+        absent)."""
+        return self.scenario.fair_sharing.admission_fair_sharing
 
 
 def read(path: str, gate_overrides: Mapping[str, bool] | None = None) -> Trace:
@@ -160,6 +169,7 @@ def _traced(
         group=_group(entry.get("group"), f"{path}.group", levels, len(workload.podsets)),
         movable=may_move,
         movable_after=after,
+        local_queue=read_field(entry, "localQueue", str, path, None),
     )
 
 
