@@ -85,7 +85,7 @@ class OffLoopReviews:
     kinds our webhooks serve, given once: the chart's webhook configurations name exactly those,
     and a disabled integration's webhook passes everything. Our handlers read the cache
     through the frozen copy the runtime publishes (tas.webhooks.view); only a TrainJob naming a
-runtime not in the copy yet asks the cache's loop (`call_on`)."""
+    runtime not in the copy yet asks the cache's loop (`call_on`)."""
 
     def __init__(self, fn: Any) -> None:
         self.fn = fn
