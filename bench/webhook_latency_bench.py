@@ -167,7 +167,13 @@ def main() -> int:
         "machine": {"cpus": os.cpu_count(), "load_at_start": os.getloadavg()},
     }
     try:
+        reviews_before = review_buckets(cluster, op)
         results["one_at_a_time"] = webhook_latency(cluster, op)
+        reviews_after = review_buckets(cluster, op)
+        results["one_at_a_time"]["review_latency_by_webhook"] = {
+            side: review_latency(reviews_before[side], reviews_after[side])
+            for side in reviews_after
+        }
         print("one at a time:", results["one_at_a_time"], flush=True)
         results["live"] = under_load(cluster, op, args.jobs)
         print("under the live load:", results["live"], flush=True)
