@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import logging
 import os
 import signal
@@ -304,7 +305,7 @@ class Runtime:
             await on_workload(self, "MODIFIED", obj)
 
     def _webhook_view(self) -> CacheView:
-        owners = self.state.workload_by_owner.keys() | self.state.parents.keys()
+        owners = itertools.chain(self.state.workload_by_owner, self.state.parents)
         looked_up = {name: g.looked_up for name, g in self.generic_jobs.items() if g.kind.lookup}
         return CacheView.of(owners, looked_up)
 
