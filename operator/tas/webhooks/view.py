@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 BUDGET = 0.1  # the largest share of the loop's time rebuilds may take
 BACKSTOP_SECONDS = 1.0
@@ -35,12 +36,10 @@ class CacheView:
     the objects its pod sets are built from (a TrainJob's runtimes)."""
 
     managed_owners: frozenset[str] = frozenset()
-    looked_up: Mapping[str, Mapping[Hashable, Mapping]] = field(default_factory=lambda: _EMPTY)
+    looked_up: Mapping[str, Mapping[Any, Mapping]] = field(default_factory=lambda: _EMPTY)
 
     @classmethod
-    def of(
-        cls, owners: Iterable[str], looked_up: Mapping[str, Mapping[Hashable, Mapping]]
-    ) -> CacheView:
+    def of(cls, owners: Iterable[str], looked_up: Mapping[str, Mapping[Any, Mapping]]) -> CacheView:
         """A frozen copy (the mappings given may be the cache's own, read on its loop)."""
         copies = {kind: MappingProxyType(dict(objects)) for kind, objects in looked_up.items()}
         return cls(frozenset(owners), MappingProxyType(copies))
