@@ -84,7 +84,8 @@ class OffLoopReviews:
     then stays unknown and every review of it is refused. So reviews are matched against the
     kinds our webhooks serve, given once: the chart's webhook configurations name exactly those,
     and a disabled integration's webhook passes everything. Our handlers read the cache
-    through `call_on` (only the loop that owns it may touch it)."""
+    through the frozen copy the runtime publishes (tas.webhooks.view); only a TrainJob naming a
+    runtime not in the copy yet asks the cache's loop (`call_on`)."""
 
     def __init__(self, fn: Any) -> None:
         self.fn = fn
@@ -290,8 +291,10 @@ def register_generic_job(kind: GenericJobKind) -> None:
         previous = {k: dict(old.get(k) or {}) for k in ("metadata", "spec")} if old else None
         looked_up = None
         if kind.lookup is not None:  # what its pod sets are built from (a TrainJob's runtime)
-            generic = rt(memo).generic_jobs[kind.name]
-            looked_up = await on_cache_loop(memo, generic.lookup, obj)
+            looked_up = rt(memo).webhook_view.current.lookup(kind.name, kind.lookup.named_by(obj))
+            if looked_up is None:  # perhaps created since the copy: the cache has the last word
+                generic = rt(memo).generic_jobs[kind.name]
+                looked_up = await on_cache_loop(memo, generic.lookup, obj)
         refuse(kind.validate(obj, previous, looked_up))
 
     for on, handler_id, operations, fn in (
@@ -318,7 +321,7 @@ async def gate_queued_pod(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, *
         return
     controller = controller_of(pod)
     uid = controller.get("uid") if controller else None
-    if await on_cache_loop(memo, rt(memo).managed_owner, uid):
+    if rt(memo).webhook_view.current.managed_owner(uid):  # never waits for the cache's loop
         return
     patch.update(
         pod_webhook.mutate(pod, tas=memo.settings.gates.enabled(Gate.TOPOLOGY_AWARE_SCHEDULING))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import logging
 import os
 import signal
@@ -44,6 +45,7 @@ from tas.runtime.watches import WATCHES, Watch, on_workload
 from tas.ungater.worker import Ungater
 from tas.view import live_server
 from tas.view.server import ViewServer
+from tas.webhooks.view import CacheView, ViewPublisher
 from tas.workload.writer import WorkloadWriter
 
 log = logging.getLogger("tas.operator")
@@ -160,6 +162,9 @@ class Runtime:
         self.helpers: list[asyncio.Task] = []  # one-off tasks that end by themselves
         self.active = False
         self.view: ViewServer | None = None  # the topology view, once served
+        # What the webhooks (on their own thread) read of the cache: a frozen copy.
+        self.webhook_view = ViewPublisher(self._webhook_view)
+        self.state.listeners.append(self.webhook_view.changed)
 
     def _integrations(self, settings: Settings) -> None:
         """The integrations' controllers, the ungater and their serial workers; every write
@@ -305,6 +310,11 @@ class Runtime:
         if cached is not None and cached.resource_version == refused_version:
             await on_workload(self, "MODIFIED", obj)
 
+    def _webhook_view(self) -> CacheView:
+        owners = itertools.chain(self.state.workload_by_owner, self.state.parents)
+        looked_up = {name: g.looked_up for name, g in self.generic_jobs.items() if g.kind.lookup}
+        return CacheView.of(owners, looked_up)
+
     def check_node(self, name: str | None) -> None:
         if self.hotswap_enabled and name:
             self.hotswap_worker.submit(name)
@@ -323,6 +333,7 @@ class Runtime:
         for worker in self.workers():
             task(worker.run(), worker.name)
         task(self._activate(), "activate")
+        task(self.webhook_view.run(), "webhook-view")
         if self.settings.view_address:
             self.helpers.append(asyncio.create_task(self._serve_view(), name="view"))
 

@@ -1,5 +1,6 @@
-"""Webhook answers reveal nothing about other namespaces, and the handlers that read the cache
-read it on the operator's loop while kopf's review function runs on the webhook server's.
+"""Webhook answers reveal nothing about other namespaces, and the handlers that need the cache
+read the frozen copy published for them while kopf's review function runs on the webhook
+server's loop.
 
 Reviews go through kopf's own entry point with our registered handlers, as the server calls it.
 Anyone who reaches the webhook port can send any review, naming any namespace.
@@ -29,6 +30,7 @@ from tas.handlers.operator import (
     OffLoopReviews,
 )
 from tas.integrations.statefulset import webhook as sts_webhook
+from tas.webhooks.view import CacheView
 
 STATEFULSETS = references.Resource(
     group="apps", version="v1", plural="statefulsets", kind="StatefulSet", namespaced=True
@@ -91,6 +93,8 @@ class Cache:
         self.state = SimpleNamespace(workloads={key: object() for key in workloads})
         self.owners = set(managed_owners)
         self.read_on: list[threading.Thread] = []
+        # The frozen copy the runtime publishes for the webhooks' thread.
+        self.webhook_view = SimpleNamespace(current=CacheView.of(self.owners, {}))
 
     def managed_owner(self, uid):
         self.read_on.append(threading.current_thread())
@@ -145,7 +149,7 @@ def queued_pod(controller_uid: str) -> dict:
     }
 
 
-def test_a_handler_reads_the_cache_on_the_operators_loop_while_kopf_runs_off_it() -> None:
+def test_the_pod_webhook_reads_the_frozen_copy_and_never_the_operators_loop() -> None:
     cache = Cache(managed_owners={"job-uid"})
 
     async def go():
@@ -162,8 +166,8 @@ def test_a_handler_reads_the_cache_on_the_operators_loop_while_kopf_runs_off_it(
         alone = await asyncio.to_thread(on_server_thread, "someone-else")
         return managed, alone, threading.current_thread()
 
-    managed, alone, operator_thread = asyncio.run(go())
-    assert cache.read_on == [operator_thread, operator_thread]
+    managed, alone, _ = asyncio.run(go())
+    assert cache.read_on == []  # the live cache was never asked
     assert "patch" not in managed  # its Job's Workload covers it: left alone
     patch = orjson.loads(base64.b64decode(alone["patch"]))
     assert any(op["path"].startswith("/spec/schedulingGates") for op in patch), patch
