@@ -12,6 +12,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 
@@ -25,7 +27,12 @@ import (
 
 func main() {
 	stats := flag.Bool("stats", false, "print the timing stats line on stderr")
+	version := flag.Bool("version", false, "print the Kueue module and Go versions built in")
 	flag.Parse()
+	if *version {
+		printVersion()
+		return
+	}
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: kueue-go [--stats] SCENARIO")
 		os.Exit(2)
@@ -34,6 +41,19 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// printVersion says which Kueue this binary places with, for the bench's result file.
+func printVersion() {
+	versions := map[string]string{"go": runtime.Version(), "kueue": "unknown"}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if dep.Path == "sigs.k8s.io/kueue" {
+				versions["kueue"] = dep.Version
+			}
+		}
+	}
+	_ = json.NewEncoder(os.Stdout).Encode(versions)
 }
 
 func run(path string, withStats bool) error {
@@ -108,4 +128,3 @@ func output(s *scenarioFile, answers []placed) map[string]any {
 	}
 	return map[string]any{"workloads": workloads}
 }
-
