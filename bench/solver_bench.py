@@ -284,12 +284,12 @@ def run_sequence(size: Size, workloads: int, seed: int) -> dict:
     }
 
 
+OURS = (sys.executable, "-m", "tas.cli", "solve")
+
+
 def solve_stats(path: Path) -> dict:
     """`tas solve --stats FILE` in its own process: the stats line it prints on stderr."""
     return run_placer(OURS, path)[0]
-
-
-OURS = (sys.executable, "-m", "tas.cli", "solve")
 
 
 def run_placer(command: Sequence[str], path: Path) -> tuple[dict, list[dict]]:
