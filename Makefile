@@ -16,7 +16,7 @@ INTEGRATIONS_API_PORT ?= 19443
 INTEGRATIONS_ETCD_PORT ?= 15379
 INTEGRATIONS_CLUSTER := TAS_CLUSTER_DIR=$(CURDIR)/.cluster/integrations TAS_API_PORT=$(INTEGRATIONS_API_PORT) TAS_ETCD_PORT=$(INTEGRATIONS_ETCD_PORT)
 
-.PHONY: help venv lint fmt unit integration e2e test bins browser cluster-up cluster-down crds chart-data demo demo-down bench mutation clean \
+.PHONY: help venv lint fmt unit integration e2e test bins browser cluster-up cluster-down crds chart-data demo demo-down bench bench-kueue-go mutation clean \
 	image image-lock image-test e2e-integrations docs
 
 help:  ## list the targets
@@ -107,6 +107,10 @@ docs: venv  ## the documentation site into site/ (MkDocs, Material); a broken li
 
 bench: venv  ## solver benchmark (reported, not asserted)
 	$(BIN)/python bench/solver_bench.py
+
+KUEUE_GO := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tas-operator/kueue-go/kueue-go
+bench-kueue-go:  ## build the Kueue v0.17.0 TAS harness `make bench` compares with (needs Go)
+	cd bench/kueue_go && go build -o $(KUEUE_GO) .
 
 # Not part of `make test`: hours on two cores. Niced, one worker; ARGS="--module ungater/plan.py".
 mutation: venv  ## mutation testing of the decision code (mutmut): score per module, bench/results/

@@ -20,6 +20,7 @@ import math
 import os
 import platform
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -79,8 +80,9 @@ QUICK_SIZES = (Size(1, 4, 16, 30), Size(2, 8, 16, 30))
 FULL_SEQUENCE = (Size(8, 16, 40, 0), 10_000)
 QUICK_SEQUENCE = (Size(2, 8, 16, 0), 500)
 
-# Kueue's Go TAS code (HEAD of Aug 2026), placement loop only, ms per workload, on the same kind
-# of random scenarios (issue 13). A rejected workload cost Kueue 0.25-0.36 ms at 640 nodes.
+# Fallback only, when the Kueue-Go harness (bench/kueue_go) is not built: Kueue's Go TAS code
+# (HEAD of Aug 2026), placement loop only, ms per workload, on the same kind of random
+# scenarios, measured once on another run. A rejected workload cost Kueue 0.25-0.36 ms at 640.
 KUEUE_MS = {
     (640, "warm"): 0.39,
     (5120, "warm"): 3.04,
@@ -90,6 +92,13 @@ KUEUE_MS = {
     (20480, "cold"): 13.9,
 }
 KUEUE_REJECTED_640_MS = 0.25
+# Where `make bench-kueue-go` builds the harness; --kueue-go overrides it.
+KUEUE_GO_BINARY = (
+    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    / "tas-operator"
+    / "kueue-go"
+    / "kueue-go"
+)
 FULL_SCENARIOS = ((640, 5120, 20480), 200, 5)  # sizes, workloads per scenario, runs of each
 QUICK_SCENARIOS = ((64, 256), 100, 1)
 PARSE_NODES = {False: 20480, True: 256}  # by --quick
@@ -275,11 +284,22 @@ def run_sequence(size: Size, workloads: int, seed: int) -> dict:
     }
 
 
+OURS = (sys.executable, "-m", "tas.cli", "solve")
+
+
 def solve_stats(path: Path) -> dict:
     """`tas solve --stats FILE` in its own process: the stats line it prints on stderr."""
-    command = [sys.executable, "-m", "tas.cli", "solve", "--stats", str(path)]
-    done = subprocess.run(command, capture_output=True, text=True, check=True)
-    return json.loads(done.stderr.splitlines()[-1])["stats"]
+    return run_placer(OURS, path)[0]
+
+
+def run_placer(command: Sequence[str], path: Path) -> tuple[dict, list[dict]]:
+    """`tas solve --stats` or the Kueue-Go harness on FILE, in its own process: the stats
+    line it prints on stderr and the workloads' results it prints on stdout."""
+    done = subprocess.run([*command, "--stats", str(path)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{command[0]} failed on {path}: {done.stderr.strip()}")
+    stats = json.loads(done.stderr.splitlines()[-1])["stats"]
+    return stats, json.loads(done.stdout)["workloads"]
 
 
 def mean_ms(summary: dict, clock: str = "total_ms") -> float:
@@ -287,17 +307,103 @@ def mean_ms(summary: dict, clock: str = "total_ms") -> float:
     return summary[clock] / summary["count"] if summary["count"] else 0.0
 
 
-def run_scenarios(sizes: Sequence[int], workloads: int, runs: int, directory: Path) -> list[dict]:
+# (stats clock, how runs are combined, key suffix): median by wall clock and by CPU time, and
+# the least disturbed run by CPU time
+CLOCKS = (
+    ("total_ms", statistics.median, ""),
+    ("cpu_total_ms", statistics.median, "_cpu"),
+    ("cpu_total_ms", min, "_cpu_best"),
+)
+PARTS = ("placement", "admitted", "rejected")
+
+
+def means(samples: list[dict], prefix: str = "") -> dict[str, float | None]:
+    """Mean ms per workload of all / admitted / rejected, combined over runs as CLOCKS says;
+    None for a part no workload fell in."""
+    row: dict[str, float | None] = {}
+    for clock, pick, suffix in CLOCKS:
+        for part in PARTS:
+            name = "" if part == "placement" else f"{part}_"
+            counted = samples[0][part]["count"] > 0
+            value = pick(mean_ms(sample[part], clock) for sample in samples) if counted else None
+            row[f"{prefix}{name}mean{suffix}_ms"] = value
+    return row
+
+
+def ratios(row: dict) -> dict[str, float | None]:
+    """Ours / Kueue for every mean both sides have."""
+    out: dict[str, float | None] = {}
+    for _, _, suffix in CLOCKS:
+        for part in PARTS:
+            name = "" if part == "placement" else f"{part}_"
+            ours, kueue = row[f"{name}mean{suffix}_ms"], row[f"kueue_{name}mean{suffix}_ms"]
+            out[f"{name}ratio{suffix}"] = ours / kueue if ours is not None and kueue else None
+    return out
+
+
+def kueue_constants(nodes: int, shapes: str) -> dict[str, float | None]:
+    """The fallback: one earlier per-workload time for every clock and part (and, at 640 nodes,
+    the cheapest rejection for rejected workloads); None where none was measured."""
+    kueue = KUEUE_MS.get((nodes, shapes))
+    rejected = KUEUE_REJECTED_640_MS if nodes == 640 else kueue
+    row: dict[str, float | None] = {}
+    for _, _, suffix in CLOCKS:
+        for part in PARTS:
+            name = "" if part == "placement" else f"{part}_"
+            row[f"kueue_{name}mean{suffix}_ms"] = rejected if part == "rejected" else kueue
+    return row
+
+
+def _message(workload: dict) -> str:
+    """A rejection's message without the topology's name: Kueue quotes the Topology object's,
+    `tas solve` (whose scenario names none) the level's."""
+    return re.sub(r'^topology "[^"]*"', "topology", workload.get("message", ""))
+
+
+def agreement(ours: list[dict], kueue: list[dict]) -> dict:
+    """How many workloads both sides decide alike, place alike (the same assignment of every
+    pod set) and reject with the same message; the first few that differ."""
+    decisions = [a["admitted"] == b["admitted"] for a, b in zip(ours, kueue, strict=True)]
+    placements = [a == b for a, b in zip(ours, kueue, strict=True) if a["admitted"]]
+    messages = [
+        _message(a) == _message(b)
+        for a, b in zip(ours, kueue, strict=True)
+        if not a["admitted"] and not b["admitted"]
+    ]
+    differing = [
+        {"name": a["name"], "ours": a["admitted"], "kueue": b["admitted"]}
+        for a, b in zip(ours, kueue, strict=True)
+        if a["admitted"] != b["admitted"] or (a["admitted"] and a != b)
+    ]
+    return {
+        "decisions_agree": sum(decisions),
+        "assignments_agree": sum(placements),
+        "admitted_by_both": len(placements),
+        "messages_agree": sum(messages),
+        "rejected_by_both": len(messages),
+        "differing": differing[:10],
+    }
+
+
+def run_scenarios(
+    sizes: Sequence[int], workloads: int, runs: int, directory: Path, kueue_go: Path | None
+) -> list[dict]:
     """Every size with warm and cold pod shapes, on the mixed and the busy (rejection-heavy)
-    cluster: `runs` processes each; per run the mean placement time per workload (all,
-    admitted, rejected; by wall clock and by CPU time) and p50/p99; reported as medians over
-    the runs, and against Kueue's time per workload."""
+    cluster: `runs` processes of `tas solve --stats` each, and as many of the Kueue-Go harness
+    when built (alternating, so that both meet the same load); per run the mean placement time
+    per workload (all, admitted, rejected; by wall clock and by CPU time) and p50/p99; reported
+    as medians over the runs, with ours / Kueue ratios from the same run."""
     rows = []
     for nodes, cold, busy in itertools.product(sizes, (False, True), (False, True)):
-        path = directory / f"scenario-{nodes}-{'cold' if cold else 'warm'}-{busy}.json"
-        path.write_text(json.dumps(scenarios.scenario(nodes, workloads, cold, 1, busy)))
-        samples = [solve_stats(path) for _ in range(runs)]
         shapes = "cold" if cold else "warm"
+        path = directory / f"scenario-{nodes}-{shapes}-{busy}.json"
+        path.write_text(json.dumps(scenarios.scenario(nodes, workloads, cold, 1, busy)))
+        ours, kueue = [], []
+        for _ in range(runs):
+            ours.append(run_placer(OURS, path))
+            if kueue_go is not None:
+                kueue.append(run_placer((str(kueue_go),), path))
+        samples = [stats for stats, _ in ours]
         row = {
             "nodes": nodes,
             "shapes": shapes,
@@ -310,31 +416,30 @@ def run_scenarios(sizes: Sequence[int], workloads: int, runs: int, directory: Pa
             "p99_ms": statistics.median(sample["placement"]["p99_ms"] for sample in samples),
             "snapshot_ms": statistics.median(sample["snapshot_ms"] for sample in samples),
             "all_runs_mean_ms": [round(mean_ms(sample["placement"]), 4) for sample in samples],
+            **means(samples),
+            **kueue_side(kueue, ours[0][1], nodes, shapes),
         }
-        kueue = KUEUE_MS.get((nodes, shapes))
-        # Kueue's rejections: measured at 640 nodes only; elsewhere its per-workload time
-        kueue_rejected = KUEUE_REJECTED_640_MS if nodes == 640 else kueue
-        # median of the runs by wall clock and by CPU time; the least disturbed run by CPU time
-        for clock, pick, suffix in (
-            ("total_ms", statistics.median, ""),
-            ("cpu_total_ms", statistics.median, "_cpu"),
-            ("cpu_total_ms", min, "_cpu_best"),
-        ):
-            for part, kueue_part in (
-                ("placement", kueue),
-                ("admitted", kueue),
-                ("rejected", kueue_rejected),
-            ):
-                name = "" if part == "placement" else f"{part}_"
-                mean = pick(mean_ms(sample[part], clock) for sample in samples)
-                row[f"{name}mean{suffix}_ms"] = mean
-                if kueue is not None:
-                    row[f"{name}ratio{suffix}"] = mean / kueue_part
-        if kueue is not None:
-            row["kueue_ms"] = kueue
-        rows.append(row)
+        rows.append(row | ratios(row))
         print(f"scenario {nodes:,} nodes, {shapes}, {row['cluster']}", file=sys.stderr)
     return rows
+
+
+def kueue_side(runs: list[tuple[dict, list[dict]]], ours: list[dict], nodes: int, shapes: str):
+    """Kueue's columns of a scenario row: measured by the harness on the same run, or (not
+    built) the labelled fallback constants."""
+    if not runs:
+        return {"kueue_source": "constant", **kueue_constants(nodes, shapes)}
+    samples = [stats for stats, _ in runs]
+    return {
+        "kueue_source": "kueue-go",
+        "kueue_admitted": samples[0]["admitted"]["count"],
+        "kueue_rejected": samples[0]["rejected"]["count"],
+        "kueue_p50_ms": statistics.median(sample["placement"]["p50_ms"] for sample in samples),
+        "kueue_p99_ms": statistics.median(sample["placement"]["p99_ms"] for sample in samples),
+        "kueue_all_runs_mean_ms": [round(mean_ms(sample["placement"]), 4) for sample in samples],
+        **means(samples, "kueue_"),
+        "agreement": agreement(ours, runs[0][1]),
+    }
 
 
 def measure_parsing(nodes: int, runs: int, directory: Path) -> list[dict]:
@@ -407,30 +512,8 @@ def markdown(result: dict) -> str:
         f"| {seq['admitted']:,} | {seq['not_fitting']:,} | {seq['wall_s']:.1f} | {seq['workloads_per_s']:.0f}"
         f" | {seq['find_p50_ms']:.2f} | {seq['find_p99_ms']:.2f} | {seq['add_usage_p50_ms']:.3f} | {seq['departure_p50_ms']:.3f} |",
         "",
-        "## Random scenarios through `tas solve --stats` (ms per workload; median of runs)",
-        "",
-        "Means per workload, all / admitted / rejected: by wall clock and by CPU time (median of",
-        "the runs), and by CPU time in the least disturbed run. Ratios: ours / Kueue, same order.",
-        "",
-        "| nodes | shapes | cluster | admitted / rejected | wall | CPU | CPU, best run | p50 | p99 | Kueue | ratio, wall | ratio, CPU | ratio, CPU best run |",
-        "|---:|---|---|---|---|---|---|---:|---:|---:|---|---|---|",
     ]
-
-    def three(row: dict, key: str, suffix: str, digits: int) -> str:
-        return " / ".join(
-            f"{row[f'{part}{key}{suffix}']:.{digits}f}" for part in ("", "admitted_", "rejected_")
-        )
-
-    for row in result["scenarios"]:
-        means = [three(row, "mean", suffix, 3) for suffix in ("_ms", "_cpu_ms", "_cpu_best_ms")]
-        kueue, ratios = "-", ["-", "-", "-"]
-        if "kueue_ms" in row:
-            kueue = f"{row['kueue_ms']:.2f}"
-            ratios = [three(row, "ratio", suffix, 2) for suffix in ("", "_cpu", "_cpu_best")]
-        lines.append(
-            f"| {row['nodes']:,} | {row['shapes']} | {row['cluster']} | {row['admitted']} / {row['rejected']}"
-            f" | {' | '.join(means)} | {row['p50_ms']:.3f} | {row['p99_ms']:.2f} | {kueue} | {' | '.join(ratios)} |"
-        )
+    lines += scenario_table(result["scenarios"])
     lines += [
         "",
         "## Parsing a scenario (`tas solve --stats` parse_ms; median of runs)",
@@ -445,6 +528,72 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
+def scenario_table(rows: list[dict]) -> list[str]:
+    """The random scenarios: ours and Kueue's means per workload, the ratios, and whether
+    both sides decided (and placed) alike."""
+    lines = [
+        "## Random scenarios through `tas solve --stats` (ms per workload; median of runs)",
+        "",
+        "Means per workload, all / admitted / rejected: by wall clock and by CPU time (median of",
+        "the runs), and by CPU time in the least disturbed run; Kueue's the same way from the",
+        "Kueue-Go harness on the same run (source `kueue-go`), or an earlier measurement when it",
+        "is not built (source `constant`). Ratios: ours / Kueue, same order. Agree: workloads",
+        "both decide alike, and admitted ones both place alike.",
+        "",
+        "| nodes | shapes | cluster | admitted / rejected | wall | CPU | CPU, best run | p50 | p99"
+        " | Kueue wall | Kueue CPU | Kueue CPU, best run | Kueue source | ratio, wall | ratio, CPU"
+        " | ratio, CPU best run | agree: decisions, placements |",
+        "|---:|---|---|---|---|---|---|---:|---:|---|---|---|---|---|---|---|---|",
+    ]
+
+    def three(row: dict, key: str, digits: int) -> str:
+        values = (row[key.format(part)] for part in ("", "admitted_", "rejected_"))
+        return " / ".join("-" if value is None else f"{value:.{digits}f}" for value in values)
+
+    for row in rows:
+        ours = [three(row, "{}mean" + suffix + "_ms", 3) for _, _, suffix in CLOCKS]
+        kueue = [three(row, "kueue_{}mean" + suffix + "_ms", 3) for _, _, suffix in CLOCKS]
+        ratio = [three(row, "{}ratio" + suffix, 2) for _, _, suffix in CLOCKS]
+        agree = "-"
+        if "agreement" in row:
+            a = row["agreement"]
+            agree = (
+                f"{a['decisions_agree']}/{row['workloads']},"
+                f" {a['assignments_agree']}/{a['admitted_by_both']}"
+            )
+        lines.append(
+            f"| {row['nodes']:,} | {row['shapes']} | {row['cluster']} | {row['admitted']} / {row['rejected']}"
+            f" | {' | '.join(ours)} | {row['p50_ms']:.3f} | {row['p99_ms']:.2f} | {' | '.join(kueue)}"
+            f" | {row['kueue_source']} | {' | '.join(ratio)} | {agree} |"
+        )
+    return lines
+
+
+def kueue_go_binary(option: Path | None) -> Path | None:
+    """--kueue-go, or the harness where `make bench-kueue-go` builds it; None if neither."""
+    if option is not None:
+        if not os.access(option, os.X_OK):
+            raise SystemExit(f"--kueue-go: {option} is not an executable")
+        return option
+    return KUEUE_GO_BINARY if os.access(KUEUE_GO_BINARY, os.X_OK) else None
+
+
+def versions(kueue_go: Path) -> dict:
+    """The Kueue module and Go versions the harness was built with; for the result file."""
+    done = subprocess.run([kueue_go, "--version"], capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def commit() -> str:
+    """The commit measured (with "+dirty" when the tree has changes)."""
+    here = Path(__file__).parent
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True)
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=here, capture_output=True, text=True
+    )
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes only, for a smoke check")
@@ -455,7 +604,14 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="default: bench/results/solver.json on a full run, nothing with --quick",
     )
+    parser.add_argument(
+        "--kueue-go",
+        type=Path,
+        default=None,
+        help=f"the Kueue-Go harness (make bench-kueue-go); default: {KUEUE_GO_BINARY} if built",
+    )
     args = parser.parse_args(argv)
+    kueue_go = kueue_go_binary(args.kueue_go)
     output = args.output
     if output is None and not args.quick:
         output = Path(__file__).parent / "results" / "solver.json"
@@ -468,6 +624,8 @@ def main(argv: list[str] | None = None) -> int:
     result: dict = {
         "quick": args.quick,
         "seed": args.seed,
+        "commit": commit(),
+        "kueue_go": None if kueue_go is None else {"binary": str(kueue_go), **versions(kueue_go)},
         "machine": {
             "python": platform.python_version(),
             "platform": platform.platform(),
@@ -491,7 +649,7 @@ def main(argv: list[str] | None = None) -> int:
     result["sequence"] = run_sequence(sequence_size, sequence_workloads, args.seed)
     with tempfile.TemporaryDirectory(prefix="solver-bench-") as directory:
         result["scenarios"] = run_scenarios(
-            scenario_sizes, scenario_workloads, scenario_runs, Path(directory)
+            scenario_sizes, scenario_workloads, scenario_runs, Path(directory), kueue_go
         )
         result["parsing"] = measure_parsing(PARSE_NODES[args.quick], scenario_runs, Path(directory))
     result["load_average_at_end"] = os.getloadavg()
