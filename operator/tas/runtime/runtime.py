@@ -118,24 +118,7 @@ class Runtime:
             FencedKube(self.kube, self.elector.time_left) if self.elector else self.kube
         )
         self.writer = WorkloadWriter(self.leader_kube, refresh=self._refresh_workload)
-        self.admission = AdmissionLoop(
-            self.state,
-            self.writer,
-            replacement=ReplacementRules(
-                fail_fast=gates.enabled(Gate.TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST),
-                keep_pod_owned=gates.enabled(Gate.SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS),
-                multiple_nodes=gates.enabled(Gate.TAS_REPLACE_MULTIPLE_FAILED_NODES),
-            ),
-            defrag=DefragRules(
-                enabled=gates.enabled(Gate.TAS_DEFRAGMENTATION),
-                moves_per_hour=settings.defragmentation_moves_per_hour,
-            ),
-            admission_fair_sharing=(
-                settings.fair_sharing.admission_fair_sharing
-                if gates.enabled(Gate.ADMISSION_FAIR_SHARING)
-                else None
-            ),
-        )
+        self.admission = self._admission_loop(settings)
         self._integrations(settings)
         self.hotswap_enabled = gates.enabled(Gate.TAS_FAILED_NODE_REPLACEMENT)
         self.node_health = NodeHealthController(
@@ -165,6 +148,27 @@ class Runtime:
         # What the webhooks (on their own thread) read of the cache: a frozen copy.
         self.webhook_view = ViewPublisher(self._webhook_view)
         self.state.listeners.append(self.webhook_view.changed)
+
+    def _admission_loop(self, settings: Settings) -> AdmissionLoop:
+        gates = settings.gates
+        return AdmissionLoop(
+            self.state,
+            self.writer,
+            replacement=ReplacementRules(
+                fail_fast=gates.enabled(Gate.TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST),
+                keep_pod_owned=gates.enabled(Gate.SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS),
+                multiple_nodes=gates.enabled(Gate.TAS_REPLACE_MULTIPLE_FAILED_NODES),
+            ),
+            defrag=DefragRules(
+                enabled=gates.enabled(Gate.TAS_DEFRAGMENTATION),
+                moves_per_hour=settings.defragmentation_moves_per_hour,
+            ),
+            admission_fair_sharing=(
+                settings.fair_sharing.admission_fair_sharing
+                if gates.enabled(Gate.ADMISSION_FAIR_SHARING)
+                else None
+            ),
+        )
 
     def _integrations(self, settings: Settings) -> None:
         """The integrations' controllers, the ungater and their serial workers; every write
