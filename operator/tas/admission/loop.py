@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import itertools
 import logging
 import time
 from collections import Counter
@@ -29,7 +30,7 @@ from typing import Any
 
 from tas import metrics
 from tas.admission import moves, queue_metrics
-from tas.admission.decide import Decision, borrows_first, decide, pending_order
+from tas.admission.decide import Decision, borrows_first, decide, queue_order_key
 from tas.admission.holds import Holds
 from tas.admission.moves import DefragRules
 from tas.admission.ports import WorkloadStatusWriter
@@ -63,7 +64,7 @@ from tas.hotswap.replace import (
 )
 from tas.kube import KubeError
 from tas.kube.retry import Backoff, PerKeyBackoff
-from tas.pacing import Pacer
+from tas.pacing import Pacer, sorted_paced
 from tas.workload import transitions
 from tas.workload.writer import evict, preempt
 
@@ -72,6 +73,7 @@ HeadKey = tuple[bool, int, datetime, str]
 
 log = logging.getLogger(__name__)
 
+DRAIN_BATCH = 256  # writes drain() waits on at once
 PARALLEL_PREEMPTIONS = 8  # victims evicted at once (Kueue's parallelPreemptions)
 
 # A relaxation timer fires this long after the stage begins, so the decision it wakes is taken
@@ -205,7 +207,7 @@ class AdmissionLoop:
             if cq is None:  # deleted while the loop yielded
                 continue
             problems[cq_name] = state.cluster_queue_problem(cq)
-            queues[cq_name] = pending_order(waiting)
+            queues[cq_name] = await sorted_paced(waiting, queue_order_key, self._pacer)
             if queues[cq_name]:
                 heapq.heappush(heads, (self._head_key(cq, queues[cq_name][0]), cq_name, 0))
         while heads:
@@ -636,8 +638,9 @@ class AdmissionLoop:
 
     async def drain(self) -> None:
         """Wait for the admission writes in flight (tests, shutdown)."""
-        while self._writes:
-            await asyncio.gather(*list(self._writes), return_exceptions=True)
+        while self._writes:  # a few at a time: waiting on 50,000 at once stalls the loop
+            batch = list(itertools.islice(self._writes, DRAIN_BATCH))
+            await asyncio.gather(*batch, return_exceptions=True)
 
     async def _pending(
         self, workload: WorkloadInfo, message: str, reason: str = REASON_PENDING
@@ -711,8 +714,18 @@ class AdmissionLoop:
             await self._pacer.maybe_yield()
             cq = state.cluster_queues.get(cq_name)
             if cq is not None:
-                still_pending = sum(1 for w in by_cq[cq_name] if not state.is_assumed(w.key))
+                still_pending = await self._count_unassumed(by_cq[cq_name])
                 await self._write_cq_status(cq, problems[cq_name], still_pending, admitted[cq_name])
+
+    async def _count_unassumed(self, workloads: list[WorkloadInfo]) -> int:
+        """How many of `workloads` no admission of this cycle took (yielding: 50,000 of them
+        take tens of milliseconds)."""
+        count = 0
+        for index, workload in enumerate(workloads):
+            if index % 1024 == 0:
+                await self._pacer.maybe_yield()
+            count += not self.state.is_assumed(workload.key)
+        return count
 
     async def _write_cq_status(
         self, cq: ClusterQueueInfo, problem: tuple[str, str] | None, pending: int, admitted: int
