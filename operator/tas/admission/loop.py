@@ -4,7 +4,9 @@ Every decision happens here, one at a time, so two workloads can never be given 
 capacity. The loop sleeps until something wakes it (a watch event that may change a decision)
 and never runs on a timer. A cycle walks the ClusterQueues; in each it tries the pending
 workloads in queue order (StrictFIFO stops at the first that does not fit). A workload that did
-not fit is tried again only when the cache's capacity generation or its own spec changed. A
+not fit is tried again only when its own spec changed, or something that can let it in (as
+Kueue requeues its inadmissible workloads): quota released in its cohort tree, the capacity of
+its queue's flavors, or any queue's spec (ClusterState.retry_marker). A
 cycle hands the event loop back every few milliseconds (tas.pacing): the lease, the webhooks
 and the watches run meanwhile, and each decision reads the workload as the cache holds it then.
 
@@ -102,8 +104,8 @@ class AdmissionLoop:
         self._planned: set[str] = set()  # queues whose head was planned for in this cycle
         self.synced = asyncio.Event()  # set once every watched kind has been listed
         self._wake = asyncio.Event()
-        # key -> (generation, spec generation, message)
-        self._tried: dict[Key, tuple[int, int, str]] = {}
+        # key -> (ClusterState.retry_marker, spec generation, message) of a try that did not fit
+        self._tried: dict[Key, tuple[tuple, int, str]] = {}
         self._cq_status: dict[str, dict[str, Any]] = {}
         self._group_status: dict[Key, dict[str, Any]] = {}  # as last written
         self._group_specs: dict[Key, GroupSpec] = {}  # the spec it was written with
@@ -239,9 +241,13 @@ class AdmissionLoop:
         return True
 
     def _tried_unchanged(self, workload: WorkloadInfo) -> bool:
-        """It did not fit, and is not tried again until the cluster or its spec changes."""
+        """It did not fit, and nothing that can let it in changed since: not its spec, nor its
+        queue, nor what its queue's retry marker counts."""
         tried = self._tried.get(workload.key)
-        return tried is not None and tried[:2] == (self.state.generation, workload.generation)
+        if tried is None:
+            return False
+        cq = self.state.cluster_queues.get(self.state.cluster_queue_of(workload) or "")
+        return cq is not None and tried[:2] == (self.state.retry_marker(cq), workload.generation)
 
     async def _activity(self) -> None:
         """spec.active, as Kueue's workload controller acts on it: an inactive workload that
@@ -339,9 +345,9 @@ class AdmissionLoop:
         return delay
 
     async def _try(self, workload: WorkloadInfo, cq: ClusterQueueInfo) -> bool:
-        tried = self._tried.get(workload.key)
-        if tried and tried[:2] == (self.state.generation, workload.generation):
-            return False  # nothing changed since it last did not fit
+        if self._tried_unchanged(workload):
+            return False  # nothing that can let it in changed since it last did not fit
+        marker = self.state.retry_marker(cq)  # as the decision reads the cluster
         with metrics.ADMISSION_LATENCY.time():
             decision = decide(self.state, workload, cq)
             if self.defrag.enabled:
@@ -374,7 +380,7 @@ class AdmissionLoop:
             # cycle, so that it holds its room against the workloads behind it.
             await self._preempt(workload, cq, decision)
             return False
-        self._tried[workload.key] = (self.state.generation, workload.generation, decision.message)
+        self._tried[workload.key] = (marker, workload.generation, decision.message)
         if decision.relax_at is not None:
             self._relax_later(workload.key, decision.relax_at)
         log.debug(
