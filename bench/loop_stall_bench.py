@@ -208,7 +208,7 @@ def settle_heap() -> None:
     """As the runtime does once the initial lists are in (where this version has it)."""
     settle = getattr(pacing, "settle_heap", None)
     if settle is not None:
-        settle()
+        settle(initial=True)
 
 
 def cyclic_garbage() -> int:

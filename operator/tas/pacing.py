@@ -41,15 +41,16 @@ _settled_at = float("-inf")  # monotonic time of the last settle_heap()
 _settled_after_full: int | None = None  # objects settled after the last full collection
 
 
-def settle_heap() -> None:
+def settle_heap(initial: bool = False) -> None:
     """Free the young objects' reference cycles, then exempt every surviving object from the
     collector's full walks (see the module's docstring). Costs what the young objects cost,
-    but for a full collection each time the settled heap has doubled."""
+    but for a full collection each time the settled heap has doubled. `initial`: the heap as
+    the initial lists left it, from which doubling is counted."""
     global _settled_at, _settled_after_full
     gc.collect(1)
     gc.freeze()
     settled = gc.get_freeze_count()
-    if _settled_after_full is None:
+    if initial or _settled_after_full is None:
         _settled_after_full = settled
     elif settled > 2 * _settled_after_full:
         gc.unfreeze()
