@@ -11,15 +11,17 @@ nodes of another flavor, which another ClusterQueue (in no cohort) uses, and a s
 runs: how many of the N are decided again after that unrelated change (Kueue requeues none).
 
     PYTHONPATH=operator .venv/bin/python bench/loop_stall_bench.py [--sizes 1000,10000,50000]
-        [--no-gc] [--output bench/results/loop_stall.json]
+        [--runs 3] [--no-gc] [--output bench/results/loop_stall.json]
+
+Each timing is the median of the runs (each run kept in the result file).
 
 Reported, never asserted: N, the cycle's wall time, the longest gap, and both per workload; the
 longest gap in the loop thread's own CPU time, which a busy shared machine does not stretch
 (while the operating system runs others, no time passes for it); the second cycle's time and
 how many workloads it re-solved; and the cyclic garbage left once the cycles are done.
 Python's cyclic garbage collector stops everything while it walks the heap (hundreds of ms with
-25,000 workloads); `--no-gc` switches it off while the loop is measured, to tell those pauses
-apart from the loop's own.
+25,000 workloads); `--no-gc` switches its automatic collections off while the loop is measured, to tell those
+pauses apart from the loop's own.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import json
 import os
 import platform
 import random
+import statistics
 import subprocess
 import sys
 import time
@@ -267,13 +270,31 @@ async def measure(pending: int, collect: bool = True) -> dict:
     }
 
 
+MEDIAN_OF = ("cycleSeconds", "longestGapMs", "longestGapCpuMs", "secondCycleSeconds")
+
+
+def median_row(pending: int, runs: int, collect: bool) -> dict:
+    """One row per size: the median of each timing over the runs (each one kept in `runs`)."""
+    measured = [asyncio.run(measure(pending, collect)) for _ in range(runs)]
+    row = dict(measured[0])
+    for field in MEDIAN_OF:
+        row[field] = statistics.median(m[field] for m in measured)
+    row["cycleMsPerWorkload"] = round(row["cycleSeconds"] * 1000 / pending, 4)
+    row["longestGapMsPerWorkload"] = round(row["longestGapMs"] / pending, 4)
+    row["resolvedAfterUnrelatedChange"] = max(m["resolvedAfterUnrelatedChange"] for m in measured)
+    row["cyclicGarbageObjects"] = max(m["cyclicGarbageObjects"] for m in measured)
+    row["runs"] = [{field: m[field] for field in MEDIAN_OF} for m in measured]
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,50000")
     parser.add_argument("--no-gc", action="store_true", help="no garbage collector while measured")
+    parser.add_argument("--runs", type=int, default=3, help="runs per size; the median is shown")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
-    rows = [asyncio.run(measure(int(n), not args.no_gc)) for n in args.sizes.split(",")]
+    rows = [median_row(int(n), args.runs, not args.no_gc) for n in args.sizes.split(",")]
     print(
         "| pending | cycle s | ms/workload | longest gap ms | per workload | cpu ms "
         "| re-solved after an unrelated change | second cycle s |"

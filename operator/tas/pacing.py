@@ -15,10 +15,11 @@ moves all that survive to the collector's permanent generation, so full collecti
 what was made since. A pacer settles the heap when it yields, at most every `SETTLE_EVERY`
 seconds; the runtime once the initial lists are in. The price: a reference cycle among settled
 objects that later becomes garbage is not freed by those (refcounting frees all else). So once
-the settled heap has doubled since the last full collection, one runs over all of it: memory
-held by such cycles stays within the size of the live heap, and the pause that walks the whole
-heap comes once per doubling (the collector's own rule runs one per 25% of growth), never while
-the heap stays the same size. bench/loop_stall_bench.py reports the cycles left after its runs.
+the settled heap has grown `FULL_COLLECTION_GROWTH` times since the last full collection, one
+runs over all of it: memory held by such cycles stays within a few times the live heap, and the
+pause that walks the whole heap comes once per such growth (the collector's own rule runs one
+per 25% of growth), never while the heap stays the same size. bench/loop_stall_bench.py
+reports the cycles left after its runs (none).
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ YIELD_EVERY = 256  # items between two chances for the loop's other tasks to run
 SLICE = 0.005  # seconds a loop may hold the event loop before the others run
 SORT_RUN = 2048  # items sorted in one step of sorted_paced
 SETTLE_EVERY = 0.25  # seconds between two settlings of the heap by the pacers
+# Growth of the settled heap that runs a full collection. Above what one cycle holds in flight:
+# a status write per pending workload decided takes about 1.5 times what the cache holds for it.
+FULL_COLLECTION_GROWTH = 4
 
 T = TypeVar("T")
 
@@ -44,15 +48,15 @@ _settled_after_full: int | None = None  # objects settled after the last full co
 def settle_heap(initial: bool = False) -> None:
     """Free the young objects' reference cycles, then exempt every surviving object from the
     collector's full walks (see the module's docstring). Costs what the young objects cost,
-    but for a full collection each time the settled heap has doubled. `initial`: the heap as
-    the initial lists left it, from which doubling is counted."""
+    but for a full collection each time the settled heap has grown FULL_COLLECTION_GROWTH
+    times. `initial`: the heap as the initial lists left it, from which growth is counted."""
     global _settled_at, _settled_after_full
     gc.collect(1)
     gc.freeze()
     settled = gc.get_freeze_count()
     if initial or _settled_after_full is None:
         _settled_after_full = settled
-    elif settled > 2 * _settled_after_full:
+    elif settled > FULL_COLLECTION_GROWTH * _settled_after_full:
         gc.unfreeze()
         gc.collect()
         gc.freeze()

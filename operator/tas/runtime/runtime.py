@@ -364,7 +364,7 @@ class Runtime:
         )
         self.helpers.append(asyncio.create_task(self._migrate_storage(), name="migrate-storage"))
         self.active = True
-        settle_heap(initial=True)  # a full collection walks the lists' objects only as they double
+        settle_heap(initial=True)  # full collections walk the lists' objects only as they grow
         self.admission.synced.set()
         for worker in self.workers():
             worker.started.set()
