@@ -20,8 +20,8 @@ longest gap in the loop thread's own CPU time, which a busy shared machine does 
 (while the operating system runs others, no time passes for it); the second cycle's time and
 how many workloads it re-solved; and the cyclic garbage left once the cycles are done.
 Python's cyclic garbage collector stops everything while it walks the heap (hundreds of ms with
-25,000 workloads); `--no-gc` switches its automatic collections off while the loop is measured, to tell those
-pauses apart from the loop's own.
+25,000 workloads, unless the heap is settled: tas.pacing); `--no-gc` switches its automatic
+collections off while the loop is measured, to tell those pauses apart from the loop's own.
 """
 
 from __future__ import annotations

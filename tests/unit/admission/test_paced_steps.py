@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import random
+import weakref
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -75,5 +76,34 @@ def test_settling_the_heap_frees_young_cycles_and_exempts_the_survivors():
         pacing.settle_heap()
         assert gc.get_freeze_count() >= frozen_before + len(kept)
         assert gc.collect() == 0  # the young cycle was freed before the freeze
+    finally:
+        gc.unfreeze()
+
+
+class Node:
+    pass
+
+
+def settled_cycle() -> weakref.ref:
+    """A reference cycle alive when the heap is settled, garbage right after."""
+    node = Node()
+    node.me = node
+    pacing.settle_heap()
+    return weakref.ref(node)
+
+
+def test_a_cycle_that_becomes_garbage_once_settled_is_freed_when_the_heap_has_grown(monkeypatch):
+    kept = []
+    try:
+        pacing.settle_heap(initial=True)
+        monkeypatch.setattr(pacing, "FULL_COLLECTION_GROWTH", 10**9)
+        cycle = settled_cycle()
+        kept.extend(Node() for _ in range(1000))
+        pacing.settle_heap()
+        assert cycle() is not None  # settled: the young collections do not see it
+        monkeypatch.setattr(pacing, "FULL_COLLECTION_GROWTH", 1)
+        kept.extend(Node() for _ in range(1000))
+        pacing.settle_heap()
+        assert cycle() is None  # the heap grew past the limit: a full collection freed it
     finally:
         gc.unfreeze()
