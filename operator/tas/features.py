@@ -54,6 +54,9 @@ class Gate(StrEnum):
     TAS_DRAINING_DOMAINS = "TASDrainingDomains"
     TAS_TOPOLOGY_RELAXATION = "TASTopologyRelaxation"
     TAS_DEFRAGMENTATION = "TASDefragmentation"
+    FAIR_SHARING_PREEMPT_WITHIN_NOMINAL = "FairSharingPreemptWithinNominal"
+    FAIR_SHARING_PRIORITIZE_NON_BORROWING = "FairSharingPrioritizeNonBorrowing"
+    PRIORITY_SORTING_WITHIN_COHORT = "PrioritySortingWithinCohort"
 
 
 class Kind(StrEnum):
@@ -451,14 +454,18 @@ _SPECS = (
         "Beta",
         True,
         True,
-        "Kueue: fair-sharing preemption within nominal quota.",
+        "Kueue: fair-sharing preemption within nominal quota: a preemptor that stays within "
+        "its nominal quota reclaims from borrowing queues whatever their shares.",
+        kind=Kind.IMPLEMENTED,
     ),
     _kueue(
         "FairSharingPrioritizeNonBorrowing",
         "Beta",
         True,
         True,
-        "Kueue: fair sharing prefers non-borrowing workloads.",
+        "Kueue: fair sharing prefers non-borrowing workloads: in the fair-sharing order a "
+        "head whose subtree does not borrow on what it requests goes first.",
+        kind=Kind.IMPLEMENTED,
     ),
     _kueue(
         "FastQuotaReleaseInPodIntegration",
@@ -674,7 +681,9 @@ _SPECS = (
         "Beta",
         True,
         True,
-        "Kueue: priority sorting within a cohort.",
+        "Kueue: priority sorting within a cohort: in the fair-sharing order, equal shares "
+        "go to the higher priority.",
+        kind=Kind.IMPLEMENTED,
     ),
     _kueue(
         "PropagateBatchJobLabelsToWorkload",

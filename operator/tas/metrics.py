@@ -3,7 +3,7 @@
 The `kueue_*` metrics carry Kueue v0.17.0's names, label names, label values and buckets
 (its pkg/metrics/metrics.go), so that dashboards and alerts made for Kueue read this operator
 unchanged. Left out, as nothing of ours does what they count: admission checks
-(admission_checks_wait_time), fair sharing (weighted_share), waitForPodsReady (ready_wait_time,
+(admission_checks_wait_time), waitForPodsReady (ready_wait_time,
 admitted_until_ready_wait_time, pods_ready_to_evicted_time), elastic jobs
 (replaced_workload_slices), preemption skipped for overlapping targets
 (admission_cycle_preemption_skips: the loop holds room instead), MultiKueue, custom labels and
@@ -19,6 +19,7 @@ cohort that is gone, as Kueue's Clear*Metrics do.
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -178,6 +179,19 @@ KUEUE_CQ_LENDING_LIMIT = Gauge(
     "kueue_cluster_queue_lending_limit",
     "A ClusterQueue's lending limit, per flavor and resource (0 when unset).",
     _CQ_RESOURCE,
+)
+KUEUE_CQ_WEIGHTED_SHARE = Gauge(
+    "kueue_cluster_queue_weighted_share",
+    "The largest ratio, over the resources the ClusterQueue provides, of usage above nominal "
+    "quota to the lendable resources of its cohort, divided by its weight; 0 within nominal "
+    "quota, NaN with weight 0 while borrowing (fair sharing only).",
+    ["cluster_queue", "cohort", _ROLE],
+)
+KUEUE_COHORT_WEIGHTED_SHARE = Gauge(
+    "kueue_cohort_weighted_share",
+    "The same ratio for a cohort, over the lendable resources of its parent, divided by its "
+    "weight; +Inf with weight 0 while borrowing (fair sharing only).",
+    ["cohort", _ROLE],
 )
 KUEUE_COHORT_QUOTA = Gauge(
     "kueue_cohort_subtree_quota",
@@ -515,6 +529,15 @@ def report_local_queue_resource(
         labels = (name, namespace, flavor, resource)
         _set(KUEUE_LQ_RESERVATION, labels, kueue_float(resource, reserved))
         _set(KUEUE_LQ_USAGE, labels, kueue_float(resource, used))
+
+
+def report_cluster_queue_weighted_share(name: str, cohort: str | None, share: float) -> None:
+    """Kueue reports NaN for a ClusterQueue's infinite share (weight 0 while borrowing)."""
+    _set(KUEUE_CQ_WEIGHTED_SHARE, (name, cohort or ""), math.nan if math.isinf(share) else share)
+
+
+def report_cohort_weighted_share(name: str, share: float) -> None:
+    _set(KUEUE_COHORT_WEIGHTED_SHARE, (name,), share)
 
 
 def report_cohort(name: str, *, admitted: int) -> None:

@@ -58,6 +58,8 @@ KUEUE_DECLARATIONS = [
         ("cohort", "priority_class", ROLE),
     ),
     ("kueue_cohort_subtree_admitted_active_workloads", "gauge", ("cohort", ROLE)),
+    ("kueue_cluster_queue_weighted_share", "gauge", ("cluster_queue", "cohort", ROLE)),
+    ("kueue_cohort_weighted_share", "gauge", ("cohort", ROLE)),
     ("kueue_local_queue_pending_workloads", "gauge", (*LQ, "status", ROLE)),
     ("kueue_local_queue_quota_reserved_workloads_total", "counter", (*LQ, "priority_class", ROLE)),
     (

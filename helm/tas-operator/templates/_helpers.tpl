@@ -212,3 +212,22 @@ built from (a TrainJob's runtimes).
   verbs: [{{ join ", " (sortAlpha (get $rules $key)) }}]
 {{- end -}}
 {{- end -}}
+
+{{/*
+Kueue's Configuration (config.kueue.x-k8s.io/v1beta2) with the fairSharing and
+admissionFairSharing values; empty when neither is set (no ConfigMap, no --kueue-config).
+*/}}
+{{- define "tas-operator.kueueConfig" -}}
+{{- if or (not (kindIs "invalid" .Values.fairSharing)) (not (kindIs "invalid" .Values.admissionFairSharing)) -}}
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+{{- with .Values.fairSharing }}
+fairSharing:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.admissionFairSharing }}
+admissionFairSharing:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+{{- end }}

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tas import features
-from tas.admission import preemption
+from tas.admission import fair_preemption, preemption
 from tas.admission.preemption import Preemption
 from tas.api import topologyassignment
 from tas.api.annotations import TopologyRequestError, validate_levels, validate_pod_set_groups
@@ -211,6 +211,7 @@ def _quota_fit(
     fq: FlavorQuota,
     covered: frozenset[str],
     need: Mapping[str, int],
+    fair_sharing: bool = False,
 ) -> _QuotaFit:
     """The flavor's quota for this request, cohort included (Kueue's fitsResourceQuota):
     fits now, fits once others are preempted, or never fits (beyond all it could borrow)."""
@@ -236,10 +237,16 @@ def _quota_fit(
         elif not (
             want <= fq.nominal.get(resource, 0)
             or tree.lowest_subtree_that_fits(cq.name, fr, want)
-            or cq.borrow_within_cohort != NEVER
+            or _may_preempt_while_borrowing(cq, fair_sharing)
         ):
             preemptible = False
     return _QuotaFit(first, frozenset(short), preemptible and bool(short), borrows)
+
+
+def _may_preempt_while_borrowing(cq: ClusterQueueInfo, fair_sharing: bool) -> bool:
+    """Kueue's canPreemptWhileBorrowing: borrowWithinCohort allows it, or fair sharing is on
+    and the queue may reclaim within its cohort."""
+    return cq.borrow_within_cohort != NEVER or (fair_sharing and cq.reclaim_within_cohort != NEVER)
 
 
 def _preempts(cq: ClusterQueueInfo) -> bool:
@@ -416,7 +423,8 @@ class _FlavorSearch:
         elif any(not ps.topology.implied for ps in self.workload.pod_sets):
             self.reasons.append(f"flavor {fq.flavor} does not support TopologyAwareScheduling")
             return None
-        fit = _quota_fit(self.tree, self.cq, fq, self.group.covered, self.need)
+        fair = self.state.fair_sharing is not None
+        fit = _quota_fit(self.tree, self.cq, fq, self.group.covered, self.need, fair)
         if fit.message:
             self.reasons.append(fit.message)
             if not fit.preemptible:
@@ -489,9 +497,8 @@ class _FlavorSearch:
 
     def preempt_in(self, fq: FlavorQuota, short: frozenset[tuple[str, str]]) -> Decision | None:
         requests = {(fq.flavor, r): self.need[r] for r in self.group.covered if self.need.get(r)}
-        found = preemption.find(
-            self.state, self.tree, self.workload, self.cq, fq, requests, short, self.now
-        )
+        find = preemption.find if self.state.fair_sharing is None else fair_preemption.find
+        found = find(self.state, self.tree, self.workload, self.cq, fq, requests, short, self.now)
         if isinstance(found, str):
             self.why.append(found)
             return None
@@ -559,6 +566,33 @@ def borrows_first(state: ClusterState, workload: WorkloadInfo, cq: ClusterQueueI
         for r in group.covered
         if need.get(r)
     )
+
+
+def requested_quota(
+    state: ClusterState, workload: WorkloadInfo, cq: ClusterQueueInfo
+) -> dict[tuple[str, str], int]:
+    """What the workload would take of the queue's quota, per (flavor, resource): in the first
+    flavor of its resource group whose quota fits it now, else the first (Kueue orders by
+    the flavor assignment; an estimate for ordering only, as borrows_first)."""
+    if workload.spec_error or not workload.pod_sets:
+        return {}
+    need = _total(workload.pod_sets)
+    group = _group_for(cq, need)
+    if group is None or not group.flavors:
+        return {}
+    tree = state.quota_tree()
+    wanted = [r for r in sorted(group.covered) if need.get(r)]
+    chosen = group.flavors[0].flavor
+    if len(group.flavors) > 1:
+        chosen = next(
+            (
+                fq.flavor
+                for fq in group.flavors
+                if all(need[r] <= tree.available(cq.name, (fq.flavor, r)) for r in wanted)
+            ),
+            chosen,
+        )
+    return {(chosen, r): need[r] for r in wanted}
 
 
 def queue_order_key(workload: WorkloadInfo) -> tuple[int, datetime, str]:

@@ -20,7 +20,6 @@ refused) the workload waits out its own capped, jittered backoff before it is tr
 from __future__ import annotations
 
 import asyncio
-import heapq
 import itertools
 import logging
 import time
@@ -30,8 +29,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from tas import metrics
-from tas.admission import moves, queue_metrics
+from tas import features, metrics
+from tas.admission import fairshare_order, moves, queue_metrics
 from tas.admission.decide import Decision, borrows_first, decide, queue_order_key
 from tas.admission.holds import Holds
 from tas.admission.moves import DefragRules
@@ -50,7 +49,7 @@ from tas.api.constants import (
 )
 from tas.api.format import format_milli
 from tas.api.placementgroups import GroupSpec, PlacementGroupError, spec_to_object
-from tas.cache import placementgroups
+from tas.cache import fairshare, placementgroups
 from tas.cache.projections import (
     ClusterQueueInfo,
     Key,
@@ -58,6 +57,7 @@ from tas.cache.projections import (
     placement_group_status_key,
 )
 from tas.cache.state import ClusterState
+from tas.features import Gate
 from tas.hotswap.replace import (
     ReplacementRules,
     evicts_without_replacement,
@@ -107,6 +107,7 @@ class AdmissionLoop:
         # key -> (ClusterState.retry_marker, spec generation, message) of a try that did not fit
         self._tried: dict[Key, tuple[tuple, int, str]] = {}
         self._cq_status: dict[str, dict[str, Any]] = {}
+        self._cohort_status: dict[str, dict[str, Any]] = {}
         self._group_status: dict[Key, dict[str, Any]] = {}  # as last written
         self._group_specs: dict[Key, GroupSpec] = {}  # the spec it was written with
         self._lq_status: dict[Key, dict[str, Any]] = {}
@@ -153,6 +154,8 @@ class AdmissionLoop:
         if self._cycle_tried:
             metrics.admission_cycle(self._cycle_succeeded, time.monotonic() - started)
         await self._write_cq_statuses(by_cq, problems)
+        if self.state.fair_sharing is not None:
+            await self._write_cohort_statuses()
         if self._holds.end_cycle():
             self.wake()  # what the dropped holds blocked is decided again
         await self._write_lq_statuses()
@@ -202,8 +205,8 @@ class AdmissionLoop:
         fit. Returns each queue's problem (None: active)."""
         state = self.state
         problems: dict[str, tuple[str, str] | None] = {}
-        heads: list[tuple[HeadKey, str, int]] = []
         queues: dict[str, list[WorkloadInfo]] = {}
+        heads = self._head_order(queues)
         for cq_name, waiting in by_cq.items():
             cq = state.cluster_queues.get(cq_name)
             if cq is None:  # deleted while the loop yielded
@@ -211,18 +214,31 @@ class AdmissionLoop:
             problems[cq_name] = state.cluster_queue_problem(cq)
             queues[cq_name] = await sorted_paced(waiting, queue_order_key, self._pacer)
             if queues[cq_name]:
-                heapq.heappush(heads, (self._head_key(cq, queues[cq_name][0]), cq_name, 0))
-        while heads:
+                heads.push(cq_name, 0)
+        while (head := heads.pop()) is not None:
             await self._pacer.maybe_yield()
-            _, cq_name, index = heapq.heappop(heads)
+            cq_name, index = head
             cq = state.cluster_queues.get(cq_name)
             if cq is None:  # deleted while the loop yielded or awaited a write
                 continue
             go_on = await self._decide_head(cq, queues[cq_name][index], problems[cq_name])
             if go_on and index + 1 < len(queues[cq_name]):
-                after = queues[cq_name][index + 1]
-                heapq.heappush(heads, (self._head_key(cq, after), cq_name, index + 1))
+                heads.push(cq_name, index + 1)
         return problems
+
+    def _head_order(
+        self, queues: dict[str, list[WorkloadInfo]]
+    ) -> fairshare_order.ClassicalOrder | fairshare_order.FairSharingOrder:
+        """Kueue's order across queues: by share with fair sharing on, else classical."""
+        if self.state.fair_sharing is not None:
+            return fairshare_order.FairSharingOrder(self.state, queues)
+
+        infos = dict(self.state.cluster_queues)  # a queue deleted mid-cycle keeps its key
+
+        def key(cq_name: str, index: int) -> HeadKey:
+            return self._head_key(infos[cq_name], queues[cq_name][index])
+
+        return fairshare_order.ClassicalOrder(key)
 
     async def _decide_head(
         self, cq: ClusterQueueInfo, queued: WorkloadInfo, problem: tuple[str, str] | None
@@ -287,7 +303,8 @@ class AdmissionLoop:
     def _head_key(self, cq: ClusterQueueInfo, workload: WorkloadInfo) -> HeadKey:
         """Kueue's order of the queues' heads in a cycle."""
         borrows = borrows_first(self.state, workload, cq)
-        return (borrows, -workload.priority, workload.created, workload.name)
+        by_priority = features.enabled(Gate.PRIORITY_SORTING_WITHIN_COHORT)
+        return (borrows, -workload.priority if by_priority else 0, workload.created, workload.name)
 
     def _prune(self) -> None:
         """Forget what was kept for workloads that are gone. Amortised: only once the
@@ -764,6 +781,7 @@ class AdmissionLoop:
             "flavorsReservation": usage,
             "flavorsUsage": usage,
             "conditions": cond.set_condition(active, COND_ACTIVE, problem is None, reason, message),
+            "fairSharing": fairshare.status(tree, ("cq", cq.name), state.fair_sharing is not None),
         }
         if self._cq_status.get(cq.name) == status or self._backing_off(("cq", cq.name)):
             return
@@ -771,6 +789,18 @@ class AdmissionLoop:
             ("cq", cq.name), self.writer.write_cluster_queue_status, cq.name, status
         ):
             self._cq_status[cq.name] = status
+
+    async def _write_cohort_statuses(self) -> None:
+        """status.fairSharing of each Cohort object (Kueue's cohort controller)."""
+        tree = self.state.quota_tree()
+        for name in sorted(self.state.cohorts):
+            await self._pacer.maybe_yield()
+            status = {"fairSharing": fairshare.status(tree, ("cohort", name), True)}
+            key = ("cohort", name)
+            if self._cohort_status.get(name) == status or self._backing_off(key):
+                continue
+            if await self._write_queue_status(key, self.writer.write_cohort_status, name, status):
+                self._cohort_status[name] = status
 
     async def _write_group(self, key: Key, spec: GroupSpec, flavor: str) -> None:
         status = placementgroups.status_now(self.state, key, spec, flavor)

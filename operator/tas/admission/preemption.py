@@ -29,6 +29,7 @@ from tas.api.constants import (
     LOWER_PRIORITY,
     NEVER,
     REASON_IN_CLUSTER_QUEUE,
+    REASON_IN_COHORT_FAIR_SHARING,
     REASON_IN_COHORT_RECLAIM_WHILE_BORROWING,
     REASON_IN_COHORT_RECLAMATION,
 )
@@ -42,6 +43,7 @@ REASON_TEXT = {
     REASON_IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
     REASON_IN_COHORT_RECLAMATION: "reclamation within the cohort",
     REASON_IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
+    REASON_IN_COHORT_FAIR_SHARING: "Fair Sharing within the cohort",
 }
 
 
@@ -125,7 +127,7 @@ class _Candidate:
     lca: Node | None  # the cohort below which it was found (reclaim only)
 
 
-class _Simulation:
+class Simulation:
     """Quota (the whole cohort tree) and the flavor's topology with some charges taken out;
     undone by `restore`."""
 
@@ -195,11 +197,11 @@ class _Search:
             # would race its own admission write (both guarded by the same version).
             if key != preemptor.key and workload is not None and not state.is_assumed(key):
                 self.by_queue.setdefault(charge.cluster_queue, []).append((workload, charge))
-        self.sim = _Simulation(state, tree, flavor)
+        self.sim = Simulation(state, tree, flavor)
 
     def _variant(self, workload: WorkloadInfo, charge: Charge, advantage: bool) -> str | None:
         """Kueue's classifyPreemptionVariant; None: not a candidate."""
-        if not _uses(charge, self.short):
+        if not uses(charge, self.short):
             return None
         own = charge.cluster_queue == self.cq.name
         policy = self.cq.within_cluster_queue if own else self.cq.reclaim_within_cohort
@@ -366,7 +368,7 @@ def find(
     return _Search(state, tree, preemptor, cq, fq.flavor, requests, short, now).run()
 
 
-def _uses(charge: Charge, pairs: frozenset[FlavorResource]) -> bool:
+def uses(charge: Charge, pairs: frozenset[FlavorResource]) -> bool:
     return any(
         ps.per_pod.get(resource, 0) > 0
         for ps in charge.pod_sets

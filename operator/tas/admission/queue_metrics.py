@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from tas import metrics
+from tas.cache import fairshare
 from tas.cache.projections import ClusterQueueInfo, CohortInfo, Key, WorkloadInfo
 from tas.cache.quota import FlavorResource, QuotaTree, quotas_of
 from tas.cache.state import Charge, ClusterState
@@ -99,6 +100,8 @@ class QueueMetrics:
         _report_cluster_queues(state, active, cq_pending, self._holdings.by_cq)
         _report_local_queues(state, active, lq_pending, self._holdings.by_lq)
         _report_cohorts(state, tree, self._holdings.by_cq)
+        if state.fair_sharing is not None:
+            _report_weighted_shares(state, tree)
         metrics.end_round(state.cluster_queues, state.local_queues, tree.cohorts())
 
 
@@ -227,3 +230,14 @@ def _report_cohorts(
                 quota=tree.subtree(("cohort", name), fr),
                 reserved=sum(h.reserved.get(fr, 0) for h in held),
             )
+
+
+def _report_weighted_shares(state: ClusterState, tree: QuotaTree) -> None:
+    """Kueue's weighted-share gauges, with fair sharing on: every ClusterQueue and cohort."""
+    for name, cq in state.cluster_queues.items():
+        share = fairshare.share(tree, ("cq", name)).precise()
+        metrics.report_cluster_queue_weighted_share(name, cq.cohort, share)
+    for name in tree.cohorts():
+        metrics.report_cohort_weighted_share(
+            name, fairshare.share(tree, ("cohort", name)).precise()
+        )

@@ -120,6 +120,7 @@ REASON_REACTIVATED = "Reactivated"  # spec.active back to true: the Requeued con
 REASON_IN_CLUSTER_QUEUE = "InClusterQueue"
 REASON_IN_COHORT_RECLAMATION = "InCohortReclamation"
 REASON_IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
+REASON_IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
 REASON_INVALID_TOPOLOGY_REQUEST = "InvalidTopologyRequest"
 REASON_PRIORITY_CLASS_NOT_FOUND = "PriorityClassNotFound"  # ours: the Workload waits for it
 # Kueue's event on an owner whose Workload cannot be made (an incomplete pod group ...); ours

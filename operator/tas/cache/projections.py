@@ -46,7 +46,7 @@ from tas.api.placementgroups import (
     spec_from_object,
 )
 from tas.api.podrequests import numa_shape, pod_requests
-from tas.api.quantity import parse_milli, resources_to_milli
+from tas.api.quantity import parse_milli, parse_quantity, resources_to_milli
 from tas.api.relaxation import Stage, parse_relaxation
 from tas.solver.types import (
     CONTAINER_SCOPE,
@@ -434,6 +434,7 @@ class ClusterQueueInfo:
     when_can_preempt: str = TRY_NEXT_FLAVOR
     # Its workloads may join exclusive placement groups (ours: an admin's annotation).
     allows_exclusive_groups: bool = False
+    fair_weight: float = 1.0  # spec.fairSharing.weight (Kueue's default 1)
 
 
 @dataclass(frozen=True)
@@ -491,6 +492,7 @@ class CohortInfo:
     name: str
     parent: str | None
     resource_groups: tuple[ResourceGroup, ...]
+    fair_weight: float = 1.0  # spec.fairSharing.weight (Kueue's default 1)
 
 
 def _resource_groups(groups: list) -> tuple[ResourceGroup, ...]:
@@ -527,7 +529,21 @@ def cohort_from_object(obj: Mapping) -> CohortInfo:
         name=obj["metadata"]["name"],
         parent=spec.get("parentName") or None,
         resource_groups=_resource_groups(spec.get("resourceGroups") or []),
+        fair_weight=fair_weight(spec),
     )
+
+
+def fair_weight(spec: Mapping) -> float:
+    """spec.fairSharing.weight as a number (Kueue's Quantity.AsFloat64Slow); 1 when unset.
+    The API server has validated it; a value it let through but that cannot be read counts
+    as the default rather than stopping the cache."""
+    weight = (spec.get("fairSharing") or {}).get("weight")
+    if weight is None:
+        return 1.0
+    try:
+        return max(0.0, float(parse_quantity(weight)))
+    except ValueError:
+        return 1.0
 
 
 def cluster_queue_from_object(obj: Mapping) -> ClusterQueueInfo:
@@ -552,6 +568,7 @@ def cluster_queue_from_object(obj: Mapping) -> ClusterQueueInfo:
             ALLOW_EXCLUSIVE_PLACEMENT_GROUPS
         )
         == "true",
+        fair_weight=fair_weight(spec),
     )
 
 

@@ -61,6 +61,9 @@ class QuotaTree:
         self._usage = usage
         self._shifts: dict[tuple[str, FlavorResource], int] = defaultdict(int)
         self._quotas: dict[Node, dict[FlavorResource, Quota]] = {}
+        self._flavor_resources: dict[Node, set[FlavorResource]] = {}
+        # Derived from the quotas alone (not the usage): kept while the tree lives.
+        self.memo: dict[object, object] = {}
         self._children: dict[str, list[Node]] = defaultdict(list)
         for cq in cluster_queues.values():
             if cq.cohort:
@@ -129,24 +132,51 @@ class QuotaTree:
             if child[0] == "cohort":
                 yield from self.descendants(child[1])
 
+    def fair_weight(self, node: Node) -> float:
+        """spec.fairSharing.weight of a ClusterQueue or Cohort object; 1 for a cohort only
+        named (no object)."""
+        kind, name = node
+        info = self._cqs.get(name) if kind == "cq" else self._cohorts.get(name)
+        return info.fair_weight if info else 1.0
+
+    def flavor_resources(self, node: Node) -> set[FlavorResource]:
+        """The (flavor, resource) pairs with quota in the node's subtree, 0 included (the keys
+        of Kueue's SubtreeQuota)."""
+        out = self._flavor_resources.get(node)
+        if out is None:
+            out = set(self._quota_map(node))
+            if node[0] == "cohort":
+                for child in self.children(node[1]):
+                    out |= self.flavor_resources(child)
+            self._flavor_resources[node] = out
+        return out
+
     # ---- quantities -------------------------------------------------------------------------
 
-    def quota(self, node: Node, fr: FlavorResource) -> Quota:
+    def _quota_map(self, node: Node) -> dict[FlavorResource, Quota]:
         quotas = self._quotas.get(node)
         if quotas is None:
             kind, name = node
             info = self._cqs.get(name) if kind == "cq" else self._cohorts.get(name)
             quotas = quotas_of(info.resource_groups) if info else {}
             self._quotas[node] = quotas
-        return quotas.get(fr, Quota())
+        return quotas
+
+    def quota(self, node: Node, fr: FlavorResource) -> Quota:
+        return self._quota_map(node).get(fr, Quota())
 
     def subtree(self, node: Node, fr: FlavorResource) -> int:
         own = self.quota(node, fr).nominal
         if node[0] == "cq":
             return own
-        return own + sum(
-            self.subtree(child, fr) - self.local(child, fr) for child in self.children(node[1])
-        )
+        key = ("subtree", node, fr)  # quotas only: kept while the tree lives
+        kept = self.memo.get(key)
+        if kept is None:
+            kept = own + sum(
+                self.subtree(child, fr) - self.local(child, fr) for child in self.children(node[1])
+            )
+            self.memo[key] = kept
+        return kept  # type: ignore[return-value]
 
     def local(self, node: Node, fr: FlavorResource) -> int:
         lending = self.quota(node, fr).lending_limit
@@ -186,6 +216,10 @@ class QuotaTree:
     def potential(self, cq: str, fr: FlavorResource) -> int:
         """The most it could ever admit: its quota and all it could borrow."""
         return self._potential(("cq", cq), fr)
+
+    def potential_available(self, node: Node, fr: FlavorResource) -> int:
+        """Kueue's potentialAvailable: the most any node could use, with no usage anywhere."""
+        return self._potential(node, fr)
 
     def _potential(self, node: Node, fr: FlavorResource) -> int:
         parent = self.parent(node)

@@ -50,6 +50,7 @@ from tas.api.constants import (
     REASON_FLAVOR_NOT_FOUND,
     REASON_TOPOLOGY_NOT_FOUND,
 )
+from tas.api.fairsharing import FairSharing
 from tas.api.movable import Movable
 from tas.api.numazones import parse_numa_zones
 from tas.api.placementgroups import GroupSpec
@@ -100,6 +101,8 @@ class ClusterState:
         self._owner: int | None = None  # the thread allowed to mutate, once bound
         self.options = options or SolverOptions()
         self.overlapping_flavors = overlapping_flavors  # TASHandleOverlappingFlavors
+        # Kueue's fairSharing configuration; None: off (classical order and preemption).
+        self.fair_sharing: FairSharing | None = None
         self.generation = 0
         self.nodes: dict[str, Node] = {}
         self.pods: dict[Key, PodInfo] = {}

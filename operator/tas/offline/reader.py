@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tas import features
+from tas.api import fairsharing
 from tas.api.annotations import (
     TopologyRequestError,
     label_key_problem,
@@ -17,7 +18,9 @@ from tas.api.annotations import (
     validate_pod_set_groups,
 )
 from tas.api.constants import ALLOW_EXCLUSIVE_PLACEMENT_GROUPS, is_draining
+from tas.api.fairsharing import FairSharingConfig
 from tas.api.podrequests import numa_shape, pod_requests
+from tas.api.quantity import parse_quantity
 from tas.api.relaxation import Stage, parse_relaxation, validate_relaxation_levels
 from tas.features import Gate
 from tas.offline.fields import (
@@ -76,6 +79,8 @@ class Scenario:
     # The scenario's featureGates: active while its annotations are read and its workloads
     # are decided, as the operator's are (the solver takes `options` instead).
     gates: features.FeatureGates = field(default_factory=features.defaults)
+    # Kueue's fairSharing and admissionFairSharing sections (off when absent).
+    fair_sharing: FairSharingConfig = field(default_factory=FairSharingConfig)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -394,6 +399,7 @@ def _cluster_queues(document: Mapping[str, Any]) -> tuple[dict, ...]:
         }
         if cohort:
             spec["cohortName"] = cohort
+        _with_weight(spec, entry, path)
         metadata: dict[str, Any] = {"name": name}
         if read_field(entry, "allowExclusivePlacementGroups", bool, path, False):
             metadata["annotations"] = {ALLOW_EXCLUSIVE_PLACEMENT_GROUPS: "true"}
@@ -417,8 +423,41 @@ def _cohorts(document: Mapping[str, Any]) -> tuple[dict, ...]:
         parent = read_field(entry, "parentName", str, path, None)
         if parent:
             spec["parentName"] = parent
+        _with_weight(spec, entry, path)
         cohorts.append({"metadata": {"name": name}, "spec": spec})
     return tuple(cohorts)
+
+
+def _with_weight(spec: dict[str, Any], entry: Mapping[str, Any], path: str) -> None:
+    """`fairSharing.weight` of a ClusterQueue or Cohort: a quantity >= 0, kept as written."""
+    section = read_field(entry, "fairSharing", dict, path, None)
+    if section is None:
+        return
+    where = join_path(path, "fairSharing")
+    unknown = set(section) - {"weight"}
+    if unknown:
+        raise ScenarioError(join_path(where, sorted(unknown)[0]), "unknown field")
+    weight = section.get("weight")
+    if weight is None:
+        return
+    try:
+        value = parse_quantity(weight)
+    except ValueError as error:
+        raise ScenarioError(join_path(where, "weight"), str(error)) from None
+    if value < 0:
+        raise ScenarioError(join_path(where, "weight"), "must be greater than or equal to 0")
+    spec["fairSharing"] = {"weight": weight}
+
+
+def _fair_sharing(document: Mapping[str, Any]) -> FairSharingConfig:
+    """The top-level `fairSharing` and `admissionFairSharing`, as Kueue's Configuration has
+    them (v1beta2: the fairSharing section turns fair sharing on)."""
+    sections = {k: document[k] for k in ("fairSharing", "admissionFairSharing") if k in document}
+    try:
+        return fairsharing.parse(sections)
+    except ValueError as error:
+        where, _, detail = str(error).partition(": ")
+        raise ScenarioError(where, detail or str(error)) from None
 
 
 def _workloads(document: Mapping[str, Any], levels: Sequence[str]) -> tuple[Workload, ...]:
@@ -482,6 +521,10 @@ def parse_scenario(document: Any) -> Scenario:
     gates = _gates(document)
     queues = _cluster_queues(document)
     cohorts = _cohorts(document)
+    fair = _fair_sharing(document)
+    if (fair.fair_sharing or fair.admission_fair_sharing) and not queues:
+        key = "fairSharing" if fair.fair_sharing else "admissionFairSharing"
+        raise ScenarioError(key, "needs clusterQueues")
     with features.activated(gates):  # the annotations are read under the scenario's gates
         workloads = _workloads(document, levels)
     names = [q["metadata"]["name"] for q in queues]
@@ -514,4 +557,5 @@ def parse_scenario(document: Any) -> Scenario:
         cluster_queues=queues,
         cohorts=cohorts,
         gates=gates,
+        fair_sharing=fair,
     )

@@ -299,9 +299,20 @@ def _queue_usage(scenario: Scenario, state) -> list[dict[str, Any]]:
                     r: format_milli(r, tree.borrowed(name, (SCENARIO_FLAVOR, r)))
                     for r in sorted(covered)
                 },
+                **_weighted_share(state, name),
             }
         )
     return queues
+
+
+def _weighted_share(state, name: str) -> dict[str, int]:
+    """With fair sharing on, the queue's status.fairSharing.weightedShare; else nothing (the
+    output stays as it was)."""
+    from tas.cache import fairshare
+
+    if state.fair_sharing is None:
+        return {}
+    return fairshare.status(state.quota_tree(), ("cq", name), True) or {}
 
 
 def cluster_state(scenario: Scenario):
@@ -311,6 +322,7 @@ def cluster_state(scenario: Scenario):
     from tas.cache.state import ClusterState
 
     state = ClusterState(scenario.options)
+    state.fair_sharing = scenario.fair_sharing.fair_sharing
     state.upsert_topology(SCENARIO_TOPOLOGY, scenario.levels)
     state.upsert_flavor(
         projections.FlavorInfo(

@@ -106,6 +106,7 @@ class Runtime:
             gates.solver_options(),
             overlapping_flavors=gates.enabled(Gate.TAS_HANDLE_OVERLAPPING_FLAVORS),
         )
+        self.state.fair_sharing = settings.fair_sharing.fair_sharing  # None: off
         self.state.bind_to_current_thread()  # the loop's thread: any other mutator is a bug
         self.kube = kube or Kube(load_connection(settings.kubeconfig))
         self.elector = self._elector() if settings.leader_elect else None

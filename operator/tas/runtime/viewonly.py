@@ -26,19 +26,9 @@ from tas.view import live_server
 
 log = logging.getLogger("tas.view")
 
-# What the view draws: capacity, usage, queues, workloads and placement groups.
-VIEW_KINDS = (
-    "namespaces",
-    "nodes",
-    "pods",
-    "topologies",
-    "resourceflavors",
-    "clusterqueues",
-    "localqueues",
-    "cohorts",
-    "workloads",
-    "placementgroups",
-)
+# What the view draws (capacity, usage, queues, workloads, placement groups), and nothing the
+# admission side alone needs.
+VIEW_KINDS = tuple(kind for kind, watch in WATCHES.items() if watch.drawn)
 
 
 class _Idle:

@@ -411,25 +411,27 @@ class Watch:
     # serves the resource, and for a kind's children or lookups the kind's own.
     crds: tuple[str, ...] = ()
     gate: Gate | None = None  # only when this feature gate is on (None: always)
+    drawn: bool = False  # the topology view reads it: `tas view --kubeconfig` lists these
 
 
 # kind -> what to list and watch. Server-side selectors cut volume without losing usage: a
 # Succeeded or Failed pod holds nothing on its node (and leaves the watch as DELETED), and only
 # Jobs with a queue-name label are ours.
 WATCHES: dict[str, Watch] = {
-    "namespaces": Watch("/api/v1/namespaces", {}, on_namespace),
-    "nodes": Watch("/api/v1/nodes", {}, on_node),
+    "namespaces": Watch("/api/v1/namespaces", {}, on_namespace, drawn=True),
+    "nodes": Watch("/api/v1/nodes", {}, on_node, drawn=True),
     "pods": Watch(
         "/api/v1/pods",
         {"fieldSelector": "status.phase!=Succeeded,status.phase!=Failed"},
         on_pod,
+        drawn=True,
     ),
-    "topologies": Watch(kueue_path("topologies"), {}, on_topology),
-    "resourceflavors": Watch(kueue_path("resourceflavors"), {}, on_flavor),
-    "clusterqueues": Watch(kueue_path("clusterqueues"), {}, on_cluster_queue),
-    "localqueues": Watch(kueue_path("localqueues"), {}, on_local_queue),
-    "cohorts": Watch(kueue_path("cohorts"), {}, on_cohort),
-    "workloads": Watch(kueue_path("workloads"), {}, on_workload),
+    "topologies": Watch(kueue_path("topologies"), {}, on_topology, drawn=True),
+    "resourceflavors": Watch(kueue_path("resourceflavors"), {}, on_flavor, drawn=True),
+    "clusterqueues": Watch(kueue_path("clusterqueues"), {}, on_cluster_queue, drawn=True),
+    "localqueues": Watch(kueue_path("localqueues"), {}, on_local_queue, drawn=True),
+    "cohorts": Watch(kueue_path("cohorts"), {}, on_cohort, drawn=True),
+    "workloads": Watch(kueue_path("workloads"), {}, on_workload, drawn=True),
     "workloadpriorityclasses": Watch(
         kueue_path("workloadpriorityclasses"), {}, on_workload_priority_class
     ),
@@ -460,6 +462,7 @@ WATCHES: dict[str, Watch] = {
         {},
         on_placement_group,
         gate=Gate.TAS_PLACEMENT_GROUPS,
+        drawn=True,
     ),
 }
 

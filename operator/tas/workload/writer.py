@@ -100,6 +100,11 @@ class WorkloadWriter:
             kueue_path("clusterqueues", name=name) + "/status", {"status": dict(status)}
         )
 
+    async def write_cohort_status(self, name: str, status: Mapping[str, Any]) -> None:
+        await self.kube.patch(
+            kueue_path("cohorts", name=name) + "/status", {"status": dict(status)}
+        )
+
     async def write_placement_group(
         self, namespace: str, name: str, spec: Mapping[str, Any], status: Mapping[str, Any]
     ) -> None:

@@ -69,11 +69,11 @@ def charge(**per_pod: int) -> Charge:
 
 
 def test_a_candidate_uses_a_short_resource_only_with_a_request_for_it():
-    assert preemption._uses(charge(cpu=1000, pods=1000), frozenset({("f", "cpu")}))
-    assert not preemption._uses(charge(cpu=0, pods=1000), frozenset({("f", "cpu")}))
-    assert not preemption._uses(charge(cpu=1000), frozenset({("g", "cpu")}))
-    assert not preemption._uses(charge(cpu=1000), frozenset({("f", "memory")}))
-    assert preemption._uses(charge(memory=1, cpu=0), frozenset({("f", "cpu"), ("f", "memory")}))
+    assert preemption.uses(charge(cpu=1000, pods=1000), frozenset({("f", "cpu")}))
+    assert not preemption.uses(charge(cpu=0, pods=1000), frozenset({("f", "cpu")}))
+    assert not preemption.uses(charge(cpu=1000), frozenset({("g", "cpu")}))
+    assert not preemption.uses(charge(cpu=1000), frozenset({("f", "memory")}))
+    assert preemption.uses(charge(memory=1, cpu=0), frozenset({("f", "cpu"), ("f", "memory")}))
 
 
 def test_a_candidate_without_a_reservation_time_counts_as_admitted_now():

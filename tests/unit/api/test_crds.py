@@ -32,6 +32,9 @@ ALLOWED_DEFAULTS = {
     ("clusterqueues", "spec.preemption.borrowWithinCohort.policy"): "Never",
     ("clusterqueues", "spec.flavorFungibility.whenCanBorrow"): "MayStopSearch",
     ("clusterqueues", "spec.flavorFungibility.whenCanPreempt"): "TryNextFlavor",
+    ("clusterqueues", "spec.fairSharing.weight"): 1,  # Kueue's +kubebuilder:default=1
+    ("cohorts", "spec.fairSharing.weight"): 1,
+    ("localqueues", "spec.fairSharing.weight"): 1,
     ("workloads", "spec.podSets[].name"): "main",
     ("workloads", "spec.podSets[].count"): 1,
     ("workloads", "spec.active"): True,

@@ -94,7 +94,12 @@ BASE_RULES = {
     },
     *{
         ("kueue.x-k8s.io", r, "patch", None)
-        for r in ("workloads/status", "clusterqueues/status", "localqueues/status")
+        for r in (
+            "workloads/status",
+            "clusterqueues/status",
+            "localqueues/status",
+            "cohorts/status",
+        )
     },
     *{("apiextensions.k8s.io", "customresourcedefinitions", v, None) for v in ("list", "watch")},
     *{
@@ -1270,3 +1275,66 @@ def test_a_view_address_without_a_port_fails_the_render() -> None:
     result = helm("template", RELEASE, str(CHART), values={"view": {"address": "localhost"}})
     assert result.returncode != 0
     assert "view" in result.stderr
+
+
+# ---- fair sharing: Kueue's Configuration sections in a ConfigMap (--kueue-config) ----------
+
+FAIR_VALUES = {
+    "fairSharing": {
+        "preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+    },
+    "admissionFairSharing": {"usageHalfLifeTime": "10m", "resourceWeights": {"cpu": 2}},
+}
+
+
+def test_without_fair_sharing_values_there_is_no_kueue_config() -> None:
+    docs = render()
+    assert not [d for d in docs if d["kind"] == "ConfigMap"]
+    assert not [a for a in args_of(docs) if a.startswith("--kueue-config")]
+    assert [v["name"] for v in the(docs, "Deployment")["spec"]["template"]["spec"]["volumes"]] == [
+        "tmp"
+    ]
+
+
+@pytest.mark.parametrize(
+    "values",
+    [FAIR_VALUES, {"fairSharing": FAIR_VALUES["fairSharing"]},
+     {"admissionFairSharing": FAIR_VALUES["admissionFairSharing"]}],
+    ids=["both", "fairSharing", "admissionFairSharing"],
+)  # fmt: skip
+def test_fair_sharing_values_reach_the_operator_as_a_kueue_configuration(values) -> None:
+    from tas.api import fairsharing
+
+    docs = render(values)
+    config_map = the(docs, "ConfigMap", f"{RELEASE}-tas-operator-kueue-config")
+    document = yaml.safe_load(config_map["data"]["config.yaml"])
+    assert document["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
+    assert {k: v for k, v in document.items() if k not in ("apiVersion", "kind")} == values
+    parsed = fairsharing.parse(document)  # the operator reads it without complaint
+    assert (parsed.fair_sharing is not None) == ("fairSharing" in values)
+    assert (parsed.admission_fair_sharing is not None) == ("admissionFairSharing" in values)
+    path = flag(docs, "kueue-config")
+    pod = the(docs, "Deployment")["spec"]["template"]
+    mounts = {m["name"]: m["mountPath"] for m in container(docs)["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
+    assert path == f"{mounts['kueue-config']}/config.yaml"
+    assert volumes["kueue-config"]["configMap"]["name"] == config_map["metadata"]["name"]
+    assert pod["metadata"]["annotations"]["checksum/kueue-config"]
+    parsed_args = build_parser().parse_args(["operator", *args_of(docs)])
+    assert parsed_args.kueue_config == path
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"fairSharing": {"preemptionStrategies": ["Nope"]}},
+        {"fairSharing": {}},
+        {"fairSharing": {"enable": True, "preemptionStrategies": ["LessThanInitialShare"]}},
+        {"admissionFairSharing": {"resourceWeights": {"cpu": -1}}},
+    ],
+    ids=["unknown strategy", "no strategies", "v1beta1 enable", "negative weight"],
+)
+def test_bad_fair_sharing_values_are_refused(values) -> None:
+    result = helm("template", RELEASE, str(CHART), values=values)
+    assert result.returncode != 0
+    assert next(iter(values)) in result.stderr

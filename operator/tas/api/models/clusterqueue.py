@@ -25,6 +25,7 @@ from tas.api.models.common import (
     conditions_field,
     schema,
 )
+from tas.api.models.fairsharing import AdmissionScope, FairSharing, FairSharingStatus
 
 QueueingStrategy = Literal["StrictFIFO", "BestEffortFIFO"]
 PreemptionPolicy = Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"]
@@ -150,6 +151,10 @@ class ClusterQueueSpecBase(KubeModel):
     """When a pending workload may evict admitted ones to make room (default: never)."""
     flavor_fungibility: FlavorFungibility | None = None
     """Whether to try the next flavor before borrowing or preempting."""
+    fair_sharing: FairSharing | None = None
+    """This queue's weight when fair sharing is configured."""
+    admission_scope: AdmissionScope | None = None
+    """Whether admission fair sharing orders this queue's workloads."""
 
 
 class ClusterQueueSpec(ClusterQueueSpecBase):
@@ -201,6 +206,8 @@ class ClusterQueueStatus(KubeModel):
     """Workloads holding a quota reservation."""
     admitted_workloads: Int32 = Field(0, ge=0)
     """Workloads admitted and not finished."""
+    fair_sharing: FairSharingStatus | None = None
+    """The queue's weighted share, written when fair sharing is configured."""
 
 
 def cluster_queue_columns(cohort_path: str) -> tuple[PrinterColumn, ...]:

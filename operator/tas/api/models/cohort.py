@@ -8,7 +8,8 @@ from typing import ClassVar
 from pydantic import Field
 
 from tas.api.models.clusterqueue import ResourceGroup
-from tas.api.models.common import CRDInfo, Int64, KubeModel, KueueResource, ObjectName, schema
+from tas.api.models.common import CRDInfo, KubeModel, KueueResource, ObjectName, schema
+from tas.api.models.fairsharing import FairSharing, FairSharingStatus
 
 
 class CohortSpec(KubeModel):
@@ -18,11 +19,8 @@ class CohortSpec(KubeModel):
         default_factory=list, max_length=16, json_schema_extra=schema(list_type="atomic")
     )
     """Quota of the cohort itself, lent to its members."""
-
-
-class FairSharingStatus(KubeModel):
-    weighted_share: Int64
-    """The cohort's share of the resources it may borrow, weighted (Kueue's fair sharing)."""
+    fair_sharing: FairSharing | None = None
+    """This cohort's weight within its parent when fair sharing is configured."""
 
 
 class CohortStatus(KubeModel):

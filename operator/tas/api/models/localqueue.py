@@ -22,6 +22,7 @@ from tas.api.models.common import (
     conditions_field,
     schema,
 )
+from tas.api.models.fairsharing import FairSharing, LocalQueueFairSharingStatus
 
 CLUSTER_QUEUE_IMMUTABLE = cel("self == oldSelf", "clusterQueue cannot be changed")
 
@@ -31,6 +32,8 @@ class LocalQueueSpec(KubeModel):
         None, json_schema_extra=schema(CLUSTER_QUEUE_IMMUTABLE)
     )
     """The ClusterQueue that admits this queue's workloads."""
+    fair_sharing: FairSharing | None = None
+    """This queue's weight in admission fair sharing."""
 
 
 class LocalQueueResourceUsage(KubeModel):
@@ -65,6 +68,8 @@ class LocalQueueStatusBase(KubeModel):
         json_schema_extra=schema(list_type="map", list_map_keys=("name",)),
     )
     """Quota reserved by this queue's workloads, per flavor."""
+    fair_sharing: LocalQueueFairSharingStatus | None = None
+    """The queue's decayed usage, written when admission fair sharing is configured."""
 
 
 def flavor_usage_field() -> Any:

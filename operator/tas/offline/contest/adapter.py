@@ -21,7 +21,17 @@ from tas.offline.contest.generator import MAX_BATCH
 from tas.offline.contest.greedy import Greedy
 from tas.offline.contest.names import DEFAULT_PLANNER, GROWTH, PLANNERS
 from tas.offline.contest.planner import Growth
-from tas.offline.contest.pool import Pool, ProtocolError, Vm, VmType, in_range, vm_type
+from tas.offline.contest.pool import (
+    Pool,
+    ProtocolError,
+    Vm,
+    VmType,
+    check_creation,
+    check_group,
+    in_range,
+    unknown_vm,
+    vm_type,
+)
 from tas.solver.groups import (
     GroupPlacementFailure,
     GroupRules,
@@ -66,26 +76,16 @@ class Contest:
         self.vms: dict[int, Vm] = {}
 
     def create_group(self, index: int, kind: int, partitions: int) -> None:
-        if index in self.groups:
-            raise ProtocolError(f"placement group {index} created twice")
-        if kind == 6:
-            if not 1 <= partitions <= 7:
-                raise ProtocolError(f"group {index}: type 6 needs 1-7 partitions")
+        if check_group(self.groups, index, kind, partitions):
             rules = GroupRules(partitions=partitions, partition_level=RACK)
-        elif kind in RULES_BY_TYPE:
-            rules = RULES_BY_TYPE[kind]
         else:
-            raise ProtocolError(f"group {index}: unknown type {kind}")
+            rules = RULES_BY_TYPE[kind]
         self.groups[index] = Group(rules)
 
     def create_vms(self, type_index: int, group_index: int, ids: list[int]) -> list[str] | None:
         """Output lines for the VMs, or None when they cannot all be placed."""
-        group = self.groups.get(group_index)
-        if group is None:
-            raise ProtocolError(f"VM creation in unknown group {group_index}")
-        if not 1 <= type_index <= len(self.types):
-            raise ProtocolError(f"unknown VM type {type_index}")
-        vm_type = self.types[type_index - 1]
+        vm_type = check_creation(self.groups, self.types, type_index, group_index)
+        group = self.groups[group_index]
         pool = self.pool
         try:
             placement = place(
@@ -122,7 +122,7 @@ class Contest:
         for vm_id in ids:
             vm = self.vms.pop(vm_id, None)
             if vm is None:
-                raise ProtocolError(f"deletion of unknown VM {vm_id}")
+                raise unknown_vm(vm_id)
             self.pool.release(vm)
             path = self.pool.layout.leaf_paths[vm.server]
             pods = by_group.setdefault(vm.group, {})

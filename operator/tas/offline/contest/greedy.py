@@ -17,12 +17,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tas.offline.contest.pool import Pool, ProtocolError, Vm, VmType
+from tas.offline.contest.pool import (
+    Pool,
+    Vm,
+    VmType,
+    check_creation,
+    check_group,
+    unknown_vm,
+)
 
 ND, POD, RACK, SERVER = range(4)
 AFFINITY = {1: RACK, 2: POD, 3: ND, 7: RACK, 8: ND, 9: ND}
 ANTI_AFFINITY = {4: SERVER, 5: RACK, 7: SERVER, 8: RACK}
-PARTITIONED = 6
 WHOLE_POD = frozenset({2, 9})
 
 
@@ -99,22 +105,13 @@ class Greedy:
         rule.bind(self)
 
     def create_group(self, index: int, kind: int, partitions: int) -> None:
-        if index in self.groups:
-            raise ProtocolError(f"placement group {index} created twice")
-        if not 0 <= kind <= 9:
-            raise ProtocolError(f"group {index}: unknown type {kind}")
-        if kind == PARTITIONED and not 1 <= partitions <= 7:
-            raise ProtocolError(f"group {index}: type 6 needs 1-7 partitions")
-        self.groups[index] = GroupView(index, kind, partitions if kind == PARTITIONED else 0)
+        partitions = check_group(self.groups, index, kind, partitions)
+        self.groups[index] = GroupView(index, kind, partitions)
 
     def create_vms(self, type_index: int, group_index: int, ids: list[int]) -> list[str] | None:
         """Output lines for the VMs, or None when they cannot all be placed."""
-        group = self.groups.get(group_index)
-        if group is None:
-            raise ProtocolError(f"VM creation in unknown group {group_index}")
-        if not 1 <= type_index <= len(self.types):
-            raise ProtocolError(f"unknown VM type {type_index}")
-        vm = self.types[type_index - 1]
+        vm = check_creation(self.groups, self.types, type_index, group_index)
+        group = self.groups[group_index]
         self.requests += 1
         for scope in self._scopes(group, vm, len(ids)):
             for servers in self.rule.narrow(group, vm, len(ids), scope):
@@ -131,7 +128,7 @@ class Greedy:
         for vm_id in ids:
             vm = self.vms.pop(vm_id, None)
             if vm is None:
-                raise ProtocolError(f"deletion of unknown VM {vm_id}")
+                raise unknown_vm(vm_id)
             self._forget(vm_id, vm)
             groups.add(vm.group)
         for index in groups:

@@ -3,6 +3,7 @@ the VM types, checked as the protocol gives them."""
 
 from __future__ import annotations
 
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +21,41 @@ MAX_AMOUNT = 2**31 - 1
 
 class ProtocolError(ValueError):
     """The input does not follow the statement."""
+
+
+GROUP_TYPES = range(10)  # the statement's placement group types t_j
+PARTITIONED = 6  # rack anti-affinity with partitions
+MAX_PARTITIONS = 7
+
+
+def check_group(known: Container[int], index: int, kind: int, partitions: int) -> int:
+    """A group creation, checked; its partition count (0 unless partitioned)."""
+    if index in known:
+        raise ProtocolError(f"placement group {index} created twice")
+    if kind not in GROUP_TYPES:
+        raise ProtocolError(f"group {index}: unknown type {kind}")
+    if kind != PARTITIONED:
+        return 0
+    if not 1 <= partitions <= MAX_PARTITIONS:
+        raise ProtocolError(
+            f"group {index}: type {PARTITIONED} needs 1-{MAX_PARTITIONS} partitions"
+        )
+    return partitions
+
+
+def check_creation(
+    known: Container[int], types: Sequence[VmType], type_index: int, group: int
+) -> VmType:
+    """A VM creation request, checked; its VM type."""
+    if group not in known:
+        raise ProtocolError(f"VM creation in unknown group {group}")
+    if not 1 <= type_index <= len(types):
+        raise ProtocolError(f"unknown VM type {type_index}")
+    return types[type_index - 1]
+
+
+def unknown_vm(vm_id: int) -> ProtocolError:
+    return ProtocolError(f"deletion of unknown VM {vm_id}")
 
 
 def in_range(what: str, value: int, low: int, high: int) -> int:

@@ -25,7 +25,7 @@ import json
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
@@ -33,10 +33,11 @@ import numpy as np
 
 from tas import features
 from tas.admission.decide import GroupDecision, decide, topology_flavors_within_quota
+from tas.admission.fairshare_order import FairSharingOrder
 from tas.api.format import format_milli
 from tas.api.placementgroups import rules_for, spec_to_object
 from tas.api.relaxation import relax
-from tas.cache import placementgroups, projections
+from tas.cache import fairshare, placementgroups, projections
 from tas.features import Gate
 from tas.offline import scenario, summary
 from tas.offline.fields import ScenarioError
@@ -112,6 +113,9 @@ class _SolverAdmission:
 
     def arrive(self, traced: TracedWorkload, now: float) -> None:
         pass  # the solver has no queue to tell
+
+    def weighted_shares(self) -> dict[str, int] | None:
+        return None  # no queues: no fair sharing
 
     def try_admit(self, traced: TracedWorkload, now: float) -> Attempt:
         partitions: Mapping[Path, int] = {}
@@ -224,6 +228,36 @@ class _QueueAdmission:
 
     def _queue(self, traced: TracedWorkload) -> str:
         return traced.workload.cluster_queue or self.default_queue
+
+    def weighted_shares(self) -> dict[str, int] | None:
+        """With fair sharing on, each ClusterQueue's status.fairSharing.weightedShare."""
+        if self.state.fair_sharing is None:
+            return None
+        tree = self.state.quota_tree()
+        return {
+            name: fairshare.share(tree, ("cq", name)).rounded()
+            for name in sorted(self.state.cluster_queues)
+        }
+
+    def in_order(self, ordered: list[TracedWorkload]) -> Iterator[TracedWorkload]:
+        """The candidates (in queue order) as the admission loop takes them: with fair sharing,
+        Kueue's fair-sharing order across ClusterQueues, each queue in its own order, the
+        shares taken afresh after every decision."""
+        if self.state.fair_sharing is None:
+            yield from ordered
+            return
+        queues: dict[str, list[TracedWorkload]] = {}
+        for traced in ordered:
+            queues.setdefault(self._queue(traced), []).append(traced)
+        heads = {cq: [self.infos[t.name] for t in waiting] for cq, waiting in queues.items()}
+        order = FairSharingOrder(self.state, heads)
+        for cq in queues:
+            order.push(cq, 0)
+        while (head := order.pop()) is not None:
+            cq, index = head
+            yield queues[cq][index]
+            if index + 1 < len(queues[cq]):
+                order.push(cq, index + 1)
 
     def arrive(self, traced: TracedWorkload, now: float) -> None:
         """The Workload exists from its arrival on, pending (and again after an eviction)."""
@@ -587,7 +621,7 @@ class _Simulation:
         """Try each candidate in queue order; the number of workloads evicted meanwhile."""
         evicted = 0
         planned = False  # defragmentation plans for the first workload that does not fit
-        for traced in sorted(candidates, key=self._queue_order):
+        for traced in self._in_order(sorted(candidates, key=self._queue_order)):
             first_try = traced.name not in self.tried
             self.tried.add(traced.name)
             started = time.perf_counter()
@@ -615,6 +649,11 @@ class _Simulation:
                     "message": attempt.message,
                 }
         return evicted
+
+    def _in_order(self, ordered: list[TracedWorkload]) -> Iterable[TracedWorkload]:
+        if isinstance(self.admission, _QueueAdmission):
+            return self.admission.in_order(ordered)
+        return ordered
 
     def _defragment(self, traced: TracedWorkload, now: float) -> int:
         """Move the running workloads the plan names, if there is a plan; how many."""
@@ -674,6 +713,7 @@ class _Simulation:
         self.books.evictions += 1
 
     def _record(self, now: float) -> None:
+        shares = self.admission.weighted_shares()
         self.books.timeline.append(
             {
                 "time": now,
@@ -684,6 +724,7 @@ class _Simulation:
                 "podsRunning": self.ledger.pods_running,
                 "workloadsRunning": len(self.running),
                 "workloadsWaiting": len(self.pending),
+                **({"weightedShare": shares} if shares is not None else {}),
             }
         )
         if self.observe is not None:
@@ -741,7 +782,27 @@ def _report(
             else {}
         ),
         **({"groups": groups_report} if groups_report else {}),
+        **_fair_sharing_report(trace, books),
         "timeline": books.timeline,
+    }
+
+
+def _fair_sharing_report(trace: Trace, books: _Books) -> dict[str, Any]:
+    """With fair sharing on: the strategies, and each ClusterQueue's weighted share at the end
+    and at its highest (the timeline has it at every event)."""
+    fair = trace.scenario.fair_sharing.fair_sharing
+    if fair is None:
+        return {}
+    series = [entry["weightedShare"] for entry in books.timeline if "weightedShare" in entry]
+    names = sorted(series[-1]) if series else []
+    return {
+        "fairSharing": {
+            "preemptionStrategies": list(fair.preemption_strategies),
+            "weightedShare": {
+                name: {"final": series[-1][name], "max": max(s[name] for s in series)}
+                for name in names
+            },
+        }
     }
 
 
