@@ -15,10 +15,11 @@ moves all that survive to the collector's permanent generation, so full collecti
 what was made since. A pacer settles the heap when it yields, at most every `SETTLE_EVERY`
 seconds; the runtime once the initial lists are in. The price: a reference cycle among settled
 objects that later becomes garbage is not freed by those (refcounting frees all else). So once
-the settled heap has grown `FULL_COLLECTION_GROWTH` times since the last full collection, one
-runs over all of it: memory held by such cycles stays within a few times the live heap, and the
-pause that walks the whole heap comes once per such growth (the collector's own rule runs one
-per 25% of growth), never while the heap stays the same size. bench/loop_stall_bench.py
+the process's peak memory has grown `FULL_COLLECTION_GROWTH` times since the last full
+collection, one runs over all of it: memory held by such cycles stays within a few times the
+live heap, and the pause that walks the whole heap comes once per such growth (the collector's
+own rule runs one per 25% of growth of the objects), never while the heap stays the same size.
+(Counting the settled objects instead walks them all: 100 ms at 50,000 workloads.) bench/loop_stall_bench.py
 reports the cycles left after its runs (none).
 """
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import heapq
+import resource
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, TypeVar
@@ -35,33 +37,38 @@ YIELD_EVERY = 256  # items between two chances for the loop's other tasks to run
 SLICE = 0.005  # seconds a loop may hold the event loop before the others run
 SORT_RUN = 2048  # items sorted in one step of sorted_paced
 SETTLE_EVERY = 0.25  # seconds between two settlings of the heap by the pacers
-# Growth of the settled heap that runs a full collection. Above what one cycle holds in flight:
+# Growth of the peak memory that runs a full collection. Above what one cycle holds in flight:
 # a status write per pending workload decided takes about 1.5 times what the cache holds for it.
 FULL_COLLECTION_GROWTH = 4
 
 T = TypeVar("T")
 
 _settled_at = float("-inf")  # monotonic time of the last settle_heap()
-_settled_after_full: int | None = None  # objects settled after the last full collection
+_peak_after_full: int | None = None  # the process's peak memory after the last full collection
 
 
 def settle_heap(initial: bool = False) -> None:
     """Free the young objects' reference cycles, then exempt every surviving object from the
     collector's full walks (see the module's docstring). Costs what the young objects cost,
-    but for a full collection each time the settled heap has grown FULL_COLLECTION_GROWTH
-    times. `initial`: the heap as the initial lists left it, from which growth is counted."""
-    global _settled_at, _settled_after_full
+    but for a full collection each time the peak memory has grown FULL_COLLECTION_GROWTH
+    times. `initial`: memory as the initial lists left it, from which growth is counted."""
+    global _settled_at, _peak_after_full
     gc.collect(1)
     gc.freeze()
-    settled = gc.get_freeze_count()
-    if initial or _settled_after_full is None:
-        _settled_after_full = settled
-    elif settled > FULL_COLLECTION_GROWTH * _settled_after_full:
+    peak = _peak_memory()
+    if initial or _peak_after_full is None:
+        _peak_after_full = peak
+    elif peak > FULL_COLLECTION_GROWTH * _peak_after_full:
         gc.unfreeze()
         gc.collect()
         gc.freeze()
-        _settled_after_full = gc.get_freeze_count()
+        _peak_after_full = peak
     _settled_at = time.monotonic()
+
+
+def _peak_memory() -> int:
+    """The process's peak resident memory (a system call; never walks the heap)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def settle_heap_now_and_then() -> None:
