@@ -595,9 +595,14 @@ def requested_quota(
     return {(chosen, r): need[r] for r in wanted}
 
 
-def pending_order(workloads: list[WorkloadInfo]) -> list[WorkloadInfo]:
+def queue_order_key(workload: WorkloadInfo) -> tuple[int, datetime, str]:
     """Kueue's queue order: higher priority first, then older first."""
-    return sorted(workloads, key=lambda w: (-w.priority, w.created, w.name))
+    return (-workload.priority, workload.created, workload.name)
+
+
+def pending_order(workloads: list[WorkloadInfo]) -> list[WorkloadInfo]:
+    """The workloads in Kueue's queue order (queue_order_key)."""
+    return sorted(workloads, key=queue_order_key)
 
 
 def topology_flavors_within_quota(

@@ -4,7 +4,9 @@ Every decision happens here, one at a time, so two workloads can never be given 
 capacity. The loop sleeps until something wakes it (a watch event that may change a decision)
 and never runs on a timer. A cycle walks the ClusterQueues; in each it tries the pending
 workloads in queue order (StrictFIFO stops at the first that does not fit). A workload that did
-not fit is tried again only when the cache's capacity generation or its own spec changed. A
+not fit is tried again only when its own spec changed, or something that can let it in (as
+Kueue requeues its inadmissible workloads): quota released in its cohort tree, the capacity of
+its queue's flavors, or any queue's spec (ClusterState.retry_marker). A
 cycle hands the event loop back every few milliseconds (tas.pacing): the lease, the webhooks
 and the watches run meanwhile, and each decision reads the workload as the cache holds it then.
 
@@ -18,6 +20,7 @@ refused) the workload waits out its own capped, jittered backoff before it is tr
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 from collections import Counter
@@ -29,7 +32,7 @@ from typing import Any
 from tas import features, metrics
 from tas.admission import fairshare_order, moves, queue_metrics
 from tas.admission.admission_fair_sharing import LocalQueueUsage
-from tas.admission.decide import Decision, borrows_first, decide, pending_order
+from tas.admission.decide import Decision, borrows_first, decide, queue_order_key
 from tas.admission.holds import Holds
 from tas.admission.moves import DefragRules
 from tas.admission.ports import WorkloadStatusWriter
@@ -65,7 +68,7 @@ from tas.hotswap.replace import (
 )
 from tas.kube import KubeError
 from tas.kube.retry import Backoff, PerKeyBackoff
-from tas.pacing import Pacer
+from tas.pacing import Pacer, sorted_paced
 from tas.workload import transitions
 from tas.workload.writer import evict, preempt
 
@@ -74,6 +77,7 @@ HeadKey = tuple[bool, int, datetime, str]
 
 log = logging.getLogger(__name__)
 
+DRAIN_BATCH = 256  # writes drain() waits on at once
 PARALLEL_PREEMPTIONS = 8  # victims evicted at once (Kueue's parallelPreemptions)
 
 # A relaxation timer fires this long after the stage begins, so the decision it wakes is taken
@@ -103,8 +107,8 @@ class AdmissionLoop:
         self._planned: set[str] = set()  # queues whose head was planned for in this cycle
         self.synced = asyncio.Event()  # set once every watched kind has been listed
         self._wake = asyncio.Event()
-        # key -> (generation, spec generation, message)
-        self._tried: dict[Key, tuple[int, int, str]] = {}
+        # key -> (ClusterState.retry_marker, spec generation, message) of a try that did not fit
+        self._tried: dict[Key, tuple[tuple, int, str]] = {}
         self._cq_status: dict[str, dict[str, Any]] = {}
         self._cohort_status: dict[str, dict[str, Any]] = {}
         self._group_status: dict[Key, dict[str, Any]] = {}  # as last written
@@ -213,7 +217,8 @@ class AdmissionLoop:
             if cq is None:  # deleted while the loop yielded
                 continue
             problems[cq_name] = state.cluster_queue_problem(cq)
-            queues[cq_name] = self.fair.order(cq, pending_order(waiting))
+            ordered = await sorted_paced(waiting, queue_order_key, self._pacer)
+            queues[cq_name] = self.fair.order(cq, ordered)
             if queues[cq_name]:
                 heads.push(cq_name, 0)
         while (head := heads.pop()) is not None:
@@ -258,9 +263,13 @@ class AdmissionLoop:
         return True
 
     def _tried_unchanged(self, workload: WorkloadInfo) -> bool:
-        """It did not fit, and is not tried again until the cluster or its spec changes."""
+        """It did not fit, and nothing that can let it in changed since: not its spec, nor its
+        queue, nor what its queue's retry marker counts."""
         tried = self._tried.get(workload.key)
-        return tried is not None and tried[:2] == (self.state.generation, workload.generation)
+        if tried is None:
+            return False
+        cq = self.state.cluster_queues.get(self.state.cluster_queue_of(workload) or "")
+        return cq is not None and tried[:2] == (self.state.retry_marker(cq), workload.generation)
 
     async def _activity(self) -> None:
         """spec.active, as Kueue's workload controller acts on it: an inactive workload that
@@ -359,9 +368,9 @@ class AdmissionLoop:
         return delay
 
     async def _try(self, workload: WorkloadInfo, cq: ClusterQueueInfo) -> bool:
-        tried = self._tried.get(workload.key)
-        if tried and tried[:2] == (self.state.generation, workload.generation):
-            return False  # nothing changed since it last did not fit
+        if self._tried_unchanged(workload):
+            return False  # nothing that can let it in changed since it last did not fit
+        marker = self.state.retry_marker(cq)  # as the decision reads the cluster
         with metrics.ADMISSION_LATENCY.time():
             decision = decide(self.state, workload, cq)
             if self.defrag.enabled:
@@ -394,7 +403,7 @@ class AdmissionLoop:
             # cycle, so that it holds its room against the workloads behind it.
             await self._preempt(workload, cq, decision)
             return False
-        self._tried[workload.key] = (self.state.generation, workload.generation, decision.message)
+        self._tried[workload.key] = (marker, workload.generation, decision.message)
         if decision.relax_at is not None:
             self._relax_later(workload.key, decision.relax_at)
         log.debug(
@@ -659,8 +668,9 @@ class AdmissionLoop:
 
     async def drain(self) -> None:
         """Wait for the admission writes in flight (tests, shutdown)."""
-        while self._writes:
-            await asyncio.gather(*list(self._writes), return_exceptions=True)
+        while self._writes:  # a few at a time: waiting on 50,000 at once stalls the loop
+            batch = list(itertools.islice(self._writes, DRAIN_BATCH))
+            await asyncio.gather(*batch, return_exceptions=True)
 
     async def _pending(
         self, workload: WorkloadInfo, message: str, reason: str = REASON_PENDING
@@ -736,8 +746,18 @@ class AdmissionLoop:
             await self._pacer.maybe_yield()
             cq = state.cluster_queues.get(cq_name)
             if cq is not None:
-                still_pending = sum(1 for w in by_cq[cq_name] if not state.is_assumed(w.key))
+                still_pending = await self._count_unassumed(by_cq[cq_name])
                 await self._write_cq_status(cq, problems[cq_name], still_pending, admitted[cq_name])
+
+    async def _count_unassumed(self, workloads: list[WorkloadInfo]) -> int:
+        """How many of `workloads` no admission of this cycle took (yielding: 50,000 of them
+        take tens of milliseconds)."""
+        count = 0
+        for index, workload in enumerate(workloads):
+            if index % 1024 == 0:
+                await self._pacer.maybe_yield()
+            count += not self.state.is_assumed(workload.key)
+        return count
 
     async def _write_cq_status(
         self, cq: ClusterQueueInfo, problem: tuple[str, str] | None, pending: int, admitted: int

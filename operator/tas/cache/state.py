@@ -9,6 +9,11 @@ Capacity bookkeeping:
 - `generation` changes whenever capacity changes for reasons other than our own admissions
   (nodes, pods outside TAS, topologies, flavors, queues, a workload releasing its quota), so the
   admission loop retries a workload that did not fit only when something could have changed.
+- `retry_marker(cq)` narrows that to what can change the answer for a workload of `cq`, as
+  Kueue requeues its inadmissible workloads: a change to every queue (topologies, flavors,
+  queues, cohorts, namespaces, placement groups), quota released in the queue's cohort tree,
+  or the capacity of a node of one of the queue's flavors (its pods, or a charge released on
+  it). Another cohort's usage, or nodes of another flavor, leave it as it was.
 - Each workload holding quota has a `Charge`: its quota usage per ClusterQueue and flavor, and
   its topology usage per flavor. Charges come from the watched status, or from `assume()` for an
   admission whose status write is in flight; `forget()` rolls an assumption back.
@@ -141,6 +146,7 @@ class ClusterState:
         self.numa = NumaLedger()  # NUMA zones of the nodes that report them (TASNUMAZones)
         self._init_workload_building()
         self._init_placement_groups()
+        self._init_retry_generations()
         # Called (no argument, on the loop) after nodes, pods' usage, workloads or groups
         # change: the topology view rebuilds shortly after. Must be cheap and never raise.
         self.listeners: list[Callable[[], None]] = []
@@ -158,6 +164,15 @@ class ClusterState:
         self.assumed_partitions: dict[Key, dict[Key, dict[tuple[str, ...], int]]] = defaultdict(
             dict
         )
+
+    def _init_retry_generations(self) -> None:
+        """Counters of the changes that can let a waiting workload in (see retry_marker): each
+        one also counts in `generation`, which keys the markers' cache."""
+        self._every_queue_generation = 0
+        self._tree_generations: dict[tuple[str, str], int] = defaultdict(int)  # by tree root
+        self._flavor_generations: dict[str, int] = defaultdict(int)
+        self._retry_markers: dict[str, tuple] = {}
+        self._retry_markers_at = -1  # the generation they were made at
 
     def _init_workload_building(self) -> None:
         """What is read when a Workload is built, never by admission itself: its priority, and
@@ -186,15 +201,18 @@ class ClusterState:
     def _capacity_changed(self) -> None:
         """Topologies, flavors or queues changed: snapshots are rebuilt on next use."""
         self.generation += 1
+        self._every_queue_generation += 1
         self._snapshots.clear()
         self._holds = None
         self._notify()
 
-    def _node_changed(self, name: str) -> None:
-        """One node's capacity changed: update the cached snapshots in place."""
+    def _node_changed(self, name: str, before: Node | None = None) -> None:
+        """One node's capacity changed (`before`: as it was, if its labels may have changed):
+        update the cached snapshots in place."""
         self.generation += 1
         self._notify()
         node = self.nodes.get(name)
+        self._count_node_change(node, before)
         for snapshot in self._snapshots.values():
             if node is None:
                 snapshot.remove_node(name)
@@ -278,10 +296,11 @@ class ClusterState:
 
     def upsert_node(self, node: Node) -> bool:
         self._check_thread()
-        if self.nodes.get(node.name) == node:
+        before = self.nodes.get(node.name)
+        if before == node:
             return False  # a heartbeat: nothing placement reads has changed
         self.nodes[node.name] = node
-        self._node_changed(node.name)
+        self._node_changed(node.name, before)
         self._holds = None  # a held domain's capacity may have changed
         for key in self._before_node.pop(node.name, ()):
             pod = self.pods.get(key)
@@ -291,9 +310,10 @@ class ClusterState:
 
     def delete_node(self, name: str) -> bool:
         self._check_thread()
-        if self.nodes.pop(name, None) is None:
+        before = self.nodes.pop(name, None)
+        if before is None:
             return False
-        self._node_changed(name)
+        self._node_changed(name, before)
         self._holds = None
         return True
 
@@ -518,18 +538,21 @@ class ClusterState:
             self.cohorts[cohort.name] = cohort
             self._quota_tree = None
             self.generation += 1  # quota to lend changed; the topology did not
+            self._every_queue_generation += 1
 
     def delete_cohort(self, name: str) -> None:
         self._check_thread()
         if self.cohorts.pop(name, None) is not None:
             self._quota_tree = None
             self.generation += 1
+            self._every_queue_generation += 1
 
     def upsert_placement_group(self, group: PlacementGroupInfo) -> None:
         self._check_thread()
         key = (group.namespace, group.name)
         if self.placement_groups.get(key) != group:
             self.generation += 1  # decisions refused under the old object are tried again
+            self._every_queue_generation += 1
             self._holds = None
             self._notify()
         self.placement_groups[key] = group
@@ -545,6 +568,7 @@ class ClusterState:
         self._check_thread()
         if self.placement_groups.pop((namespace, name), None) is not None:
             self.generation += 1
+            self._every_queue_generation += 1
             self._holds = None
             self.placement_groups_deleted.add((namespace, name))
             self._notify()
@@ -766,6 +790,7 @@ class ClusterState:
                 if not self._by_node[node]:
                     del self._by_node[node]
             self.generation += 1  # released capacity may let waiting workloads in
+            self._count_release(old)
         if new is None:
             self._charged_at.pop(key, None)
         else:
@@ -915,6 +940,52 @@ class ClusterState:
                     )
         return None
 
+    # ---- what can let a workload that did not fit in -----------------------------------------
+
+    def retry_marker(self, cq: ClusterQueueInfo) -> tuple:
+        """What a decision for a workload of `cq` read that a change can let it in by: changes to
+        every queue, to the quota used in its cohort tree, to the capacity of its flavors. Equal
+        markers before and after: no such change happened in between."""
+        if self._retry_markers_at != self.generation:
+            self._retry_markers.clear()
+            self._retry_markers_at = self.generation
+        marker = self._retry_markers.get(cq.name)
+        if marker is None:
+            root = self._tree_root(cq.name)
+            flavors = sorted({fq.flavor for group in cq.resource_groups for fq in group.flavors})
+            marker = (
+                self._every_queue_generation,
+                cq.name,
+                root,
+                self._tree_generations[root],
+                tuple(self._flavor_generations[name] for name in flavors),
+            )
+            self._retry_markers[cq.name] = marker
+        return marker
+
+    def _tree_root(self, cq_name: str) -> tuple[str, str]:
+        """The root of the queue's cohort tree: the queue itself when it has no cohort."""
+        path = list(self.quota_tree().path_to_root(("cq", cq_name)))
+        return path[-1] if path else ("cq", cq_name)
+
+    def _count_release(self, charge: Charge) -> None:
+        """A charge let go: its cohort tree's quota, its flavors and the flavors of its nodes
+        (a node-level assignment counts in overlapping flavors too) have room again."""
+        self._tree_generations[self._tree_root(charge.cluster_queue)] += 1
+        for ps in charge.pod_sets:
+            self._flavor_generations[ps.flavor] += 1
+        self._count_node_change(*(self.nodes.get(name) for name in _hosts(charge)))
+
+    def _count_node_change(self, *nodes: Node | None) -> None:
+        """These nodes' capacity changed: the flavors that select any of them. An exclusive
+        placement group's hold grows and shrinks with its domains' nodes, and counts in its
+        queue's quota: while groups exist, every queue."""
+        if self.placement_groups or self.group_members:
+            self._every_queue_generation += 1
+        for flavor in self.flavors.values():
+            if any(node is not None and _selects(flavor, node) for node in nodes):
+                self._flavor_generations[flavor.name] += 1
+
     def snapshot(self, flavor_name: str) -> TopologySnapshot:
         """The flavor's topology with every current usage, built once per capacity generation."""
         cached = self._snapshots.get(flavor_name)
@@ -984,6 +1055,11 @@ def _index(index: set[Key], key: Key, member: bool) -> None:
         index.add(key)
     else:
         index.discard(key)
+
+
+def _selects(flavor: FlavorInfo, node: Node) -> bool:
+    """The node is one of the flavor's (its nodeLabels match; a superset of its snapshot's)."""
+    return all(node.labels.get(key) == value for key, value in flavor.node_labels.items())
 
 
 def _beyond(requests: Mapping[str, int], held: Mapping[str, int]) -> dict[str, int]:

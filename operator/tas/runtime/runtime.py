@@ -36,7 +36,7 @@ from tas.kube import CRDS, Kube, KubeError
 from tas.kube.kubeconfig import load_connection
 from tas.kube.reflector import Reflector
 from tas.kube.retry import Backoff
-from tas.pacing import Pacer
+from tas.pacing import Pacer, settle_heap
 from tas.runtime import migrate
 from tas.runtime.fence import FencedKube
 from tas.runtime.leader import LeaderElector, LeaseSettings
@@ -385,6 +385,7 @@ class Runtime:
         )
         self.helpers.append(asyncio.create_task(self._migrate_storage(), name="migrate-storage"))
         self.active = True
+        settle_heap(initial=True)  # full collections walk the lists' objects only as they grow
         self.admission.synced.set()
         for worker in self.workers():
             worker.started.set()
