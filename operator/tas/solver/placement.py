@@ -70,9 +70,12 @@ class Placement(LeafCapacity):
             )
             allowed = ~excluded if allowed is None else allowed & ~excluded
         if self.options.fragmentation_aware and not within:
-            allowed = self._profile_domain(
+            chosen = self._profile_domain(
                 tree, params, requests, leader, counting, assumed, allowed
             )
+            if chosen is not None:
+                allowed = chosen if allowed is None else allowed & chosen
+                params.least_free_capacity = True  # fullest first inside it: profile.py
         scores = self._affinity_scores(workers)
         if scores is not None and any(scores):  # all 0: the orders without it
             params.affinity = True
@@ -187,9 +190,9 @@ class Placement(LeafCapacity):
         assumed: dict[int, dict[str, int]],
         allowed: np.ndarray | None,
     ) -> np.ndarray | None:
-        """TASProfileFragmentationAware: keep only the leaves of the domain the profile picks
-        (solver/profile.py), for a plain request at a required or preferred level; Kueue's
-        algorithm then places inside it. Anything else is left to BestFit."""
+        """TASProfileFragmentationAware: the leaves of the domain the profile picks
+        (solver/profile.py), for a plain request at a required or preferred level; None when
+        it picks none. Anything else is left to BestFit."""
         if (
             leader is not None
             or counting is not None
@@ -198,7 +201,7 @@ class Placement(LeafCapacity):
             or params.tail_size
             or not self._vectorizable(tree, requests, None, assumed)
         ):
-            return allowed
+            return None
         free = self._free_after(assumed)
         capacity = vectorized.pods_that_fit(vectorized.resource_fits(free, self._rows, requests)[1])
         if allowed is not None:
@@ -213,9 +216,9 @@ class Placement(LeafCapacity):
             params.slice_size,
         )
         if chosen is None:
-            return allowed
+            return None
         inside: np.ndarray = layout.codes[params.requested_level] == chosen
-        return inside if allowed is None else allowed & inside
+        return inside
 
     def _vectorizable(
         self,

@@ -6,8 +6,13 @@ holds the request, wherever it is. That keeps the chosen domain tight but can cu
 block while another block is half used, and the next gang that needs a whole block then finds
 none. This profile chooses among the same feasible domains top-down: the block with the least
 room that still has a fitting domain, then within it the tightest fitting domain (and so on for
-deeper levels), so that partly used parents fill up first and empty ones stay whole. Inside the
-chosen domain Kueue's algorithm places the pods as before.
+deeper levels), so that partly used parents fill up first and empty ones stay whole.
+
+Inside the chosen domain Kueue's algorithm places the pods, in one order changed: the domains
+under it are taken fullest first (LeastFreeCapacity's order) rather than emptiest first. Kueue
+takes the emptiest racks of a block first to use few of them, which breaks whole racks and
+leaves the half-used ones behind; a later gang that needs a whole rack, or a block's worth of
+rack-sized slices, then finds none. Filling the partly used ones first keeps the whole ones.
 """
 
 from __future__ import annotations
@@ -26,8 +31,8 @@ def choose_domain(
     slice_size: int = 1,
 ) -> int | None:
     """The code of the domain at `level` to place `count` pods in (whole slices of
-    `slice_size` pods, each in one domain of `slice_level`), or None when at most one domain
-    fits (then BestFit's choice is the same, or there is none)."""
+    `slice_size` pods, each in one domain of `slice_level`), or None when none fits (then
+    BestFit fails a required level, or spreads over a preferred one, as Kueue does)."""
     codes = layout.codes[level]
     domains = len(layout.domains[level])
     room = np.bincount(codes, weights=capacity, minlength=domains)
@@ -42,7 +47,7 @@ def choose_domain(
         slice_room = np.bincount(parent_of, weights=slices, minlength=domains) * slice_size
         room = np.minimum(room, slice_room)
     fitting = np.flatnonzero(room >= count)
-    if len(fitting) <= 1:
+    if len(fitting) == 0:
         return None
     # Sort keys, most significant last for np.lexsort: the path (ties), the domain's own room,
     # then each ancestor's room from the level above up to the top.

@@ -329,9 +329,9 @@ def test_profile_counts_only_the_hosts_the_pod_set_may_use():
     best_fit = snapshot(selector_hosts()).find_assignments([request])
     assert racks(best_fit) == {"b0-r0"}  # the tightest rack that holds 5
     aware = snapshot(selector_hosts(), aware=True).find_assignments([request])
-    # b1 has less allowed room (6) than b0 (7): b1-r0, on its allowed hosts only (4 + 1),
-    # never on the other pool's host even though it alone would hold all 5
-    assert per_host(aware) == {"b1-r0-a": 4, "b1-r0-b": 1}
+    # b1 has less allowed room (6) than b0 (7): b1-r0, on its allowed hosts only (the fuller
+    # b first: 2 + 3), never on the other pool's host even though it alone would hold all 5
+    assert per_host(aware) == {"b1-r0-b": 2, "b1-r0-a": 3}
 
 
 def test_profile_counts_leaves_excluded_by_exclusive_groups_as_no_room():
