@@ -108,7 +108,8 @@ class AdmissionLoop:
         self.synced = asyncio.Event()  # set once every watched kind has been listed
         self._wake = asyncio.Event()
         # key -> (ClusterState.retry_marker, spec generation, message) of a try that did not fit
-        self._tried: dict[Key, tuple[tuple, int, str]] = {}
+        # (for a replacement: the cluster generation, spec generation, failed nodes)
+        self._tried: dict[Key, tuple[object, int, str]] = {}
         self._cq_status: dict[str, dict[str, Any]] = {}
         self._cohort_status: dict[str, dict[str, Any]] = {}
         self._group_status: dict[Key, dict[str, Any]] = {}  # as last written

@@ -942,7 +942,7 @@ class ClusterState:
 
     # ---- what can let a workload that did not fit in -----------------------------------------
 
-    def retry_marker(self, cq: ClusterQueueInfo) -> tuple:
+    def retry_marker(self, cq: ClusterQueueInfo) -> tuple[object, ...]:
         """What a decision for a workload of `cq` read that a change can let it in by: changes to
         every queue, to the quota used in its cohort tree, to the capacity of its flavors. Equal
         markers before and after: no such change happened in between."""
