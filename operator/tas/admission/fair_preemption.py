@@ -37,6 +37,7 @@ from tas.admission.preemption import (
     Target,
     allowed,
     candidate_order,
+    shift_quota,
     uses,
 )
 from tas.api.constants import (
@@ -166,12 +167,6 @@ def _child_below(tree: QuotaTree, node: Node, lca: Node) -> Node:
             return below
         below = ancestor
     raise AssertionError(f"{lca} is not above {node}")
-
-
-def _shift_quota(tree: QuotaTree, charge: Charge, sign: int) -> None:
-    for ps in charge.pod_sets:
-        for resource, value in ps.per_pod.items():
-            tree.shift(charge.cluster_queue, (ps.flavor, resource), sign * ps.count * value)
 
 
 class _FairSearch:
@@ -334,11 +329,11 @@ class _FairSearch:
     def _share_after_removal(
         self, ordering: TargetOrdering, target: str, candidate: _Candidate
     ) -> DRS:
-        _shift_quota(self.tree, candidate.charge, -1)
+        shift_quota(self.tree, candidate.charge, -1)
         try:
             return fairshare.share(self.tree, ordering.almost_lcas(target)[1])
         finally:
-            _shift_quota(self.tree, candidate.charge, 1)
+            shift_quota(self.tree, candidate.charge, 1)
 
     def _fill_back(self) -> None:
         """Kueue's fillBackWorkloads: from the second-to-last victim back to the first, put

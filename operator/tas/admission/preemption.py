@@ -127,6 +127,13 @@ class _Candidate:
     lca: Node | None  # the cohort below which it was found (reclaim only)
 
 
+def shift_quota(tree: QuotaTree, charge: Charge, sign: int) -> None:
+    """Add (sign 1) or take away (-1) a charge's quota usage in the tree."""
+    for ps in charge.pod_sets:
+        for resource, value in ps.per_pod.items():
+            tree.shift(charge.cluster_queue, (ps.flavor, resource), sign * ps.count * value)
+
+
 class Simulation:
     """Quota (the whole cohort tree) and the flavor's topology with some charges taken out;
     undone by `restore`."""
@@ -138,11 +145,8 @@ class Simulation:
         self.removed: list[Charge] = []
 
     def _shift(self, charge: Charge, sign: int) -> None:
+        shift_quota(self.tree, charge, sign)
         for ps in charge.pod_sets:
-            for resource, value in ps.per_pod.items():
-                self.tree.shift(
-                    charge.cluster_queue, (ps.flavor, resource), sign * ps.count * value
-                )
             if ps.flavor == self.flavor and self.snapshot is not None and ps.assignment is not None:
                 self.snapshot.add_usage(ps.assignment, ps.requests, sign)
 
