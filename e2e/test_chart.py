@@ -55,7 +55,14 @@ def test_the_operator_runs_under_the_chart_service_account(
     assert any(
         e["reason"] == "Admitted" and e["involvedObject"]["kind"] == "Workload" for e in events
     )
-    assert "forbidden" not in operator.log().lower()
+    # RBAC refusals only: a write into a namespace another test is deleting is refused as
+    # "forbidden ... because it is being terminated", which says nothing of our permissions.
+    refusals = [
+        line
+        for line in operator.log().lower().splitlines()
+        if "forbidden" in line and "being terminated" not in line
+    ]
+    assert not refusals, refusals
 
 
 def test_helm_upgrade_of_feature_gates_takes_effect(cluster: Cluster, namespace: str, operator):
