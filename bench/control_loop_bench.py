@@ -148,7 +148,7 @@ async def create_many(kube: Kube, ns: str, bodies: list[dict], in_flight: int = 
 
 
 def create(cluster: Cluster, ns: str, bodies: list[dict]) -> list[float]:
-    kube = Kube(load_connection(cluster.kubeconfig))
+    kube = Kube(load_connection(cluster.kubeconfig), component="bench")
     return asyncio.run(create_many(kube, ns, bodies))
 
 
@@ -247,12 +247,16 @@ def webhook_latency(cluster: Cluster, op: OperatorProcess, samples: int = 40) ->
     for body in plain:
         body["spec"]["suspend"] = True  # not queued: no webhook of ours is called for it
     queued = [small_job(f"w{i}", suspend=True) for i in range(samples)]
-    kube = Kube(load_connection(cluster.kubeconfig))
+    kube = Kube(load_connection(cluster.kubeconfig), component="bench")
     with_hooks = asyncio.run(create_many(kube, ns, queued, in_flight=1))
-    kube = Kube(load_connection(cluster.kubeconfig))
+    kube = Kube(load_connection(cluster.kubeconfig), component="bench")
     without = asyncio.run(create_many(kube, ns, plain, in_flight=1))
-    dry_with = asyncio.run(dry_run_creates(Kube(load_connection(cluster.kubeconfig)), ns, queued))
-    dry_without = asyncio.run(dry_run_creates(Kube(load_connection(cluster.kubeconfig)), ns, plain))
+    dry_with = asyncio.run(
+        dry_run_creates(Kube(load_connection(cluster.kubeconfig), component="bench"), ns, queued)
+    )
+    dry_without = asyncio.run(
+        dry_run_creates(Kube(load_connection(cluster.kubeconfig), component="bench"), ns, plain)
+    )
     drop_namespace(cluster, ns)
     return {
         "job_create_ms_median_with_webhooks": 1000 * statistics.median(with_hooks),

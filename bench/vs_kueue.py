@@ -20,9 +20,12 @@ call or the controller's process start.
 Stages (`--stages`, in this order):
 - sample: Kueue's documented TAS example (40 pods, preferred block) on 200 nodes
   (5 blocks x 5 racks x 8 hosts, 8 cpu): admitted, all pods Running, and where they run.
-- job64: a 64-pod Job (preferred rack, 1 cpu each), create to all pods Running, median of 5.
+- job64: a 64-pod Job (preferred rack, 1 cpu each), create to all pods Running, median of --runs
+  (3 by default, as every timed stage).
 - live: 500 two-pod Jobs created by one client (32 requests in flight), first create to last
-  admission.
+  admission; and each controller's own API requests per admitted Job (until it has sent
+  nothing but lease renewals for 3 s, so that resuming Jobs, ungating pods and events count), from the API server's audit log
+  (bench/audit-policy.yaml), by the user agent of the controller's clients.
 - drain: 1,000 two-pod Jobs created suspended while the controller is down; it starts; process
   start to the last admission.
 - hotswap: a 4-pod rack-required Job on a rack of 3 hosts (4 cpu); one of its nodes is
@@ -42,15 +45,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import datetime
 import json
 import os
 import random
 import signal
 import statistics
+import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,6 +102,15 @@ EXAMPLES = ROOT / "examples" / "kueue-tas"
 SAMPLE_JOB = "tas-sample-preferred"
 PLACEMENT_GROUP = "placement"
 RESULTS = ROOT / "bench" / "results" / "vs_kueue.json"
+# Each side's API server keeps an audit log, so each controller's requests are counted alike,
+# by the user agent its clients send.
+AUDIT_POLICY = ROOT / "bench" / "audit-policy.yaml"
+AGENTS = {OURS: ("tas-operator", "kopf"), KUEUE: ("kueue/",)}
+READ_VERBS = frozenset({"get", "list", "watch"})
+# After the last admission a controller still resumes Jobs, ungates pods and records events:
+# counted until it has sent nothing but lease renewals for QUIET_S (at most SETTLE_S).
+QUIET_S, SETTLE_S = 3, 120
+RENEWALS = "leases"
 
 
 @dataclass
@@ -115,7 +129,7 @@ def params(args: argparse.Namespace) -> Params:
     sizes = args.sizes or ("300x2000" if args.quick else "1000x10000,5000x50000")
     return Params(
         quick=args.quick,
-        runs=args.runs or (2 if args.quick else 5),
+        runs=args.runs or (2 if args.quick else 3),
         live_jobs=100 if args.quick else 500,
         drain_jobs=200 if args.quick else 1000,
         sizes=[tuple(int(x) for x in s.split("x")) for s in sizes.split(",")],
@@ -143,6 +157,7 @@ class Side:
         offset = int(os.environ.get(PORT_OFFSET_ENV, "0"))
         api, etcd = (port + offset for port in PORTS[name])
         self.env = cluster_env(ROOT / ".cluster" / f"vs-{name}", api, etcd)
+        self.env["TAS_AUDIT_POLICY"] = str(AUDIT_POLICY)
         self.kueue_qps = kueue_qps
         self.cluster: Cluster | None = None
         self.proc: OperatorProcess | KueueProcess | None = None
@@ -225,6 +240,77 @@ class Side:
     def rss_cpu(self) -> tuple[float, float]:
         return proc_stat(self.proc.proc.pid)
 
+    def api_requests(self, since: float, admitted: int) -> dict:
+        """The controller's requests from `since` until it has settled, per admitted
+        workload, from the API server's audit log."""
+        log, until = Path(self.cluster.local_dir) / "audit.log", self.settled(since)
+        with log.open() as lines:
+            counts = count_requests(lines, AGENTS[self.name], since, until)
+        with log.open() as lines:
+            kinds = requests_by_kind(lines, AGENTS[self.name], since, until)
+        return {
+            "api_requests_per_admitted_workload": counts["all"] / admitted,
+            "api_writes_per_admitted_workload": counts["writes"] / admitted,
+            "api_requests_by_kind": kinds,
+        }
+
+    def settled(self, since: float) -> float:
+        """When the controller last sent anything but a lease renewal, once QUIET_S passed
+        without one (or SETTLE_S did)."""
+        log, deadline = Path(self.cluster.local_dir) / "audit.log", time.time() + SETTLE_S
+        last = since
+        while time.time() < deadline:
+            with log.open() as lines:
+                for event in controller_events(lines, AGENTS[self.name], last, time.time()):
+                    if (event.get("objectRef") or {}).get("resource") != RENEWALS:
+                        received = datetime.datetime.fromisoformat(
+                            event["requestReceivedTimestamp"]
+                        )
+                        last = max(last, received.timestamp())
+            if time.time() - last >= QUIET_S:
+                break
+            time.sleep(1)
+        return last
+
+
+def count_requests(
+    audit_lines: Iterable[str], agents: tuple[str, ...], since: float, until: float
+) -> dict[str, int]:
+    """Requests received between two wall-clock times from clients whose user agent starts
+    with one of `agents`: all of them and the writes (every verb but get, list, watch)."""
+    out = {"all": 0, "writes": 0}
+    for event in controller_events(audit_lines, agents, since, until):
+        out["all"] += 1
+        out["writes"] += event.get("verb") not in READ_VERBS
+    return out
+
+
+def requests_by_kind(
+    audit_lines: Iterable[str], agents: tuple[str, ...], since: float, until: float
+) -> dict[str, int]:
+    """The same requests by verb and resource ("patch workloads/status"), most first."""
+    kinds: dict[str, int] = {}
+    for event in controller_events(audit_lines, agents, since, until):
+        ref = event.get("objectRef") or {}
+        resource = ref.get("resource", event.get("requestURI", "?").split("?")[0])
+        if ref.get("subresource"):
+            resource += "/" + ref["subresource"]
+        key = f"{event.get('verb')} {resource}"
+        kinds[key] = kinds.get(key, 0) + 1
+    return dict(sorted(kinds.items(), key=lambda kv: -kv[1]))
+
+
+def controller_events(
+    audit_lines: Iterable[str], agents: tuple[str, ...], since: float, until: float
+) -> Iterator[dict]:
+    for line in audit_lines:
+        event = json.loads(line)
+        if not event.get("userAgent", "").startswith(agents):
+            continue
+        received = datetime.datetime.fromisoformat(event["requestReceivedTimestamp"])
+        if since <= received.timestamp() <= until:
+            yield event
+
 
 @contextlib.contextmanager
 def stage_namespace(side: Side, pods: bool = True) -> Iterator[tuple[str, Observer]]:
@@ -305,7 +391,7 @@ def stage_job64(side: Side, p: Params) -> dict:
         }
 
 
-def stage_live(side: Side, p: Params) -> dict:
+def live_run(side: Side, p: Params) -> dict:
     with stage_namespace(side, pods=False) as (ns, obs):
         _, cpu0 = side.rss_cpu()
         where = ClusterCpu(side.cluster, side.proc)
@@ -316,15 +402,15 @@ def stage_live(side: Side, p: Params) -> dict:
         _, cpu1 = side.rss_cpu()
         last = max(done.values()) - t0
         return {
-            "jobs": p.live_jobs,
             "first_create_to_last_admitted_s": last,
             "admitted_per_s": p.live_jobs / last,
             "cpu_ms_per_admitted_workload": 1000 * (cpu1 - cpu0) / p.live_jobs,
+            **side.api_requests(t0, p.live_jobs),
             "where": cores,
         }
 
 
-def stage_drain(side: Side, p: Params) -> dict:
+def drain_run(side: Side, p: Params) -> dict:
     with stage_namespace(side, pods=False) as (ns, obs):
         side.proc.stop()
         with side.while_down():
@@ -338,13 +424,32 @@ def stage_drain(side: Side, p: Params) -> dict:
         _, cpu = side.rss_cpu()
         last = max(done.values()) - started
         return {
-            "jobs": p.drain_jobs,
             "start_to_first_admitted_s": min(done.values()) - started,
             "start_to_last_admitted_s": last,
             "admitted_per_s": p.drain_jobs / last,
             "cpu_ms_per_admitted_workload": 1000 * cpu / p.drain_jobs,
+            # from process start: what it takes to come back and admit the whole queue
+            **side.api_requests(started, p.drain_jobs),
             "where": cores,
         }
+
+
+def medians_of(runs: list[dict], **extra) -> dict:
+    """Each numeric field's median over the runs, with the runs themselves."""
+    numeric = [k for k, v in runs[0].items() if isinstance(v, (int, float))]
+    return {
+        **extra,
+        **{k: statistics.median(r[k] for r in runs) for k in numeric},
+        "runs": runs,
+    }
+
+
+def stage_live(side: Side, p: Params) -> dict:
+    return medians_of([live_run(side, p) for _ in range(p.runs)], jobs=p.live_jobs)
+
+
+def stage_drain(side: Side, p: Params) -> dict:
+    return medians_of([drain_run(side, p) for _ in range(p.runs)], jobs=p.drain_jobs)
 
 
 HOTSWAP_RECOVERY_S = 300  # ours took 140 s from a deletion before this bench
@@ -767,7 +872,7 @@ def restart_size(side: Side, p: Params, nodes: int, pods: int, load_ns: str) -> 
     try:
         time.sleep(10)  # let the last creates settle before the first stop
         runs = []
-        for r in range(p.runs if nodes <= 1000 else max(1, p.runs // 2)):
+        for r in range(p.runs):
             side.proc.stop()
             with side.while_down():
                 create(side.cluster, ns, [small_job(f"probe{r}", suspend=True)])
@@ -894,10 +999,18 @@ def rows(results: dict) -> list[tuple]:
          "first_create_to_last_admitted_s"),
         ("live: admitted per second", "/s", "live", "admitted_per_s"),
         ("live: controller CPU per admitted Job", "ms", "live", "cpu_ms_per_admitted_workload"),
+        ("live: controller API requests per admitted Job", "", "live",
+         "api_requests_per_admitted_workload"),
+        ("live: controller API writes per admitted Job", "", "live",
+         "api_writes_per_admitted_workload"),
         (f"drain: {drain:,} queued Jobs, process start -> last admitted", "s", "drain",
          "start_to_last_admitted_s"),
         ("drain: process start -> first admitted", "s", "drain", "start_to_first_admitted_s"),
         ("drain: controller CPU per admitted Job", "ms", "drain", "cpu_ms_per_admitted_workload"),
+        ("drain: controller API requests per admitted Job", "", "drain",
+         "api_requests_per_admitted_workload"),
+        ("drain: controller API writes per admitted Job", "", "drain",
+         "api_writes_per_admitted_workload"),
     ):  # fmt: skip
         row(label, unit, *path)
     for i, size in enumerate(o.get("restart") or k.get("restart") or []):
@@ -962,6 +1075,15 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
+def measured_commit() -> str:
+    """The commit measured, marked when the tree had changes on top of it."""
+    git = ["git", "-C", str(ROOT)]
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()  # fmt: skip
+    return head.strip() + ("+changes" if dirty else "")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
@@ -969,7 +1091,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes; writes to /tmp")
     parser.add_argument("--stages", default=",".join(STAGES))
     parser.add_argument("--sides", default=f"{OURS},{KUEUE}", help="which controllers, in order")
-    parser.add_argument("--runs", type=int, default=None, help="runs per timed stage (default 5)")
+    parser.add_argument("--runs", type=int, default=None, help="runs per timed stage (default 3)")
     parser.add_argument("--sizes", default=None, help="NODESxPODS,... for the restart stage")
     parser.add_argument(
         "--kueue-qps", type=float, default=None, help="override Kueue's shipped client QPS"
@@ -1015,6 +1137,7 @@ def main() -> int:
     os.environ.setdefault("TAS_NODE_LEASE_SECONDS", "40")
     os.environ.setdefault("TAS_NODE_GRACE_SECONDS", "120")
     results: dict = {
+        "commit": measured_commit(),
         "machine": {"cpus": os.cpu_count(), "load_at_start": os.getloadavg()},
         "params": {
             k: (v if not isinstance(v, topology.Shape) else vars(v)) for k, v in vars(p).items()

@@ -13,6 +13,8 @@
 # TAS_NODE_LEASE_SECONDS (default 8) and TAS_NODE_GRACE_SECONDS (default 20): how often kwok
 # renews each node's lease (a quarter of it) and when a silent node counts as dead. Benchmarks
 # with thousands of nodes lengthen both, or the heartbeats alone fill the API server.
+# TAS_AUDIT_POLICY=<file>: the API server writes an audit log by that policy to $D/audit.log
+# (the side-by-side bench counts each controller's requests from it).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -48,7 +50,8 @@ start_apiserver() {  # with the data, certificates and tokens already in $D
     --service-account-key-file="$D/sa.key" --service-account-signing-key-file="$D/sa.key" \
     --service-cluster-ip-range=10.96.0.0/16 --allow-privileged=true \
     --disable-admission-plugins=ServiceAccount \
-    --default-not-ready-toleration-seconds=20 --default-unreachable-toleration-seconds=20
+    --default-not-ready-toleration-seconds=20 --default-unreachable-toleration-seconds=20 \
+    ${TAS_AUDIT_POLICY:+--audit-policy-file="$TAS_AUDIT_POLICY" --audit-log-path="$D/audit.log"}
   wait_until 120 kube-apiserver kc get --raw=/readyz
 }
 

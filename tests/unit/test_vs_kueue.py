@@ -107,3 +107,28 @@ def test_kueue_manifests_point_at_127_0_0_1():
         assert cfg["webhook"]["port"] == kueue.port
     finally:
         kueue.cleanup()
+
+
+def test_a_controllers_requests_are_counted_from_the_audit_log():
+    """Only the controller's user agents, only inside the window; reads are not writes."""
+    import json as _json
+
+    from bench.vs_kueue import count_requests
+
+    def event(agent: str, verb: str, at: str) -> str:
+        return _json.dumps({"userAgent": agent, "verb": verb, "requestReceivedTimestamp": at})
+
+    lines = [
+        event("kueue/v0.17.0 (linux/amd64) kubernetes/abc", "patch", "2026-11-28T08:00:01.5Z"),
+        event("kueue/v0.17.0 (linux/amd64) kubernetes/abc", "list", "2026-11-28T08:00:02.000001Z"),
+        event("kubectl/v1.36.3 (linux/amd64)", "create", "2026-11-28T08:00:02Z"),
+        event("tas-operator", "update", "2026-11-28T08:00:03Z"),
+        event("kopf/1.38", "watch", "2026-11-28T08:00:03Z"),
+        event("kueue/v0.17.0", "update", "2026-11-28T09:00:00Z"),  # after the window
+    ]
+    import datetime as _dt
+
+    start = _dt.datetime(2026, 11, 28, 8, 0, 0, tzinfo=_dt.UTC).timestamp()
+    window = (start, start + 60)
+    assert count_requests(lines, ("kueue/",), *window) == {"all": 2, "writes": 1}
+    assert count_requests(lines, ("tas-operator", "kopf"), *window) == {"all": 2, "writes": 1}
