@@ -10,10 +10,11 @@ ValueError naming the field path, as Kueue's field errors do.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+
+from tas.api.durations import go_duration
 
 # Kueue's preemption strategies (KEP 1714, rules S2-a and S2-b).
 LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
@@ -28,8 +29,6 @@ VALID_STRATEGY_SETS = (
 DEFAULT_USAGE_SAMPLING_INTERVAL_SECONDS = 300.0  # Kueue's default: 5 minutes
 V1BETA1 = "config.kueue.x-k8s.io/v1beta1"
 V1BETA2 = "config.kueue.x-k8s.io/v1beta2"
-_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h)")
-_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 @dataclass(frozen=True)
@@ -65,14 +64,10 @@ def go_duration_seconds(text: object, path: str) -> float:
     """A duration as Go writes it ("5m", "1h30m", "1.5s", "0"), in seconds."""
     if isinstance(text, bool) or not isinstance(text, str):
         raise ValueError(f'{path}: must be a duration string such as "5m", got {text!r}')
-    body = text[1:] if text[:1] in "+-" else text
-    if body == "0":
-        return 0.0
-    parts = _DURATION_PART.findall(body)
-    if not parts or "".join(n + u for n, u in parts) != body:
+    seconds = go_duration(text)
+    if seconds is None:
         raise ValueError(f'{path}: must be a duration such as "5m", "90s" or "1h30m", got {text!r}')
-    seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
-    return -seconds if text.startswith("-") else seconds
+    return seconds
 
 
 def parse(document: Mapping | None) -> FairSharingConfig:

@@ -4,15 +4,12 @@ annotations; a bad value is a MovableError naming the annotation."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tas.api.constants import DEFAULT_MOVABLE_AFTER_SECONDS, MOVABLE, MOVABLE_AFTER
+from tas.api.durations import go_duration
 
-# Go's time.ParseDuration for what a person writes here: "90s", "5m", "1h30m", "0".
-_DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)(h|ms|m|s))")
-_UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 MAX_MOVABLE_AFTER_SECONDS = 7 * 24 * 3600.0  # a week: anything longer is surely a mistake
 
 
@@ -44,14 +41,11 @@ def parse(annotations: Mapping[str, str]) -> Movable:
 
 def duration_seconds(text: str) -> float:
     """A duration as Go writes one ("5m", "1h30m", "45s", "0"); raises MovableError."""
-    if text == "0":
-        return 0.0
-    parts = _DURATION.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
+    seconds = go_duration(text)
+    if seconds is None or seconds < 0:
         raise MovableError(
             MOVABLE_AFTER, f'must be a duration such as "5m", "90s" or "1h30m", got {text!r}'
         )
-    seconds = sum(float(n) * _UNIT[u] for n, u in parts)
     if seconds > MAX_MOVABLE_AFTER_SECONDS:
         raise MovableError(MOVABLE_AFTER, f"must be at most a week (168h), got {text!r}")
     return seconds

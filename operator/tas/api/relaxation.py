@@ -27,6 +27,7 @@ from tas.api.constants import (
     PODSET_REQUIRED_TOPOLOGY,
     PODSET_TOPOLOGY_RELAXATION,
 )
+from tas.api.durations import go_duration
 from tas.solver.types import PodSetRequest
 
 UNCONSTRAINED = "unconstrained"
@@ -34,7 +35,6 @@ MAX_STAGES = 8
 MAX_TEXT = 2048
 EXAMPLE = f"cloud.provider.com/topology-block after 10m, {UNCONSTRAINED} after 30m"
 _STAGE = re.compile(r"(\S+)\s+after\s+(\S+)", re.ASCII)
-_DURATION = re.compile(r"(?:([0-9]{1,5})h)?(?:([0-9]{1,6})m)?(?:([0-9]{1,7})s)?", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -53,12 +53,11 @@ def _refuse(text: str, problem: str) -> TopologyRequestError:
 
 
 def parse_duration(text: str) -> timedelta | None:
-    """`1h30m`, `10m`, `45s` (Go's units from hours down to seconds); None when not one."""
-    match = _DURATION.fullmatch(text)
-    if not text or match is None:
+    """A positive or zero duration as Go writes it ("90s", "1h30m"); None when not one."""
+    seconds = go_duration(text)
+    if seconds is None or seconds < 0:
         return None
-    hours, minutes, seconds = (int(part or 0) for part in match.groups())
-    return timedelta(hours=hours, minutes=minutes, seconds=seconds)
+    return timedelta(seconds=seconds)
 
 
 def parse_relaxation(annotations: Mapping[str, str]) -> tuple[Stage, ...]:

@@ -20,6 +20,7 @@ from tas.cache import projections as proj
 from tas.solver.types import PodSetRequest, TopologyRequest
 from tests.unit.admission.fixtures import BLOCK, HOST, RACK, make_state, node, workload
 from tests.unit.admission.test_loop import FakeWriter, add
+from tests.unit.solver_properties.test_invariants import clusters
 from tests.unit.gates import gates
 
 GATE = {"TASTopologyRelaxation": True}
@@ -130,7 +131,7 @@ def test_any_text_is_parsed_or_refused_naming_the_annotation(text):
     assert waits == sorted(set(waits))  # strictly later, one after another
 
 
-@pytest.mark.parametrize("text", ["", "m", "1x", "-1s", "1.5h"])
+@pytest.mark.parametrize("text", ["", "m", "1x", "-1s", "1.5", "1h 30m"])
 def test_durations_that_are_not_go_style_are_none(text):
     assert parse_duration(text) is None
 
@@ -306,8 +307,6 @@ def test_a_bad_relaxation_in_a_trace_is_an_error_naming_the_field(text, problem)
 
 @st.composite
 def relaxing_scenarios(draw):
-    from tests.unit.solver_properties.test_invariants import clusters
-
     cluster = draw(clusters())
     upper = cluster.levels[:-1]
     start = draw(st.integers(0, len(cluster.levels) - 1))
