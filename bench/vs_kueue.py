@@ -24,7 +24,8 @@ Stages (`--stages`, in this order):
   (3 by default, as every timed stage).
 - live: 500 two-pod Jobs created by one client (32 requests in flight), first create to last
   admission; and each controller's own API requests per admitted Job (until it has sent
-  nothing but lease renewals for 3 s, so that resuming Jobs, ungating pods and events count), from the API server's audit log
+  nothing but lease renewals for 3 s, so that resuming Jobs, ungating pods and events count),
+  and each Job create's latency through the controller's webhooks while it admits the rest, from the API server's audit log
   (bench/audit-policy.yaml), by the user agent of the controller's clients.
 - drain: 1,000 two-pod Jobs created suspended while the controller is down; it starts; process
   start to the last admission.
@@ -75,6 +76,7 @@ from bench.control_loop_bench import (  # noqa: E402
 )
 from bench.observer import Observer, condition, stored_assignment  # noqa: E402
 from bench.operator_bench import BIG_QUEUE, add_nodes  # noqa: E402
+from bench.webhook_latency_bench import percentile  # noqa: E402
 from e2e import chart, jobs, topology  # noqa: E402
 from e2e.harness import (  # noqa: E402
     Cluster,
@@ -396,7 +398,7 @@ def live_run(side: Side, p: Params) -> dict:
         _, cpu0 = side.rss_cpu()
         where = ClusterCpu(side.cluster, side.proc)
         t0 = time.time()
-        create(side.cluster, ns, [small_job(f"s{i}") for i in range(p.live_jobs)])
+        latencies = create(side.cluster, ns, [small_job(f"s{i}") for i in range(p.live_jobs)])
         done = obs.wait_admitted(p.live_jobs)
         cores = where.stop()
         _, cpu1 = side.rss_cpu()
@@ -405,6 +407,9 @@ def live_run(side: Side, p: Params) -> dict:
             "first_create_to_last_admitted_s": last,
             "admitted_per_s": p.live_jobs / last,
             "cpu_ms_per_admitted_workload": 1000 * (cpu1 - cpu0) / p.live_jobs,
+            # each create passes the controller's webhooks while it admits the others
+            "job_create_ms_p50": 1000 * percentile(latencies, 50),
+            "job_create_ms_p99": 1000 * percentile(latencies, 99),
             **side.api_requests(t0, p.live_jobs),
             "where": cores,
         }
@@ -999,6 +1004,8 @@ def rows(results: dict) -> list[tuple]:
          "first_create_to_last_admitted_s"),
         ("live: admitted per second", "/s", "live", "admitted_per_s"),
         ("live: controller CPU per admitted Job", "ms", "live", "cpu_ms_per_admitted_workload"),
+        ("live: Job create through the webhooks, p50", "ms", "live", "job_create_ms_p50"),
+        ("live: Job create through the webhooks, p99", "ms", "live", "job_create_ms_p99"),
         ("live: controller API requests per admitted Job", "", "live",
          "api_requests_per_admitted_workload"),
         ("live: controller API writes per admitted Job", "", "live",
