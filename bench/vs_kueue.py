@@ -408,8 +408,8 @@ def live_run(side: Side, p: Params) -> dict:
             "admitted_per_s": p.live_jobs / last,
             "cpu_ms_per_admitted_workload": 1000 * (cpu1 - cpu0) / p.live_jobs,
             # each create passes the controller's webhooks while it admits the others
-            "job_create_ms_p50": 1000 * percentile(latencies, 50),
-            "job_create_ms_p99": 1000 * percentile(latencies, 99),
+            "job_create_ms_p50": 1000 * percentile(latencies, 0.50),
+            "job_create_ms_p99": 1000 * percentile(latencies, 0.99),
             **side.api_requests(t0, p.live_jobs),
             "where": cores,
         }
