@@ -20,8 +20,8 @@ from tas.cache import projections as proj
 from tas.solver.types import PodSetRequest, TopologyRequest
 from tests.unit.admission.fixtures import BLOCK, HOST, RACK, make_state, node, workload
 from tests.unit.admission.test_loop import FakeWriter, add
-from tests.unit.solver_properties.test_invariants import clusters
 from tests.unit.gates import gates
+from tests.unit.solver_properties.test_invariants import clusters
 
 GATE = {"TASTopologyRelaxation": True}
 CREATED = datetime(2026, 1, 1)
