@@ -221,7 +221,12 @@ class Runtime:
             prefix, resource = watch.path.rsplit("/", 1)
             paths = [f"{prefix}/namespaces/{ns}/{resource}" for ns in self.settings.namespaces]
         handle = functools.partial(watch.handler, self)
-        return [Reflector(self.kube, p, handle, name=kind, params=watch.params) for p in paths]
+        return [
+            Reflector(
+                self.kube, p, handle, name=kind, params=watch.params, decode_list=watch.decode_list
+            )
+            for p in paths
+        ]
 
     def _reflectors(self) -> list[Reflector]:
         """The kinds listed before admission starts. A kind served by a CRD is listed once its
