@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib
 import itertools
 import logging
 import os
@@ -37,7 +38,6 @@ from tas.kube.kubeconfig import load_connection
 from tas.kube.reflector import Reflector
 from tas.kube.retry import Backoff
 from tas.pacing import Pacer, settle_heap
-from tas.runtime import migrate
 from tas.runtime.fence import FencedKube
 from tas.runtime.leader import LeaderElector, LeaseSettings
 from tas.runtime.serial import SerialWorker
@@ -431,6 +431,10 @@ class Runtime:
         answer; a refusal (RBAC) ends it with a warning naming the manual step."""
         backoff = backoff or Backoff(cap=60.0)
         failures = 0
+        # It reads the CRDs' pydantic models, whose building the first admission need not wait
+        # for: imported in a thread, so the loop admits meanwhile (and never waits on the import
+        # lock while the kopf wiring imports the same models in its own thread).
+        migrate = await asyncio.to_thread(importlib.import_module, "tas.runtime.migrate")
         while True:
             try:
                 for line in (await migrate.migrate(self.leader_kube)).lines():
