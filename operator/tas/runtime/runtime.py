@@ -17,6 +17,7 @@ import os
 import signal
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tas import metrics
 from tas.admission.loop import AdmissionLoop
@@ -43,10 +44,11 @@ from tas.runtime.leader import LeaderElector, LeaseSettings
 from tas.runtime.serial import SerialWorker
 from tas.runtime.watches import WATCHES, Watch, on_workload
 from tas.ungater.worker import Ungater
-from tas.view import live_server
-from tas.view.server import ViewServer
 from tas.webhooks.view import CacheView, ViewPublisher
 from tas.workload.writer import WorkloadWriter
+
+if TYPE_CHECKING:
+    from tas.view.server import ViewServer
 
 log = logging.getLogger("tas.operator")
 
@@ -350,6 +352,9 @@ class Runtime:
         """The topology view, on every replica (it only reads the cache), from the first
         sync on: building it while thousands of nodes are listed would slow the listing."""
         await self.synced()
+        # Imported only now, in a thread (its page templates and server are not needed before
+        # the first admission, which goes on meanwhile).
+        live_server = await asyncio.to_thread(importlib.import_module, "tas.view.live_server")
         self.view = await live_server.serve(self.state, self.settings.view_address)
 
     def workers(self) -> list[SerialWorker]:
@@ -478,6 +483,8 @@ class Runtime:
             t.cancel()
         await asyncio.gather(*self.tasks, *dynamic, *self.helpers, return_exceptions=True)
         if self.view is not None:
+            from tas.view import live_server  # imported when the view was served
+
             await live_server.stop(self.state, self.view)
         if self.elector is not None:
             try:
