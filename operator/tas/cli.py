@@ -354,7 +354,7 @@ def _add_offline_commands(sub) -> None:
 
 
 def _add_output_flag(command: argparse.ArgumentParser) -> None:
-    from tas.offline.summary import FORMATS
+    from tas.offline.formats import FORMATS
 
     command.add_argument(
         "-o",

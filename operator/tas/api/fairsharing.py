@@ -16,6 +16,13 @@ from types import MappingProxyType
 
 from tas.api.durations import go_duration
 
+# A ClusterQueue's admissionScope.admissionMode (here, not with the models: the cache reads them
+# on the way to the first admission, which need not wait for pydantic's models to be built).
+USAGE_BASED_ADMISSION_FAIR_SHARING = "UsageBasedAdmissionFairSharing"
+NO_ADMISSION_FAIR_SHARING = "NoAdmissionFairSharing"
+# The share of a node with weight 0 that borrows: larger than any other (Kueue's MaxInt64).
+MAX_WEIGHTED_SHARE = 2**63 - 1
+
 # Kueue's preemption strategies (KEP 1714, rules S2-a and S2-b).
 LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
 LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"

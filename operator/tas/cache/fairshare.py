@@ -18,7 +18,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from tas.api.models.fairsharing import MAX_WEIGHTED_SHARE
+from tas.api.fairsharing import MAX_WEIGHTED_SHARE
 from tas.cache.quota import FlavorResource, Node, QuotaTree
 
 DEFAULT_WEIGHT = 1.0

@@ -37,7 +37,7 @@ from tas.api.constants import (
     WORKLOAD_ANNOTATION,
     is_draining,
 )
-from tas.api.models.fairsharing import USAGE_BASED_ADMISSION_FAIR_SHARING
+from tas.api.fairsharing import USAGE_BASED_ADMISSION_FAIR_SHARING
 from tas.api.movable import Movable, MovableError
 from tas.api.movable import parse as parse_movable
 from tas.api.placementgroups import (

@@ -15,7 +15,7 @@ import contextlib
 import json
 import logging
 from collections import Counter
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,7 @@ KUEUE = "/apis/" + KUEUE_API_VERSION
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 REQUEST_TIMEOUT = 30.0  # seconds for any single non-watch call
 MAX_CALL_CONNECTIONS = 32  # calls at once (watches have their own pool)
+Decode = Callable[[bytes], Any]  # an answer's body to what the caller reads
 
 
 class KubeError(Exception):
@@ -180,22 +181,26 @@ class Kube:
         *,
         params: Mapping[str, str] | None = None,
         timeout: float | None = None,
+        decode: Decode | None = None,
     ) -> Any:
         """One call. Refused with 401 while holding a credential that can be renewed (a token
-        file rotates, an exec plugin runs again), it logs in again and is sent once more."""
+        file rotates, an exec plugin runs again), it logs in again and is sent once more.
+        `decode` reads the answer's body (a schema that skips fields; default: all of it)."""
         data = None if body is None else json.dumps(body)
         what = f"{method} {path}"
         authorization = await self._authorization(what)
         try:
             return await self._send(
-                method, path, data, content_type, authorization, params, timeout
+                method, path, data, content_type, authorization, params, timeout, decode=decode
             )
         except KubeError as exc:
             if exc.status != 401 or not self.connection.credentials.rejected(authorization):
                 raise
         log.info("%s: 401 Unauthorized; logging in again", what)
         authorization = await self._authorization(what)
-        return await self._send(method, path, data, content_type, authorization, params, timeout)
+        return await self._send(
+            method, path, data, content_type, authorization, params, timeout, decode=decode
+        )
 
     async def _send(
         self,
@@ -206,6 +211,8 @@ class Kube:
         authorization: str | None,
         params: Mapping[str, str] | None,
         timeout: float | None,
+        *,
+        decode: Decode | None = None,
     ) -> Any:
         self.requests[method] += 1
         if method != "GET":
@@ -224,7 +231,6 @@ class Kube:
                 metrics.API_REQUESTS.labels(method, str(response.status)).inc()
                 if not 200 <= response.status < 300:
                     raise error_from(response.status, raw, response.headers.get("Retry-After"))
-                return orjson.loads(raw) if raw else None  # several times faster than json
         except aiohttp.ClientConnectorError as exc:  # no connection: nothing was sent
             metrics.API_REQUESTS.labels(method, "0").inc()
             raise KubeError(
@@ -233,6 +239,7 @@ class Kube:
         except (aiohttp.ClientError, TimeoutError, ConnectionError) as exc:
             metrics.API_REQUESTS.labels(method, "0").inc()
             raise KubeError(0, f"{method} {path}: {type(exc).__name__}: {exc}") from None
+        return decode_body(raw, decode or orjson.loads, f"{method} {path}")
 
     async def stream_lines(
         self,
@@ -327,6 +334,19 @@ class Kube:
             log.warning(
                 "could not record event %s on %s/%s: %s", reason, ref.namespace, ref.name, exc
             )
+
+
+def decode_body(raw: bytes, decode: Decode, what: str) -> Any:
+    """A body that is not the JSON expected is a failed call naming where it broke, never an
+    exception the caller does not know (orjson is several times faster than json)."""
+    if not raw:
+        return None
+    try:
+        return decode(raw)
+    # orjson's and msgspec's decode errors are ValueErrors; msgspec's nesting limit a
+    # RecursionError
+    except (ValueError, RecursionError) as exc:
+        raise KubeError(0, f"{what}: malformed answer: {exc}") from None
 
 
 def error_from(status: int, raw: bytes, retry_after: str | None) -> KubeError:

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from tas.kube import Kube, KubeError
+from tas.kube.client import Decode
 from tas.kube.retry import Backoff
 from tas.pacing import Pacer
 
@@ -61,6 +62,7 @@ class Reflector:
         watch_seconds: int = WATCH_SECONDS,
         idle_seconds: float = WATCH_IDLE_SECONDS,
         backoff: Backoff | None = None,
+        decode_list: Decode | None = None,
     ) -> None:
         self.kube = kube
         self.path = path
@@ -71,6 +73,7 @@ class Reflector:
         self.watch_seconds = watch_seconds
         self.idle_seconds = idle_seconds
         self.backoff = backoff or Backoff(base=0.5, cap=30.0)
+        self.decode_list = decode_list  # a list page's schema (None: the whole body)
         self.synced = asyncio.Event()  # set once the first full list has been handed on
         self.resource_version = ""
         self.known: set[ObjectKey] = set()
@@ -156,7 +159,9 @@ class Reflector:
         params = {**self.params, "limit": str(self.page_size)}
         if token:
             params["continue"] = token
-        return await self.kube.request("GET", self.path, params=params, timeout=120)
+        return await self.kube.request(
+            "GET", self.path, params=params, timeout=120, decode=self.decode_list
+        )
 
     async def _hand_on(self, kind: str, obj: Mapping[str, Any]) -> None:
         """One object the handler cannot take (a bug, hostile input) must not stop the watch."""

@@ -12,11 +12,11 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any
 
+from tas.offline.formats import FORMATS, JSON, TEXT, YAML
 from tas.view.amounts import duration
 from tas.view.words import short_level
 
-JSON, YAML, TEXT = "json", "yaml", "text"
-FORMATS = (JSON, YAML, TEXT)  # `-o`: text is the summary, also when piped
+__all__ = ["FORMATS", "JSON", "TEXT", "YAML"]
 MAX_VALUES = 6  # domains named per level on one line; the rest are counted
 PERCENT_DIGITS = 1
 FULL_REPORT = "(the whole report: -o json)"

@@ -23,6 +23,7 @@ from typing import Any
 import aiohttp
 
 from tas.kube import Kube, KubeError
+from tas.kube.client import Decode
 
 
 class NotLeading(KubeError):
@@ -73,6 +74,8 @@ class FencedKube(Kube):
         authorization: str | None,
         params: Mapping[str, str] | None,
         timeout: float | None,
+        *,
+        decode: Decode | None = None,
     ) -> Any:
         if method != "GET":
             left = self.time_left()
@@ -82,5 +85,5 @@ class FencedKube(Kube):
             # One still waiting for a connection at the deadline is never sent after it.
             timeout = min(timeout or self.kube.timeout, left)
         return await self.kube._send(
-            method, path, data, content_type, authorization, params, timeout
+            method, path, data, content_type, authorization, params, timeout, decode=decode
         )

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib
 import itertools
 import logging
 import os
 import signal
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tas import metrics
 from tas.admission.loop import AdmissionLoop
@@ -37,16 +39,16 @@ from tas.kube.kubeconfig import load_connection
 from tas.kube.reflector import Reflector
 from tas.kube.retry import Backoff
 from tas.pacing import Pacer, settle_heap
-from tas.runtime import migrate
 from tas.runtime.fence import FencedKube
 from tas.runtime.leader import LeaderElector, LeaseSettings
 from tas.runtime.serial import SerialWorker
 from tas.runtime.watches import WATCHES, Watch, on_workload
 from tas.ungater.worker import Ungater
-from tas.view import live_server
-from tas.view.server import ViewServer
 from tas.webhooks.view import CacheView, ViewPublisher
 from tas.workload.writer import WorkloadWriter
+
+if TYPE_CHECKING:
+    from tas.view.server import ViewServer
 
 log = logging.getLogger("tas.operator")
 
@@ -221,7 +223,12 @@ class Runtime:
             prefix, resource = watch.path.rsplit("/", 1)
             paths = [f"{prefix}/namespaces/{ns}/{resource}" for ns in self.settings.namespaces]
         handle = functools.partial(watch.handler, self)
-        return [Reflector(self.kube, p, handle, name=kind, params=watch.params) for p in paths]
+        return [
+            Reflector(
+                self.kube, p, handle, name=kind, params=watch.params, decode_list=watch.decode_list
+            )
+            for p in paths
+        ]
 
     def _reflectors(self) -> list[Reflector]:
         """The kinds listed before admission starts. A kind served by a CRD is listed once its
@@ -345,6 +352,9 @@ class Runtime:
         """The topology view, on every replica (it only reads the cache), from the first
         sync on: building it while thousands of nodes are listed would slow the listing."""
         await self.synced()
+        # Imported only now, in a thread (its page templates and server are not needed before
+        # the first admission, which goes on meanwhile).
+        live_server = await asyncio.to_thread(importlib.import_module, "tas.view.live_server")
         self.view = await live_server.serve(self.state, self.settings.view_address)
 
     def workers(self) -> list[SerialWorker]:
@@ -426,6 +436,10 @@ class Runtime:
         answer; a refusal (RBAC) ends it with a warning naming the manual step."""
         backoff = backoff or Backoff(cap=60.0)
         failures = 0
+        # It reads the CRDs' pydantic models, whose building the first admission need not wait
+        # for: imported in a thread, so the loop admits meanwhile (and never waits on the import
+        # lock while the kopf wiring imports the same models in its own thread).
+        migrate = await asyncio.to_thread(importlib.import_module, "tas.runtime.migrate")
         while True:
             try:
                 for line in (await migrate.migrate(self.leader_kube)).lines():
@@ -469,6 +483,8 @@ class Runtime:
             t.cancel()
         await asyncio.gather(*self.tasks, *dynamic, *self.helpers, return_exceptions=True)
         if self.view is not None:
+            from tas.view import live_server  # imported when the view was served
+
             await live_server.stop(self.state, self.view)
         if self.elector is not None:
             try:

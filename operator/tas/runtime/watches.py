@@ -17,6 +17,7 @@ from tas.admission.loop import AdmissionLoop
 from tas.api.constants import HOSTNAME_LABEL, MANAGED_LABEL, QUEUE_NAME_LABEL, TAS_GROUP
 from tas.api.frameworks import LEADERWORKERSET, NODE_RESOURCE_TOPOLOGY, Framework, Resource
 from tas.cache import projections as proj
+from tas.cache import wire
 from tas.cache.state import ClusterState
 from tas.features import Gate
 from tas.integrations.leaderworkerset.controller import LeaderWorkerSetController, waiting_pod
@@ -26,6 +27,7 @@ from tas.jobframework.namespaces import ManagedNamespaces
 from tas.jobframework.owners import ManagedOwners
 from tas.jobframework.reconciler import JobReconciler
 from tas.kube import Kube, Ref, kueue_path
+from tas.kube.client import Decode
 from tas.runtime.serial import SerialWorker
 from tas.ungater.worker import Ungater
 
@@ -414,6 +416,8 @@ class Watch:
     crds: tuple[str, ...] = ()
     gate: Gate | None = None  # only when this feature gate is on (None: always)
     drawn: bool = False  # the topology view reads it: `tas view --kubeconfig` lists these
+    # A list page's schema, naming only what the handler reads (None: the whole object).
+    decode_list: Decode | None = None
 
 
 # kind -> what to list and watch. Server-side selectors cut volume without losing usage: a
@@ -421,12 +425,13 @@ class Watch:
 # Jobs with a queue-name label are ours.
 WATCHES: dict[str, Watch] = {
     "namespaces": Watch("/api/v1/namespaces", {}, on_namespace, drawn=True),
-    "nodes": Watch("/api/v1/nodes", {}, on_node, drawn=True),
+    "nodes": Watch("/api/v1/nodes", {}, on_node, drawn=True, decode_list=wire.decode_node_list),
     "pods": Watch(
         "/api/v1/pods",
         {"fieldSelector": "status.phase!=Succeeded,status.phase!=Failed"},
         on_pod,
         drawn=True,
+        decode_list=wire.decode_pod_list,
     ),
     "topologies": Watch(kueue_path("topologies"), {}, on_topology, drawn=True),
     "resourceflavors": Watch(kueue_path("resourceflavors"), {}, on_flavor, drawn=True),

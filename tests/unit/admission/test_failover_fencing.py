@@ -49,7 +49,9 @@ class Api(Kube):
         self.objects[obj["metadata"]["name"]] = obj
         return copy.deepcopy(obj)
 
-    async def _send(self, method, path, data, content_type, authorization, params, timeout):
+    async def _send(
+        self, method, path, data, content_type, authorization, params, timeout, decode=None
+    ):
         await asyncio.sleep(0)  # an answer takes a turn of the loop
         if "/workloads/" not in path:
             return {}

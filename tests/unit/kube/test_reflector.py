@@ -16,7 +16,7 @@ class ScriptedApi:
         self.watches = list(watches)
         self.lists = 0
 
-    async def request(self, method, path, params=None, timeout=None):
+    async def request(self, method, path, params=None, timeout=None, decode=None):
         self.lists += 1
         return self.pages.pop(0)
 
@@ -137,7 +137,7 @@ class PagedApi(ScriptedApi):
         super().__init__(pages, watches)
         self.tokens = []
 
-    async def request(self, method, path, params=None, timeout=None):
+    async def request(self, method, path, params=None, timeout=None, decode=None):
         self.tokens.append((params or {}).get("continue", ""))
         step = self.pages.pop(0)
         if isinstance(step, Exception):

@@ -25,7 +25,9 @@ class Recorder(Kube):
         super().__init__(Connection(server="http://127.0.0.1:9", ssl=False))
         self.sent: list[tuple[str, str, float | None]] = []
 
-    async def _send(self, method, path, data, content_type, authorization, params, timeout):
+    async def _send(
+        self, method, path, data, content_type, authorization, params, timeout, decode=None
+    ):
         self.sent.append((method, path, timeout))
         return {}
 

@@ -7,12 +7,18 @@ from typing import Literal
 
 from pydantic import Field
 
+from tas.api.fairsharing import (  # re-exported: the models' readers find them here too
+    MAX_WEIGHTED_SHARE,
+    NO_ADMISSION_FAIR_SHARING,
+    USAGE_BASED_ADMISSION_FAIR_SHARING,
+)
 from tas.api.models.common import Int64, KubeModel, NonNegativeQuantity, ResourceList, Time, schema
 
-USAGE_BASED_ADMISSION_FAIR_SHARING = "UsageBasedAdmissionFairSharing"
-NO_ADMISSION_FAIR_SHARING = "NoAdmissionFairSharing"
-# The share of a node with weight 0 that borrows: larger than any other (Kueue's MaxInt64).
-MAX_WEIGHTED_SHARE = 2**63 - 1
+__all__ = [
+    "MAX_WEIGHTED_SHARE",
+    "NO_ADMISSION_FAIR_SHARING",
+    "USAGE_BASED_ADMISSION_FAIR_SHARING",
+]
 
 
 class FairSharing(KubeModel):
