@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import functools
 import os
 import ssl
 import tempfile
@@ -231,6 +232,10 @@ def _pem(entry: Mapping[str, Any], name: str, where: str) -> bytes | None:
         ) from None
 
 
+# Shared by every client made from the same kubeconfig (the runtime's, kopf's login, a login
+# again on a 401): each context costs a CA parse and, with a client key, a private file.
+# Keyed by the bytes, so a rotated certificate gets a new context; errors are not cached.
+@functools.lru_cache(maxsize=8)
 def _ssl_context(
     server: str, ca: bytes | None, cert: bytes | None, key: bytes | None, insecure: bool
 ) -> ssl.SSLContext | bool:
