@@ -332,6 +332,11 @@ def stage_namespace(side: Side, pods: bool = True) -> Iterator[tuple[str, Observ
     finally:
         obs.close()
         drop_namespace(side.cluster, ns)
+        # Gone entirely, Jobs and Workloads too: a controller still reconciling a terminating
+        # namespace's Jobs (creates refused as "being terminated") would count in the next run.
+        side.cluster.kubectl(
+            "wait", "--for=delete", f"namespace/{ns}", "--timeout=600s", check=False
+        )
 
 
 def delete_job(side: Side, ns: str, name: str) -> None:
