@@ -253,10 +253,8 @@ class Side:
         """The controller's requests from `since` until it has settled, per admitted
         workload, from the API server's audit log."""
         log, until = Path(self.cluster.local_dir) / "audit.log", self.settled(since)
-        with log.open() as lines:
-            counts = count_requests(lines, AGENTS[self.name], since, until)
-        with log.open() as lines:
-            kinds = requests_by_kind(lines, AGENTS[self.name], since, until)
+        kinds = requests_by_kind(whole_lines(log)[0], AGENTS[self.name], since, until)
+        counts = totals(kinds)
         return {
             "api_requests_per_admitted_workload": counts["all"] / admitted,
             "api_writes_per_admitted_workload": counts["writes"] / admitted,
@@ -267,19 +265,27 @@ class Side:
         """When the controller last sent anything but a lease renewal, once QUIET_S passed
         without one (or SETTLE_S did)."""
         log, deadline = Path(self.cluster.local_dir) / "audit.log", time.time() + SETTLE_S
-        last = since
+        last, read_to = since, 0
         while time.time() < deadline:
-            with log.open() as lines:
-                for event in controller_events(lines, AGENTS[self.name], last, time.time()):
-                    if (event.get("objectRef") or {}).get("resource") != RENEWALS:
-                        received = datetime.datetime.fromisoformat(
-                            event["requestReceivedTimestamp"]
-                        )
-                        last = max(last, received.timestamp())
+            lines, read_to = whole_lines(log, read_to)  # only what came since the last look
+            for event in controller_events(lines, AGENTS[self.name], since, time.time()):
+                if (event.get("objectRef") or {}).get("resource") != RENEWALS:
+                    received = datetime.datetime.fromisoformat(event["requestReceivedTimestamp"])
+                    last = max(last, received.timestamp())
             if time.time() - last >= QUIET_S:
                 break
             time.sleep(1)
         return last
+
+
+def whole_lines(log: Path, offset: int = 0) -> tuple[list[str], int]:
+    """The complete lines of a file the API server is still appending to, from a byte offset,
+    and the offset after them: a line half written is left for the next read."""
+    with log.open("rb") as f:
+        f.seek(offset)
+        appended = f.read()
+    complete = appended[: appended.rfind(b"\n") + 1]
+    return complete.decode().splitlines(), offset + len(complete)
 
 
 def count_requests(
@@ -287,11 +293,13 @@ def count_requests(
 ) -> dict[str, int]:
     """Requests received between two wall-clock times from clients whose user agent starts
     with one of `agents`: all of them and the writes (every verb but get, list, watch)."""
-    out = {"all": 0, "writes": 0}
-    for event in controller_events(audit_lines, agents, since, until):
-        out["all"] += 1
-        out["writes"] += event.get("verb") not in READ_VERBS
-    return out
+    return totals(requests_by_kind(audit_lines, agents, since, until))
+
+
+def totals(kinds: dict[str, int]) -> dict[str, int]:
+    """All requests and the writes among them, from the counts by "verb resource"."""
+    writes = sum(n for kind, n in kinds.items() if kind.split(" ", 1)[0] not in READ_VERBS)
+    return {"all": sum(kinds.values()), "writes": writes}
 
 
 def requests_by_kind(

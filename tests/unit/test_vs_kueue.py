@@ -132,3 +132,17 @@ def test_a_controllers_requests_are_counted_from_the_audit_log():
     window = (start, start + 60)
     assert count_requests(lines, ("kueue/",), *window) == {"all": 2, "writes": 1}
     assert count_requests(lines, ("tas-operator", "kopf"), *window) == {"all": 2, "writes": 1}
+
+
+def test_a_half_written_audit_line_waits_for_the_next_read(tmp_path):
+    """The API server appends while the bench reads: only whole lines are taken, and the next
+    read starts where the last whole line ended."""
+    from bench.vs_kueue import whole_lines
+
+    log = tmp_path / "audit.log"
+    log.write_bytes(b'{"a": 1}\n{"b": ')
+    lines, offset = whole_lines(log)
+    assert lines == ['{"a": 1}']
+    with log.open("ab") as f:
+        f.write(b'2}\n{"c": 3}\n')
+    assert whole_lines(log, offset) == (['{"b": 2}', '{"c": 3}'], log.stat().st_size)

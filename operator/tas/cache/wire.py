@@ -17,10 +17,11 @@ Keep a schema in step with its projection: a field read but not named here reads
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, TypedDict
 
 import msgspec
+
+from tas.kube.client import Decode
 
 # `continue` is a keyword, so the list's metadata takes the functional form.
 ListMeta = TypedDict("ListMeta", {"resourceVersion": Any, "continue": Any}, total=False)
@@ -104,8 +105,6 @@ class NodeList(TypedDict, total=False):
     metadata: ListMeta | None
     items: list[Node] | None
 
-
-Decode = Callable[[bytes], Any]
 
 decode_pod_list: Decode = msgspec.json.Decoder(PodList).decode
 decode_node_list: Decode = msgspec.json.Decoder(NodeList).decode
