@@ -44,7 +44,8 @@ def not_built_reason(exc: Exception) -> str:
 
 async def create_workload(kube: Kube, workload: Mapping, owner: Ref, what: str) -> bool:
     """Create `workload` for `owner` (`what` names the owner in the log). True when it was
-    created or already exists; False when the API server refused it (the owner got an event).
+    created or already exists; False when the API server refused it (the owner got an event)
+    or its namespace is being deleted.
     Other errors are raised, for the caller's retry."""
     meta = workload["metadata"]
     try:
@@ -52,6 +53,9 @@ async def create_workload(kube: Kube, workload: Mapping, owner: Ref, what: str) 
     except KubeError as exc:
         if exc.conflict:  # already there: the watch will show it
             return True
+        if exc.namespace_terminating:  # the owner goes with its namespace; nothing to say
+            log.debug("workload %s for %s: its namespace is being deleted", meta["name"], what)
+            return False
         if exc.status not in REFUSED:
             raise
         await kube.event(

@@ -37,7 +37,10 @@ KUEUE = "/apis/" + KUEUE_API_VERSION
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 REQUEST_TIMEOUT = 30.0  # seconds for any single non-watch call
 MAX_CALL_CONNECTIONS = 32  # calls at once (watches have their own pool)
-Decode = Callable[[bytes], Any]  # an answer's body to what the caller reads
+Decode = Callable[[bytes], Any]
+
+# The cause the API server gives for a create in a namespace being deleted.
+NAMESPACE_TERMINATING = "NamespaceTerminating"  # an answer's body to what the caller reads
 
 
 class KubeError(Exception):
@@ -45,13 +48,20 @@ class KubeError(Exception):
     `sent` is False when the request never reached the server (the connection was refused)."""
 
     def __init__(
-        self, status: int, message: str, retry_after: float | None = None, *, sent: bool = True
+        self,
+        status: int,
+        message: str,
+        retry_after: float | None = None,
+        *,
+        sent: bool = True,
+        causes: tuple[str, ...] = (),
     ) -> None:
         super().__init__(f"{status}: {message}")
         self.status = status
         self.message = message
         self.retry_after = retry_after
         self.sent = sent
+        self.causes = causes  # the types of the Status's details.causes
 
     @property
     def may_have_landed(self) -> bool:
@@ -72,6 +82,11 @@ class KubeError(Exception):
     def gone_or_changed(self) -> bool:
         """The object is gone, or changed since it was read: the watch brings what is there."""
         return self.not_found or self.conflict
+
+    @property
+    def namespace_terminating(self) -> bool:
+        """A create refused because its namespace is being deleted: it never will succeed."""
+        return self.status == 403 and NAMESPACE_TERMINATING in self.causes
 
 
 def client_session(
@@ -351,15 +366,18 @@ def decode_body(raw: bytes, decode: Decode, what: str) -> Any:
 
 def error_from(status: int, raw: bytes, retry_after: str | None) -> KubeError:
     message = raw.decode(errors="replace")
-    with contextlib.suppress(ValueError, AttributeError):  # a Status object names the cause
-        message = json.loads(message).get("message", message)
+    causes: tuple[str, ...] = ()
+    with contextlib.suppress(ValueError, AttributeError, TypeError):  # a Status names the cause
+        answer = json.loads(message)
+        message = answer.get("message", message)
+        causes = tuple(str(c.get("type")) for c in (answer.get("details") or {}).get("causes", ()))
     seconds = None
     if retry_after:
         try:
             seconds = float(retry_after)
         except ValueError:
             seconds = None
-    return KubeError(status, message, seconds)
+    return KubeError(status, message, seconds, causes=causes)
 
 
 def kueue_path(plural: str, namespace: str | None = None, name: str | None = None) -> str:

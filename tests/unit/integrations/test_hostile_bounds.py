@@ -335,3 +335,20 @@ def test_paced_gives_way_every_so_many_items():
     items, switches = asyncio.run(go())
     assert items == list(range(10 * YIELD_EVERY))
     assert switches == 9  # after items 256, 512, ...: never before the first
+
+
+def test_a_workload_refused_because_its_namespace_is_going_is_not_retried_nor_said():
+    """The owner goes with its namespace: no event (it could not be recorded there) and no
+    error for the caller's retry, which would only send the same create again."""
+    terminating = KubeError(403, "being terminated", causes=("NamespaceTerminating",))
+    kube = RecordingKube(refuse=terminating)
+    controller = LeaderWorkerSetController(state(), kube, {})
+    asyncio.run(controller.sync(controller.upsert(leaderworkerset(replicas=5))[0]))
+    assert kube.events == [] and kube.created == []
+
+
+def test_a_workload_forbidden_for_another_reason_is_raised_for_the_retry():
+    kube = RecordingKube(refuse=KubeError(403, "rbac says no"))
+    controller = LeaderWorkerSetController(state(), kube, {})
+    with pytest.raises(KubeError):
+        asyncio.run(controller.sync(controller.upsert(leaderworkerset(replicas=5))[0]))

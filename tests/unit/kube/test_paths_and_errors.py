@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from tas.kube import KubeError, kueue_path, workload_path
+from tas.kube.client import error_from
 
 V = "/apis/kueue.x-k8s.io/v1beta2"
 
@@ -47,3 +49,24 @@ def test_error_predicates(status: int, conflict: bool, not_found: bool, gone_or_
         not_found,
         gone_or_changed,
     )
+
+
+def test_a_create_in_a_namespace_being_deleted_is_told_apart():
+    """The API server's Status names the cause; a 403 for another reason is not it."""
+    terminating = orjson.dumps(
+        {
+            "kind": "Status",
+            "message": 'workloads "w" is forbidden: unable to create new content in namespace '
+            "ns because it is being terminated",
+            "reason": "Forbidden",
+            "details": {
+                "causes": [{"type": "NamespaceTerminating", "field": "metadata.namespace"}]
+            },
+            "code": 403,
+        }
+    )
+    error = error_from(403, terminating, None)
+    assert error.namespace_terminating and "being terminated" in error.message
+    assert not error_from(403, b'{"message": "rbac says no"}', None).namespace_terminating
+    assert not error_from(403, b'{"details": {"causes": 7}}', None).namespace_terminating
+    assert not error_from(403, b"not json", None).namespace_terminating
