@@ -265,9 +265,9 @@ def _tenant_settings(args: argparse.Namespace) -> dict:
 
 
 async def _run_operator(settings, liveness: str | None) -> None:
-    """List the cluster first, then load kopf and the webhooks: on a restart the first
-    admission waits for the lists, not for kopf. Loading kopf beside the lists, even in a
-    thread, slowed them by half (one interpreter lock), and admission does not need kopf."""
+    """List the cluster and admit once first, then load kopf and the webhooks: on a restart
+    the first admission waits for the lists, not for kopf. Loading kopf beside the lists, even
+    in a thread, slowed them by half (one interpreter lock), and admission does not need kopf."""
     import asyncio
     import importlib
 
@@ -276,8 +276,10 @@ async def _run_operator(settings, liveness: str | None) -> None:
     runtime = Runtime(settings)
     runtime.start()
     # Bounded: with the API server away, the webhooks and the liveness probe still come up.
-    await asyncio.wait([asyncio.ensure_future(runtime.synced())], timeout=SYNC_BEFORE_KOPF_SECONDS)
-    # In a thread, so that the first admissions after the sync need not wait for the import.
+    await asyncio.wait(
+        [asyncio.ensure_future(runtime.past_first_admissions())], timeout=SYNC_BEFORE_KOPF_SECONDS
+    )
+    # In a thread, so that the admissions after the first need not wait for the import.
     await asyncio.to_thread(importlib.import_module, "tas.handlers.operator")  # registers them
     import kopf
 

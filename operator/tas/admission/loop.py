@@ -123,6 +123,8 @@ class AdmissionLoop:
         self._holds = Holds()  # room waiting preemptors hold against later decisions
         self._pacer = Pacer()  # the cycle lets the lease, webhooks and watches run between items
         self.cycles = 0
+        self._first_cycle = asyncio.Event()
+        self._first_writes: list[asyncio.Task[None]] = []  # what the first cycle wrote
         self.write_failures = 0
         # This cycle tried a workload (or a replacement), and admitted (or evicted) one:
         # Kueue's admission attempt and its result.
@@ -137,6 +139,12 @@ class AdmissionLoop:
     def wake(self) -> None:
         self._wake.set()
 
+    async def first_decisions(self) -> None:
+        """Returns once the first cycle after the sync has run and its writes are answered."""
+        await self._first_cycle.wait()
+        if self._first_writes:
+            await asyncio.wait(self._first_writes)
+
     async def run(self) -> None:
         await self.synced.wait()
         while True:
@@ -146,6 +154,9 @@ class AdmissionLoop:
                 await self.cycle()
             except Exception:  # one bad cycle must not stop admission for good
                 log.exception("admission cycle failed; retrying on the next event")
+            if not self._first_cycle.is_set():
+                self._first_writes = list(self._writes)
+                self._first_cycle.set()
 
     async def cycle(self) -> None:
         self.cycles += 1

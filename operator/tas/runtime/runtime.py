@@ -9,6 +9,7 @@ probe fail (see `problems`), so the kubelet restarts the process instead of leav
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import importlib
 import itertools
@@ -66,6 +67,9 @@ NAMESPACED = (
     "leaderworkersets",
     "placementgroups",
 )
+# How long after the sync the later imports wait for the first admission cycle's writes. A
+# restart's first cycle takes milliseconds; this bounds how much later the webhooks come up.
+FIRST_CYCLE_WAIT_S = 1.0
 # The workers that write: cancelled at once when the lease is lost.
 WRITERS = (
     "admission",
@@ -351,9 +355,9 @@ class Runtime:
     async def _serve_view(self) -> None:
         """The topology view, on every replica (it only reads the cache), from the first
         sync on: building it while thousands of nodes are listed would slow the listing."""
-        await self.synced()
+        await self.past_first_admissions()
         # Imported only now, in a thread (its page templates and server are not needed before
-        # the first admission, which goes on meanwhile).
+        # the first admission, and admission goes on meanwhile).
         live_server = await asyncio.to_thread(importlib.import_module, "tas.view.live_server")
         self.view = await live_server.serve(self.state, self.settings.view_address)
 
@@ -372,6 +376,16 @@ class Runtime:
 
     async def synced(self) -> None:
         await asyncio.gather(*(r.synced.wait() for r in self.reflectors))
+
+    async def past_first_admissions(self) -> None:
+        """Returns once the caches are synced and the first admission cycle's writes are
+        answered, or FIRST_CYCLE_WAIT_S after the sync (a standby runs no cycle). What only
+        later steps need (kopf and the webhooks, the CRDs' models, the view) is loaded after
+        this: its import, even in a thread, holds the interpreter lock the first admission
+        of a restart needs."""
+        await self.synced()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.admission.first_decisions(), FIRST_CYCLE_WAIT_S)
 
     async def _activate(self) -> None:
         await self.synced()
@@ -439,6 +453,7 @@ class Runtime:
         # It reads the CRDs' pydantic models, whose building the first admission need not wait
         # for: imported in a thread, so the loop admits meanwhile (and never waits on the import
         # lock while the kopf wiring imports the same models in its own thread).
+        await self.past_first_admissions()
         migrate = await asyncio.to_thread(importlib.import_module, "tas.runtime.migrate")
         while True:
             try:

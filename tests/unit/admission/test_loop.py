@@ -476,3 +476,37 @@ def test_a_pending_status_that_failed_is_written_once_its_backoff_ends():
     loop._retry_at.clear()  # the backoff has ended
     cycle(loop)
     assert [name for name, _ in writer.statuses] == ["big"]
+
+
+def test_the_first_decisions_are_known_once_the_first_cycles_writes_are_answered():
+    """A restart loads what only later steps need after this: never before the first
+    admission's write has its answer, and never while no cycle has run."""
+    state = make_state(two_racks())
+    add(state, workload("a", pods=2))
+    answer = asyncio.Event()
+
+    class SlowWriter(FakeWriter):
+        async def write_status(self, wl, status):
+            await answer.wait()
+            return await super().write_status(wl, status)
+
+    writer = SlowWriter()
+    loop = AdmissionLoop(state, writer)
+
+    async def go():
+        first = asyncio.create_task(loop.first_decisions())
+        loop.synced.set()
+        await asyncio.sleep(0.05)
+        before_cycle = first.done()
+        runner = asyncio.create_task(loop.run())
+        loop.wake()
+        await asyncio.sleep(0.05)
+        while_writing = first.done()
+        answer.set()
+        await asyncio.wait_for(first, 1)
+        runner.cancel()
+        await loop.drain()
+        return before_cycle, while_writing
+
+    assert asyncio.run(go()) == (False, False)
+    assert admitted(writer) == ["a"]
