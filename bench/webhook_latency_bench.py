@@ -42,6 +42,7 @@ from bench.control_loop_bench import (  # noqa: E402
     wait_admissions,
     webhook_latency,
 )
+from bench.conversion_bench import histogram_quantile  # noqa: E402
 from bench.operator_bench import BIG_QUEUE, add_nodes  # noqa: E402
 from e2e import chart, topology  # noqa: E402
 from e2e.harness import cluster_from_env  # noqa: E402
@@ -82,29 +83,13 @@ def review_buckets(cluster, op: OperatorProcess) -> dict[str, dict[str, dict[flo
     }
 
 
-def quantile(q: float, buckets: dict[float, float]) -> float | None:
-    """histogram_quantile: linear within the bucket the rank falls in (seconds)."""
-    bounds = sorted(buckets)
-    total = buckets[bounds[-1]] if bounds else 0
-    if not total:
-        return None
-    rank, lower, below = q * total, 0.0, 0.0
-    for bound in bounds:
-        if buckets[bound] >= rank:
-            if bound == float("inf"):
-                return lower
-            return lower + (bound - lower) * (rank - below) / (buckets[bound] - below)
-        lower, below = bound, buckets[bound]
-    return lower
-
-
 def review_latency(before: dict, after: dict) -> dict:
     """Per webhook path: the reviews answered between the two scrapes, p50 and p99 in ms."""
     out = {}
     for path, buckets in after.items():
         delta = {b: n - before.get(path, {}).get(b, 0.0) for b, n in buckets.items()}
         if delta.get(float("inf")):
-            p50, p99 = quantile(0.5, delta), quantile(0.99, delta)
+            p50, p99 = histogram_quantile(delta, 0.5), histogram_quantile(delta, 0.99)
             out[path] = {
                 "reviews": delta[float("inf")],
                 "ms_p50": 1000 * p50 if p50 is not None else None,

@@ -146,3 +146,22 @@ def test_a_half_written_audit_line_waits_for_the_next_read(tmp_path):
     with log.open("ab") as f:
         f.write(b'2}\n{"c": 3}\n')
     assert whole_lines(log, offset) == (['{"b": 2}', '{"c": 3}'], log.stat().st_size)
+
+
+def test_the_job_webhooks_slowest_review_is_read_from_the_api_servers_histogram():
+    """Per webhook name, from two scrapes of the API server's histogram; the row takes the
+    slowest of the webhooks that reviewed the Jobs, not a Pod webhook."""
+    from bench.vs_kueue import job_reviews
+    from bench.webhook_latency_bench import review_latency
+
+    inf = float("inf")
+    before = {"vjob.kb.io": {0.005: 10.0, 0.025: 10.0, inf: 10.0}}
+    after = {
+        "mjob.kb.io": {0.005: 99.0, 0.025: 100.0, inf: 100.0},
+        "vjob.kb.io": {0.005: 10.0, 0.025: 60.0, 0.1: 110.0, inf: 110.0},
+        "mpod.kb.io": {0.005: 0.0, 0.5: 0.0, 1.0: 200.0, inf: 200.0},
+    }
+    rows = job_reviews(review_latency(before, after))
+    assert 25 < rows["job_webhook_ms_p99"] <= 100  # vjob's: its slowest reviews took 25-100 ms
+    assert rows["job_webhook_ms_p50"] <= 25
+    assert job_reviews(review_latency(after, after)) == {}
