@@ -252,8 +252,9 @@ class Side:
     def api_requests(self, since: float, admitted: int) -> dict:
         """The controller's requests from `since` until it has settled, per admitted
         workload, from the API server's audit log."""
-        log, until = Path(self.cluster.local_dir) / "audit.log", self.settled(since)
-        kinds = requests_by_kind(whole_lines(log)[0], AGENTS[self.name], since, until)
+        until = self.settled(since)
+        lines = [line for log in audit_logs(self.cluster, since) for line in whole_lines(log)[0]]
+        kinds = requests_by_kind(lines, AGENTS[self.name], since, until)
         counts = totals(kinds)
         return {
             "api_requests_per_admitted_workload": counts["all"] / admitted,
@@ -278,10 +279,20 @@ class Side:
         return last
 
 
+def audit_logs(cluster: Cluster, since: float) -> list[Path]:
+    """The API server's audit log and the files it rotated out since `since` (it renames the
+    log to audit-<time>.log every 100 MB), oldest first."""
+    local = Path(cluster.local_dir)
+    rotated = sorted(p for p in local.glob("audit-*.log") if p.stat().st_mtime >= since)
+    return [*rotated, local / "audit.log"]
+
+
 def whole_lines(log: Path, offset: int = 0) -> tuple[list[str], int]:
     """The complete lines of a file the API server is still appending to, from a byte offset,
     and the offset after them: a line half written is left for the next read."""
     with log.open("rb") as f:
+        if offset > f.seek(0, os.SEEK_END):
+            offset = 0  # the server rotated the log (every 100 MB): a new file
         f.seek(offset)
         appended = f.read()
     complete = appended[: appended.rfind(b"\n") + 1]

@@ -165,3 +165,23 @@ def test_the_job_webhooks_slowest_review_is_read_from_the_api_servers_histogram(
     assert 25 < rows["job_webhook_ms_p99"] <= 100  # vjob's: its slowest reviews took 25-100 ms
     assert rows["job_webhook_ms_p50"] <= 25
     assert job_reviews(review_latency(after, after)) == {}
+
+
+def test_a_rotated_audit_log_is_read_from_the_start_and_with_the_files_rotated_out(tmp_path):
+    """The API server renames its log every 100 MB and starts a new one: the offset of the
+    old file points past the new one's end, and the window's requests span both files."""
+    import os as _os
+    import types
+
+    from bench.vs_kueue import audit_logs, whole_lines
+
+    old = tmp_path / "audit-2026-11-28T11-18-27.344.log"
+    old.write_bytes(b'{"n": 1}\n')
+    stale = tmp_path / "audit-2026-11-28T09-00-00.000.log"
+    stale.write_bytes(b'{"n": 0}\n')
+    _os.utime(stale, (1000.0, 1000.0))
+    log = tmp_path / "audit.log"
+    log.write_bytes(b'{"n": 2}\n')
+    cluster = types.SimpleNamespace(local_dir=str(tmp_path))
+    assert audit_logs(cluster, since=2000.0) == [old, log]
+    assert whole_lines(log, offset=10_000) == (['{"n": 2}'], 9)
