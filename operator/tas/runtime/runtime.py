@@ -401,7 +401,6 @@ class Runtime:
                 await asyncio.wait_for(self.elector.leading.wait(), 3)
             except TimeoutError:
                 log.info("standing by: another replica holds the lease")
-                settle_heap(initial=True)  # the lists are in: the collector as usual meanwhile
                 await self.elector.leading.wait()
         log.info("admitting (leader)")
         metrics.configure(  # what is recorded from here on is this replica's, as it now leads
