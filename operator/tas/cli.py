@@ -271,11 +271,9 @@ async def _run_operator(settings, liveness: str | None) -> None:
     import asyncio
     import importlib
 
-    from tas.pacing import quiet_collector_while_listing
     from tas.runtime.runtime import Runtime
 
     runtime = Runtime(settings)
-    quiet_collector_while_listing()  # until the initial lists are in (settle_heap)
     runtime.start()
     # Bounded: with the API server away, the webhooks and the liveness probe still come up.
     await asyncio.wait(

@@ -21,11 +21,6 @@ live heap, and the pause that walks the whole heap comes once per such growth (t
 own rule runs one per 25% of growth of the objects), never while the heap stays the same size.
 (Counting the settled objects instead walks them all: 100 ms at 50,000 workloads.) bench/loop_stall_bench.py
 reports the cycles left after its runs (none).
-
-While the initial lists come in, `quiet_collector_while_listing()` settles the imported modules
-and makes young collections rarer: nearly every object a list makes survives, so walking them
-every 700 allocations only costs time (40% of decoding and projecting 10,000 pods). The
-initial `settle_heap` restores the collector's thresholds.
 """
 
 from __future__ import annotations
@@ -46,12 +41,7 @@ SETTLE_EVERY = 0.25  # seconds between two settlings of the heap by the pacers
 # a status write per pending workload decided takes about 1.5 times what the cache holds for it.
 FULL_COLLECTION_GROWTH = 4
 
-# Allocations between two young collections while the initial lists come in (default 700).
-LISTING_GC_THRESHOLD = 100_000
-
 T = TypeVar("T")
-
-_thresholds = gc.get_threshold()  # the collector's own, restored by the initial settle_heap
 
 _settled_at = float("-inf")  # monotonic time of the last settle_heap()
 _peak_after_full: int | None = None  # the process's peak memory after the last full collection
@@ -68,20 +58,12 @@ def settle_heap(initial: bool = False) -> None:
     peak = _peak_memory()
     if initial or _peak_after_full is None:
         _peak_after_full = peak
-        gc.set_threshold(*_thresholds)
     elif peak > FULL_COLLECTION_GROWTH * _peak_after_full:
         gc.unfreeze()
         gc.collect()
         gc.freeze()
         _peak_after_full = peak
     _settled_at = time.monotonic()
-
-
-def quiet_collector_while_listing() -> None:
-    """Before the initial lists (see the module's docstring): what the imports made is never
-    walked again, and young collections come every LISTING_GC_THRESHOLD allocations."""
-    gc.freeze()
-    gc.set_threshold(LISTING_GC_THRESHOLD, *_thresholds[1:])
 
 
 def _peak_memory() -> int:
