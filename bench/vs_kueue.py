@@ -76,7 +76,11 @@ from bench.control_loop_bench import (  # noqa: E402
 )
 from bench.observer import Observer, condition, stored_assignment  # noqa: E402
 from bench.operator_bench import BIG_QUEUE, add_nodes  # noqa: E402
-from bench.webhook_latency_bench import API_BUCKET, buckets, percentile, review_latency  # noqa: E402
+from bench.webhook_latency_bench import (  # noqa: E402
+    api_server_reviews,
+    percentile,
+    review_latency,
+)
 from e2e import chart, jobs, topology  # noqa: E402
 from e2e.harness import (  # noqa: E402
     Cluster,
@@ -428,12 +432,12 @@ def live_run(side: Side, p: Params) -> dict:
     with stage_namespace(side, pods=False) as (ns, obs):
         _, cpu0 = side.rss_cpu()
         where = ClusterCpu(side.cluster, side.proc)
-        reviews_before = webhook_reviews(side)
+        reviews_before = api_server_reviews(side.cluster)
         t0 = time.time()
         latencies = create(side.cluster, ns, [small_job(f"s{i}") for i in range(p.live_jobs)])
         done = obs.wait_admitted(p.live_jobs)
         cores = where.stop()
-        reviews = review_latency(reviews_before, webhook_reviews(side))
+        reviews = review_latency(reviews_before, api_server_reviews(side.cluster))
         _, cpu1 = side.rss_cpu()
         last = max(done.values()) - t0
         return {
@@ -449,12 +453,6 @@ def live_run(side: Side, p: Params) -> dict:
             **side.api_requests(t0, p.live_jobs),
             "where": cores,
         }
-
-
-def webhook_reviews(side: Side) -> dict[str, dict[float, float]]:
-    """The API server's histogram of the time each admission webhook took it (there and
-    back), per webhook name: both controllers' webhooks are timed by the same server."""
-    return buckets(side.cluster.kubectl("get", "--raw", "/metrics").stdout, API_BUCKET, "name")
 
 
 def job_reviews(reviews: dict[str, dict]) -> dict[str, float]:

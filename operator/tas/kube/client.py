@@ -37,10 +37,9 @@ KUEUE = "/apis/" + KUEUE_API_VERSION
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 REQUEST_TIMEOUT = 30.0  # seconds for any single non-watch call
 MAX_CALL_CONNECTIONS = 32  # calls at once (watches have their own pool)
-Decode = Callable[[bytes], Any]
-
+Decode = Callable[[bytes], Any]  # an answer's body to what the caller reads
 # The cause the API server gives for a create in a namespace being deleted.
-NAMESPACE_TERMINATING = "NamespaceTerminating"  # an answer's body to what the caller reads
+NAMESPACE_TERMINATING = "NamespaceTerminating"
 
 
 class KubeError(Exception):
