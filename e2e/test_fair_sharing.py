@@ -1,20 +1,22 @@
 """Fair sharing end to end: two teams in one cohort, weights 1 and 3, share a topology
 flavor of 8 one-cpu hosts (2 blocks of 2 racks of 2) that only the cohort provides.
 
-Team a fills the flavor first (8 one-pod Jobs). Then both teams keep submitting: team b's
-Jobs (2 pods, required in one block) preempt team a's (reason InCohortFairSharing) until the
-shares are equal, 2 cpu for a and 6 for b (2/8 over weight 1 = 6/8 over weight 3): a 1:3
-split. Every victim freed a host a preemptor then used (the preemption is simulated on the
-topology), team a's later Jobs preempt nobody, and both ClusterQueues report the same
-weightedShare.
+Team a fills the flavor first (8 one-pod Jobs, in two halves a second apart). Then both teams
+keep submitting: team b's Jobs (2 pods, required in one block) preempt team a's (reason
+InCohortFairSharing) until the shares are equal, 2 cpu for a and 6 for b (2/8 over weight 1 =
+6/8 over weight 3): a 1:3 split. Every victim freed a host a preemptor then used (the
+preemption is simulated on the topology), team a's later Jobs preempt nobody, and both
+ClusterQueues report the same weightedShare.
 """
 
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from datetime import datetime
 
 import pytest
 
@@ -110,16 +112,38 @@ def _settled(cluster: Cluster, name: str) -> dict | None:
     return usage if usage["a"][0] == "2" and usage["b"][0] == "6" else None
 
 
-def test_weights_1_and_3_converge_to_a_1_to_3_split(cluster: Cluster, namespace: str, teams):
-    a_jobs = [f"a{i}" for i in range(8)]
-    for job in a_jobs:
+def _fill(cluster: Cluster, namespace: str, names: list[str]) -> dict[str, dict]:
+    """Team a's one-pod Jobs, once all are admitted."""
+    for job in names:
         cluster.apply(jobs.job(job, "lq-a", pods=1, cpu="1", annotations=IN_A_BLOCK), namespace)
-    first = wait_for(
-        lambda: (lambda got: got if len(got) == 8 else None)(_admitted(cluster, namespace, a_jobs)),
+    return wait_for(
+        lambda: (lambda got: got if len(got) == len(names) else None)(
+            _admitted(cluster, namespace, names)
+        ),
         timeout=40,
-        what="team a fills the flavor",
+        what=f"team a's {names} admitted",
     )
+
+
+def _reserved_second(wl: dict) -> float:
+    stamp = jobs.condition(wl, "QuotaReserved")["lastTransitionTime"]
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def test_weights_1_and_3_converge_to_a_1_to_3_split(cluster: Cluster, namespace: str, teams):
+    # Kueue orders preemption candidates by admission time, in whole seconds, then by uid. The
+    # second half of team a is admitted a second after the first, so that the victims come a
+    # block at a time, most recent first: with every time equal, two victims from different
+    # blocks would leave no block with room for a gang, and the strategies would stop there.
+    a_jobs = [f"a{i}" for i in range(8)]
+    first = _fill(cluster, namespace, a_jobs[:4])
+    boundary = max(_reserved_second(wl) for wl in first.values()) + 1
+    wait_for(lambda: time.time() >= boundary + 0.1, timeout=5, what="the next second")
+    first |= _fill(cluster, namespace, a_jobs[4:])
     hosts_of_a = {job: _hosts(wl) for job, wl in first.items()}
+    labels = jobs.node_labels(cluster)
+    for half in (a_jobs[:4], a_jobs[4:]):  # the solver packs a block before it opens another
+        assert len({labels[h][BLOCK] for job in half for h in hosts_of_a[job]}) == 1, hosts_of_a
 
     # The stream: team b's gangs and more of team a's Jobs, interleaved.
     b_jobs = [f"b{i}" for i in range(4)]
@@ -133,7 +157,6 @@ def test_weights_1_and_3_converge_to_a_1_to_3_split(cluster: Cluster, namespace:
         timeout=40,
         what="team b reaches its share",
     )
-    labels = jobs.node_labels(cluster)
     b_hosts: set[str] = set()
     for wl in admitted_b.values():
         hosts = _hosts(wl)
