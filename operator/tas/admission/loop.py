@@ -229,6 +229,8 @@ class AdmissionLoop:
             if cq is None:  # deleted while the loop yielded
                 continue
             problems[cq_name] = state.cluster_queue_problem(cq)
+            if problems[cq_name] is None and not cq.strict_fifo:
+                waiting = await self._may_fit(cq, waiting)
             ordered = await sorted_paced(waiting, queue_order_key, self._pacer)
             queues[cq_name] = self.fair.order(cq, ordered)
             if queues[cq_name]:
@@ -243,6 +245,26 @@ class AdmissionLoop:
             if go_on and index + 1 < len(queues[cq_name]):
                 heads.push(cq_name, index + 1)
         return problems
+
+    async def _may_fit(
+        self, cq: ClusterQueueInfo, waiting: list[WorkloadInfo]
+    ) -> list[WorkloadInfo]:
+        """Those of an active BestEffortFIFO queue that need a decision: one that did not fit,
+        with nothing changed since that can let it in, would only be passed over (Kueue keeps
+        such workloads out of its heads too, as inadmissible). Neither sorted nor visited, an
+        idle cycle costs a look per workload."""
+        marker = self.state.retry_marker(cq)
+        out = []
+        for workload in waiting:
+            await self._pacer.maybe_yield()
+            tried = self._tried.get(workload.key)
+            if (
+                tried is None
+                or tried[:2] != (marker, workload.generation)
+                or not self.state.namespace_allowed(cq, workload.namespace)
+            ):
+                out.append(workload)
+        return out
 
     def _head_order(
         self, queues: dict[str, Sequence[WorkloadInfo]]

@@ -53,8 +53,10 @@ def filler(node: str, cpu: str) -> dict:
     }
 
 
-def queue(name: str, cohort: str, flavor: str, cpu: str = "4") -> proj.ClusterQueueInfo:
-    obj = cluster_queue(name, cpu=cpu, flavor=flavor)
+def queue(
+    name: str, cohort: str, flavor: str, cpu: str = "4", strict: bool = False
+) -> proj.ClusterQueueInfo:
+    obj = cluster_queue(name, cpu=cpu, flavor=flavor, strict=strict)
     obj["spec"]["cohortName"] = cohort
     return proj.cluster_queue_from_object(obj)
 
@@ -279,3 +281,41 @@ def test_a_waiting_workload_is_not_tried_while_nothing_changes(monkeypatch):
     for _ in range(3):
         cycle(loop)
     assert tries.names == ["w"]
+
+
+class Ordered:
+    """Counts the workloads the loop puts in queue order, per name."""
+
+    def __init__(self, monkeypatch):
+        self.names: list[str] = []
+        original = loop_module.queue_order_key
+
+        def counted(wl):
+            self.names.append(wl.name)
+            return original(wl)
+
+        monkeypatch.setattr(loop_module, "queue_order_key", counted)
+
+
+def test_an_idle_cycle_does_not_even_order_what_cannot_fit(monkeypatch):
+    state, objs = waiting_setup()
+    loop = AdmissionLoop(state, FakeWriter())
+    cycle(loop)
+    ordered = Ordered(monkeypatch)
+    cycle(loop)
+    assert ordered.names == []  # passed over as Kueue's inadmissible list is
+    delete_filler(state, objs, "a")  # room on its flavor: it is in the queue's order again
+    cycle(loop)
+    assert ordered.names == ["w"]
+
+
+def test_a_strict_fifo_head_that_cannot_fit_still_holds_the_queue(monkeypatch):
+    state, _ = waiting_setup()
+    state.upsert_cluster_queue(queue("cqa", "ca", "fa", strict=True))
+    writer = FakeWriter()
+    loop = AdmissionLoop(state, writer)
+    cycle(loop)
+    add(state, in_queue("y", "lqa", 1))  # fits alone, but queued behind 'w'
+    for _ in range(2):
+        cycle(loop)
+    assert admitted(writer) == []
