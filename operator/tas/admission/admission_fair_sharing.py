@@ -216,16 +216,18 @@ class LocalQueueUsage:
 
     # -- LocalQueues ----------------------------------------------------------------------
 
-    def local_queue(self, key: Key, obj: Mapping[str, Any]) -> None:
+    def local_queue(self, key: Key, obj: Mapping[str, Any]) -> bool:
         """A LocalQueue seen by the watch: its weight, and on first sight its stored usage
-        (a restart goes on from the status, sampled from now on, as Kueue seeds it)."""
+        (a restart goes on from the status, sampled from now on, as Kueue seeds it). Whether
+        either changed the queues' order."""
+        before = self.weights.get(key)
         try:
             self.weights[key] = _weight(obj)
         except ValueError as exc:  # the API server validates it; keep Kueue's default
             log.warning("LocalQueue %s/%s: spec.fairSharing.weight: %s", *key, exc)
             self.weights[key] = 1.0
         if self.config is None or key in self.consumed:
-            return
+            return self.weights[key] != before
         self.start()  # sampling runs from the first LocalQueue on, pending workloads or not
         status = ((obj.get("status") or {}).get("fairSharing") or {}).get(
             "admissionFairSharingStatus"
@@ -236,6 +238,7 @@ class LocalQueueUsage:
             log.warning("LocalQueue %s/%s: stored consumedResources: %s", *key, exc)
             stored = {}
         self.consumed[key] = Consumed(stored, self._clock())
+        return True
 
     def local_queue_deleted(self, key: Key) -> None:
         self.weights.pop(key, None)

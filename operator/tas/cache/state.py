@@ -519,33 +519,43 @@ class ClusterState:
         if self.flavors.pop(name, None) is not None:
             self._capacity_changed()
 
-    def upsert_cluster_queue(self, cq: ClusterQueueInfo) -> None:
+    def upsert_cluster_queue(self, cq: ClusterQueueInfo) -> bool:
+        """Whether anything admission reads changed (not so for our own status writes)."""
         self._check_thread()
-        if self.cluster_queues.get(cq.name) != cq:
-            self.cluster_queues[cq.name] = cq
-            self._quota_tree = None
-            self._capacity_changed()
+        if self.cluster_queues.get(cq.name) == cq:
+            return False
+        self.cluster_queues[cq.name] = cq
+        self._quota_tree = None
+        self._capacity_changed()
+        return True
 
-    def delete_cluster_queue(self, name: str) -> None:
+    def delete_cluster_queue(self, name: str) -> bool:
         self._check_thread()
-        if self.cluster_queues.pop(name, None) is not None:
-            self._quota_tree = None
-            self._capacity_changed()
+        if self.cluster_queues.pop(name, None) is None:
+            return False
+        self._quota_tree = None
+        self._capacity_changed()
+        return True
 
-    def upsert_cohort(self, cohort: CohortInfo) -> None:
+    def upsert_cohort(self, cohort: CohortInfo) -> bool:
+        """Whether anything admission reads changed (not so for our own status writes)."""
         self._check_thread()
-        if self.cohorts.get(cohort.name) != cohort:
-            self.cohorts[cohort.name] = cohort
-            self._quota_tree = None
-            self.generation += 1  # quota to lend changed; the topology did not
-            self._every_queue_generation += 1
+        if self.cohorts.get(cohort.name) == cohort:
+            return False
+        self.cohorts[cohort.name] = cohort
+        self._quota_tree = None
+        self.generation += 1  # quota to lend changed; the topology did not
+        self._every_queue_generation += 1
+        return True
 
-    def delete_cohort(self, name: str) -> None:
+    def delete_cohort(self, name: str) -> bool:
         self._check_thread()
-        if self.cohorts.pop(name, None) is not None:
-            self._quota_tree = None
-            self.generation += 1
-            self._every_queue_generation += 1
+        if self.cohorts.pop(name, None) is None:
+            return False
+        self._quota_tree = None
+        self.generation += 1
+        self._every_queue_generation += 1
+        return True
 
     def upsert_placement_group(self, group: PlacementGroupInfo) -> None:
         self._check_thread()
@@ -581,7 +591,8 @@ class ClusterState:
 
     def upsert_local_queue(
         self, namespace: str, name: str, cluster_queue: str, movable: Movable | None = None
-    ) -> None:
+    ) -> bool:
+        """Whether anything admission reads changed (not so for our own status writes)."""
         self._check_thread()
         key = (namespace, name)
         if movable is None:
@@ -589,15 +600,19 @@ class ClusterState:
         else:
             changed = self.local_queue_movable.get(key) != movable
             self.local_queue_movable[key] = movable
-        if self.local_queues.get(key) != cluster_queue or changed:
-            self.local_queues[key] = cluster_queue
-            self._capacity_changed()
+        if self.local_queues.get(key) == cluster_queue and not changed:
+            return False
+        self.local_queues[key] = cluster_queue
+        self._capacity_changed()
+        return True
 
-    def delete_local_queue(self, namespace: str, name: str) -> None:
+    def delete_local_queue(self, namespace: str, name: str) -> bool:
         self._check_thread()
         self.local_queue_movable.pop((namespace, name), None)
-        if self.local_queues.pop((namespace, name), None) is not None:
-            self._capacity_changed()
+        if self.local_queues.pop((namespace, name), None) is None:
+            return False
+        self._capacity_changed()
+        return True
 
     def upsert_namespace(self, name: str, labels: Mapping[str, str]) -> None:
         self._check_thread()

@@ -46,7 +46,8 @@ class _Idle:
     def fair(self) -> _Idle:  # admission fair sharing's LocalQueue hooks
         return self
 
-    def local_queue(self, key: Any, obj: Any) -> None: ...
+    def local_queue(self, key: Any, obj: Any) -> bool:
+        return False
 
     def local_queue_deleted(self, key: Any) -> None: ...
 

@@ -170,18 +170,20 @@ async def on_flavor(rt: WatchContext, kind: str, obj: Obj) -> None:
 
 async def on_cluster_queue(rt: WatchContext, kind: str, obj: Obj) -> None:
     if kind == "DELETED":
-        rt.state.delete_cluster_queue(obj["metadata"]["name"])
+        changed = rt.state.delete_cluster_queue(obj["metadata"]["name"])
     else:
-        rt.state.upsert_cluster_queue(proj.cluster_queue_from_object(obj))
-    rt.admission.wake()
+        changed = rt.state.upsert_cluster_queue(proj.cluster_queue_from_object(obj))
+    if changed:  # our own status writes come back as events that change nothing
+        rt.admission.wake()
 
 
 async def on_cohort(rt: WatchContext, kind: str, obj: Obj) -> None:
     if kind == "DELETED":
-        rt.state.delete_cohort(obj["metadata"]["name"])
+        changed = rt.state.delete_cohort(obj["metadata"]["name"])
     else:
-        rt.state.upsert_cohort(proj.cohort_from_object(obj))
-    rt.admission.wake()
+        changed = rt.state.upsert_cohort(proj.cohort_from_object(obj))
+    if changed:  # our own status writes come back as events that change nothing
+        rt.admission.wake()
 
 
 async def on_placement_group(rt: WatchContext, kind: str, obj: Obj) -> None:
@@ -196,17 +198,19 @@ async def on_placement_group(rt: WatchContext, kind: str, obj: Obj) -> None:
 async def on_local_queue(rt: WatchContext, kind: str, obj: Obj) -> None:
     namespace, name = proj.key_of(obj)
     if kind == "DELETED":
-        rt.state.delete_local_queue(namespace, name)
+        changed = rt.state.delete_local_queue(namespace, name)
         rt.admission.fair.local_queue_deleted((namespace, name))
     else:
-        rt.admission.fair.local_queue((namespace, name), obj)
-        rt.state.upsert_local_queue(
+        reordered = rt.admission.fair.local_queue((namespace, name), obj)
+        changed = rt.state.upsert_local_queue(
             namespace,
             name,
             (obj.get("spec") or {}).get("clusterQueue") or "",
             proj.local_queue_movable(obj),
         )
-    rt.admission.wake()
+        changed = changed or reordered
+    if changed:  # our own status writes come back as events that change nothing
+        rt.admission.wake()
 
 
 async def on_workload(rt: WatchContext, kind: str, obj: Obj) -> None:
