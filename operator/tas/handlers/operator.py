@@ -172,6 +172,11 @@ async def ready_when_trusted(
     await runtime.synced()
     server.set_ready()
     log.info("ready: serving the trusted certificate, caches synced")
+    await server.serving.wait()
+    # Our own writes the API server refused while our webhooks were not served yet (a Job
+    # started right after the first admission, before they load) go again now, not after
+    # their backoff.
+    runtime.retry_now()
 
 
 @kopf.on.login()

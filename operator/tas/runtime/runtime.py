@@ -370,6 +370,11 @@ class Runtime:
             self.hotswap_worker,
         ]
 
+    def retry_now(self) -> None:
+        """Every worker's keys waiting out a backoff are handled again now."""
+        for worker in self.workers():
+            worker.retry_now()
+
     def background(self, coro, name: str) -> None:
         """A task that runs as long as the process, watched by the liveness probe."""
         self.tasks.append(asyncio.create_task(coro, name=name))

@@ -7,7 +7,8 @@ state from the cache when they run, so folding loses nothing.
 
 A key whose handler fails waits out a capped, jittered backoff (or the server's Retry-After)
 before it is handled again; events for it meanwhile do not cut the wait short, so a failing
-object cannot storm the API server however busy its watch is.
+object cannot storm the API server however busy its watch is. Only `retry_now` does, once what
+the keys failed on is known to be back (our own webhooks, served after a restart).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class SerialWorker(Generic[K]):
         self.concurrency = concurrency
         self._pending: dict[K, None] = {}  # insertion-ordered set
         self._running: set[K] = set()
-        self._waiting: set[K] = set()  # backing off after a failure
+        self._waiting: dict[K, asyncio.TimerHandle] = {}  # backing off: each one's retry
         self._wake = asyncio.Event()
         self.started = asyncio.Event()  # handling begins once the caches are synced (and leading)
         self.retries = PerKeyBackoff(backoff or Backoff(base=0.5, cap=30.0))
@@ -79,17 +80,23 @@ class SerialWorker(Generic[K]):
                     "%s: handling %s failed (%s); retrying in %.1fs", self.name, key, exc, delay
                 )
                 log.debug("%s: %s failure", self.name, key, exc_info=True)
-                self._waiting.add(key)
                 self._pending.pop(key, None)  # an event during the call must not skip the wait
-                asyncio.get_running_loop().call_later(delay, self._retry, key)
+                self._waiting[key] = asyncio.get_running_loop().call_later(delay, self._retry, key)
             finally:
                 self._running.discard(key)
                 if key in self._pending:
                     self._wake.set()
 
     def _retry(self, key: K) -> None:
-        self._waiting.discard(key)
+        self._waiting.pop(key, None)
         self.submit(key)
+
+    def retry_now(self) -> None:
+        """Every key waiting out a backoff is handled again now (its backoff grows as before
+        if it fails again)."""
+        for key, timer in list(self._waiting.items()):
+            timer.cancel()
+            self._retry(key)
 
     @property
     def idle(self) -> bool:

@@ -106,6 +106,7 @@ class WebhookServer:
         self.max_conversion_bytes = max_conversion_bytes
         self.context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         self.ready = False  # read and written on the server's thread once it runs
+        self.serving = asyncio.Event()  # the operator's loop's: set while the port listens
         self._loop: asyncio.AbstractEventLoop | None = None  # the server's, while it runs
         self._lock = threading.Lock()  # guards _loop: who may touch the context and `ready`
         self._labels: set[str] = set()  # the server's thread's only
@@ -146,10 +147,12 @@ class WebhookServer:
         try:
             await asyncio.wrap_future(started)
             log.info("serving webhooks on https://%s:%d", self.addr, self.port)
+            self.serving.set()
             ca = base64.b64encode(self.cafile.read_bytes()).decode()
             yield {"url": f"https://{self.host}:{self.port}", "caBundle": ca}
             await asyncio.Event().wait()  # until cancelled
         finally:
+            self.serving.clear()
             stop.set()
             with self._lock:
                 if self._loop is not None:

@@ -136,3 +136,31 @@ def test_a_bug_in_one_key_does_not_stop_the_others() -> None:
 
     worker = run(go())
     assert done == ["x", "y"] and worker.failed == 1
+
+
+def test_retry_now_hands_on_a_key_waiting_out_its_backoff_at_once() -> None:
+    """After a restart our Job webhooks are served after the first admission: a Job's start
+    refused meanwhile goes again as soon as they are, not after its backoff."""
+    calls: list[str] = []
+
+    async def handle(key):
+        calls.append(key)
+        if len(calls) == 1:
+            raise KubeError(500, "failed calling webhook: connection refused")
+
+    async def go():
+        worker = SerialWorker("w", handle, backoff=Backoff(base=60.0, cap=60.0))
+        worker.started.set()
+        task = asyncio.create_task(worker.run())
+        worker.submit("k")
+        await asyncio.sleep(0.05)
+        tried_once = list(calls)
+        worker.retry_now()
+        await asyncio.sleep(0.05)
+        task.cancel()
+        return tried_once, worker
+
+    tried_once, worker = run(go())
+    assert tried_once == ["k"]  # failed: waiting 30-60 s
+    assert calls == ["k", "k"] and worker.idle
+    assert "k" not in worker.retries.failures  # it succeeded: its backoff is forgotten
