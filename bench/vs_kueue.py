@@ -928,22 +928,30 @@ def grow(side: Side, nodes: int, pods: int, load_ns: str) -> None:
 def restart_size(side: Side, p: Params, nodes: int, pods: int, load_ns: str) -> dict:
     grow(side, nodes, pods, load_ns)
     ns = namespace(side.cluster)
-    obs = side.observe(ns, pods=False)
+    obs = side.observe(ns)  # the probes' pods only: the grown ones are in load_ns
     try:
         time.sleep(10)  # let the last creates settle before the first stop
         runs = []
         for r in range(p.runs):
+            probe = f"probe{r}"
             side.proc.stop()
             with side.while_down():
-                create(side.cluster, ns, [small_job(f"probe{r}", suspend=True)])
+                create(side.cluster, ns, [small_job(probe, suspend=True)])
             started = side.start_timed()
-            first = obs.wait_admitted(1, prefix=f"probe{r}", timeout=900)[f"probe{r}"]
+            first = obs.wait_admitted(1, prefix=probe, timeout=900)[probe]
             rss, cpu = side.rss_cpu()
+            pod = wait_for(  # the Job started: its controller made a pod
+                lambda: min((seen.created for seen in obs.pods_of(probe).values()), default=0),  # noqa: B023
+                timeout=120,
+                interval=0.02,
+                what=f"a pod of {probe}",
+            )
             time.sleep(max(0.0, started + 20 - time.time()))
             rss20, _ = side.rss_cpu()
             runs.append(
                 {
                     "first_admission_s": first - started,
+                    "first_pod_s": pod - started,
                     "rss_mib_at_admission": rss,
                     "rss_mib_20s": rss20,
                     "cpu_s_at_admission": cpu,
