@@ -253,15 +253,11 @@ class AdmissionLoop:
         with nothing changed since that can let it in, would only be passed over (Kueue keeps
         such workloads out of its heads too, as inadmissible). Neither sorted nor visited, an
         idle cycle costs a look per workload."""
-        marker = self.state.retry_marker(cq)
         out = []
         for workload in waiting:
             await self._pacer.maybe_yield()
-            tried = self._tried.get(workload.key)
-            if (
-                tried is None
-                or tried[:2] != (marker, workload.generation)
-                or not self.state.namespace_allowed(cq, workload.namespace)
+            if not self._tried_unchanged(workload, cq) or not self.state.namespace_allowed(
+                cq, workload.namespace
             ):
                 out.append(workload)
         return out
@@ -296,13 +292,14 @@ class AdmissionLoop:
             return admitted or not cq.strict_fifo
         return True
 
-    def _tried_unchanged(self, workload: WorkloadInfo) -> bool:
+    def _tried_unchanged(self, workload: WorkloadInfo, cq: ClusterQueueInfo | None = None) -> bool:
         """It did not fit, and nothing that can let it in changed since: not its spec, nor its
-        queue, nor what its queue's retry marker counts."""
+        queue, nor what its queue's retry marker counts. `cq`: its queue, when known."""
         tried = self._tried.get(workload.key)
         if tried is None:
             return False
-        cq = self.state.cluster_queues.get(self.state.cluster_queue_of(workload) or "")
+        if cq is None:
+            cq = self.state.cluster_queues.get(self.state.cluster_queue_of(workload) or "")
         return cq is not None and tried[:2] == (self.state.retry_marker(cq), workload.generation)
 
     async def _activity(self) -> None:
