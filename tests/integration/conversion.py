@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from tas.api import crdgen
+from tas.api.models import CONVERTED_CRDS
 from tas.webhooks import certs
-from tas.webhooks.rotation import CONVERTED_CRDS
 from tas.webhooks.server import CONVERSION_PATH, WebhookServer
 
 # The client config of the plain CRD files (crds/).

@@ -30,6 +30,7 @@ from tas.api.constants import (
     PODSET_UNCONSTRAINED_TOPOLOGY,
     TAS_PODSET_PREFERRED_TOPOLOGY,
 )
+from tas.api.names import DNS1123_SUBDOMAIN_MAX, is_dns1123_subdomain
 from tas.features import Gate
 from tas.solver.placement import placed_as_gang
 from tas.solver.types import PodSetRequest, SliceLayer, TopologyRequest
@@ -47,7 +48,6 @@ _GO_BOOLS = {
 }
 # A Kubernetes label key: an optional DNS-subdomain prefix and "/", then a name of <= 63 chars.
 _LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
 class TopologyRequestError(ValueError):
@@ -103,9 +103,9 @@ def label_key_problem(key: str) -> str | None:
     if slash and not prefix:
         return "must not start with '/'"
     if slash:
-        if len(prefix) > 253:
+        if len(prefix) > DNS1123_SUBDOMAIN_MAX:
             return "must have a prefix of at most 253 characters"
-        if not all(_DNS_LABEL.fullmatch(part) for part in prefix.split(".")):
+        if not is_dns1123_subdomain(prefix):
             return "must have a prefix that is a DNS subdomain (lowercase, e.g. example.com)"
     if not name:
         return "must not be empty"

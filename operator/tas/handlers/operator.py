@@ -139,6 +139,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
         config.webhook_cert_hosts,
         config.webhook_config_name,
         secret=config.webhook_cert_secret,
+        conversion_after=rt(memo).past_webhooks,
     )
     certificates.provisional()
     certfile, keyfile, cafile = certificates.files
@@ -173,10 +174,7 @@ async def ready_when_trusted(
     server.set_ready()
     log.info("ready: serving the trusted certificate, caches synced")
     await server.serving.wait()
-    # Our own writes the API server refused while our webhooks were not served yet (a Job
-    # started right after the first admission, before they load) go again now, not after
-    # their backoff.
-    runtime.retry_now()
+    await runtime.webhooks_served()
 
 
 @kopf.on.login()

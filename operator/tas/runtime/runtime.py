@@ -70,6 +70,8 @@ NAMESPACED = (
 # How long after the sync the later imports wait for the first admission cycle's writes. A
 # restart's first cycle takes milliseconds; this bounds how much later the webhooks come up.
 FIRST_CYCLE_WAIT_S = 1.0
+# How long after those writes the imports no webhook needs wait for the webhooks to serve.
+WEBHOOKS_WAIT_S = 10.0
 # The workers that write: cancelled at once when the lease is lost.
 WRITERS = (
     "admission",
@@ -150,6 +152,7 @@ class Runtime:
         self.tasks: list[asyncio.Task] = []
         self.helpers: list[asyncio.Task] = []  # one-off tasks that end by themselves
         self.active = False
+        self.webhooks_serving = asyncio.Event()  # set by the webhook wiring (tas.handlers)
         self.view: ViewServer | None = None  # the topology view, once served
         # What the webhooks (on their own thread) read of the cache: a frozen copy.
         self.webhook_view = ViewPublisher(self._webhook_view)
@@ -355,7 +358,7 @@ class Runtime:
     async def _serve_view(self) -> None:
         """The topology view, on every replica (it only reads the cache), from the first
         sync on: building it while thousands of nodes are listed would slow the listing."""
-        await self.past_first_admissions()
+        await self.past_webhooks()
         # Imported only now, in a thread (its page templates and server are not needed before
         # the first admission, and admission goes on meanwhile).
         live_server = await asyncio.to_thread(importlib.import_module, "tas.view.live_server")
@@ -370,10 +373,14 @@ class Runtime:
             self.hotswap_worker,
         ]
 
-    def retry_now(self) -> None:
-        """Every worker's keys waiting out a backoff are handled again now."""
-        for worker in self.workers():
-            worker.retry_now()
+    async def webhooks_served(self) -> None:
+        """Our webhooks serve: the writes they refused while they did not (a Job started right
+        after the first admission) go again now, not after their backoff. Once those are
+        through, what waits in past_webhooks goes on."""
+        retried = [(worker, worker.retry_now()) for worker in self.workers()]
+        for worker, keys in retried:
+            await worker.through(keys)
+        self.webhooks_serving.set()
 
     def background(self, coro, name: str) -> None:
         """A task that runs as long as the process, watched by the liveness probe."""
@@ -391,6 +398,15 @@ class Runtime:
         await self.synced()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.admission.first_decisions(), FIRST_CYCLE_WAIT_S)
+
+    async def past_webhooks(self) -> None:
+        """Returns once our webhooks serve and the writes they held back are through, or
+        WEBHOOKS_WAIT_S after the first admissions. What no webhook needs (the CRDs' models,
+        the view) is loaded after this: in a thread too, it would hold the interpreter lock
+        that the webhooks' start and those writes (a Job's start) need."""
+        await self.past_first_admissions()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.webhooks_serving.wait(), WEBHOOKS_WAIT_S)
 
     async def _activate(self) -> None:
         await self.synced()
@@ -455,10 +471,9 @@ class Runtime:
         answer; a refusal (RBAC) ends it with a warning naming the manual step."""
         backoff = backoff or Backoff(cap=60.0)
         failures = 0
-        # It reads the CRDs' pydantic models, whose building the first admission need not wait
-        # for: imported in a thread, so the loop admits meanwhile (and never waits on the import
-        # lock while the kopf wiring imports the same models in its own thread).
-        await self.past_first_admissions()
+        # It reads the CRDs' pydantic models, whose building neither the first admission nor the
+        # webhooks' start need wait for: imported after both, in a thread, as the loop goes on.
+        await self.past_webhooks()
         migrate = await asyncio.to_thread(importlib.import_module, "tas.runtime.migrate")
         while True:
             try:

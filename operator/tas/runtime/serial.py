@@ -40,7 +40,9 @@ class SerialWorker(Generic[K]):
         self._pending: dict[K, None] = {}  # insertion-ordered set
         self._running: set[K] = set()
         self._waiting: dict[K, asyncio.TimerHandle] = {}  # backing off: each one's retry
+        self._again_at_once: set[K] = set()  # being handled when retry_now was called
         self._wake = asyncio.Event()
+        self._finished = asyncio.Event()  # set each time a handler call ends
         self.started = asyncio.Event()  # handling begins once the caches are synced (and leading)
         self.retries = PerKeyBackoff(backoff or Backoff(base=0.5, cap=30.0))
         self.handled = 0
@@ -74,29 +76,49 @@ class SerialWorker(Generic[K]):
                 self.retries.succeeded(key)
                 self.handled += 1
             except Exception as exc:  # one bad object must not stop the others
-                self.failed += 1
-                delay = self.retries.failed(key, getattr(exc, "retry_after", None))
-                log.warning(
-                    "%s: handling %s failed (%s); retrying in %.1fs", self.name, key, exc, delay
-                )
-                log.debug("%s: %s failure", self.name, key, exc_info=True)
-                self._pending.pop(key, None)  # an event during the call must not skip the wait
-                self._waiting[key] = asyncio.get_running_loop().call_later(delay, self._retry, key)
+                self._failed(key, exc)
             finally:
+                self._again_at_once.discard(key)
                 self._running.discard(key)
+                self._finished.set()
                 if key in self._pending:
                     self._wake.set()
+
+    def _failed(self, key: K, exc: Exception) -> None:
+        self.failed += 1
+        delay = self.retries.failed(key, getattr(exc, "retry_after", None))
+        # Being handled when retry_now was called: it may have failed on what is back now.
+        if key in self._again_at_once:
+            delay = 0.0
+        log.warning("%s: handling %s failed (%s); retrying in %.1fs", self.name, key, exc, delay)
+        log.debug("%s: %s failure", self.name, key, exc_info=True)
+        self._pending.pop(key, None)  # an event during the call must not skip the wait
+        if delay:
+            self._waiting[key] = asyncio.get_running_loop().call_later(delay, self._retry, key)
+        else:
+            self._pending[key] = None
 
     def _retry(self, key: K) -> None:
         self._waiting.pop(key, None)
         self.submit(key)
 
-    def retry_now(self) -> None:
-        """Every key waiting out a backoff is handled again now (its backoff grows as before
-        if it fails again)."""
-        for key, timer in list(self._waiting.items()):
-            timer.cancel()
-            self._retry(key)
+    def retry_now(self) -> list[K]:
+        """Every key waiting out a backoff is handled again now, and one being handled is
+        handled again at once if it fails (its backoff grows as before if it fails again).
+        Returns those keys."""
+        waiting = list(self._waiting)
+        for key in waiting:
+            self._waiting.pop(key).cancel()
+            self.submit(key)
+        self._again_at_once.update(self._running)
+        return [*waiting, *self._running]
+
+    async def through(self, keys: list[K]) -> None:
+        """Returns once none of `keys` is queued or being handled: each was handled (or failed
+        into a backoff) since they were submitted."""
+        while any(key in self._pending or key in self._running for key in keys):
+            self._finished.clear()
+            await self._finished.wait()
 
     @property
     def idle(self) -> bool:

@@ -17,7 +17,7 @@ class Runtime:
     async def synced(self) -> None:
         return None
 
-    def retry_now(self) -> None:
+    async def webhooks_served(self) -> None:
         self.retried.append("now")
 
 

@@ -155,12 +155,70 @@ def test_retry_now_hands_on_a_key_waiting_out_its_backoff_at_once() -> None:
         worker.submit("k")
         await asyncio.sleep(0.05)
         tried_once = list(calls)
-        worker.retry_now()
-        await asyncio.sleep(0.05)
+        retried = worker.retry_now()
+        await asyncio.wait_for(worker.through(retried), 5)
         task.cancel()
-        return tried_once, worker
+        return tried_once, retried, worker
 
-    tried_once, worker = run(go())
-    assert tried_once == ["k"]  # failed: waiting 30-60 s
+    tried_once, retried, worker = run(go())
+    assert tried_once == ["k"] and retried == ["k"]  # failed: waiting 30-60 s
     assert calls == ["k", "k"] and worker.idle
     assert "k" not in worker.retries.failures  # it succeeded: its backoff is forgotten
+
+
+def test_through_returns_once_the_keys_are_handled_not_before() -> None:
+    async def go():
+        gate = asyncio.Event()
+        handled: list[str] = []
+
+        async def handle(key):
+            if key == "slow":
+                await gate.wait()
+            handled.append(key)
+
+        worker = SerialWorker("w", handle, concurrency=2)
+        worker.started.set()
+        task = asyncio.create_task(worker.run())
+        worker.submit("slow")
+        worker.submit("fast")
+        waiting = asyncio.create_task(worker.through(["slow", "fast"]))
+        await asyncio.sleep(0.05)
+        before = (waiting.done(), list(handled))
+        gate.set()
+        await asyncio.wait_for(waiting, 5)
+        task.cancel()
+        return before, handled
+
+    before, handled = run(go())
+    assert before == (False, ["fast"])
+    assert sorted(handled) == ["fast", "slow"]
+
+
+def test_a_key_in_flight_at_retry_now_that_fails_goes_again_at_once() -> None:
+    """Its request may have been refused by our webhooks just before they came up."""
+    calls: list[str] = []
+    gate = None
+
+    async def handle(key):
+        calls.append(key)
+        if len(calls) == 1:
+            await gate.wait()
+            raise KubeError(500, "failed calling webhook: connection refused")
+
+    async def go():
+        nonlocal gate
+        gate = asyncio.Event()
+        worker = SerialWorker("w", handle, backoff=Backoff(base=60.0, cap=60.0))
+        worker.started.set()
+        task = asyncio.create_task(worker.run())
+        worker.submit("k")
+        await asyncio.sleep(0.05)
+        retried = worker.retry_now()  # "k" is in flight
+        gate.set()
+        await asyncio.wait_for(worker.through(retried), 5)
+        task.cancel()
+        return retried, worker
+
+    retried, worker = run(go())
+    assert retried == ["k"]
+    assert calls == ["k", "k"] and worker.idle and worker.failed == 1

@@ -12,14 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from tas.api.models import CONVERTED_CRDS
 from tas.kube import CRDS, MERGE, STRATEGIC, KubeError
 from tas.webhooks import certs
-from tas.webhooks.rotation import (
-    CONFIG_KINDS,
-    CONVERTED_CRDS,
-    CertificateError,
-    WebhookCertificates,
-)
+from tas.webhooks.rotation import CONFIG_KINDS, CertificateError, WebhookCertificates
 
 SECRET = "/api/v1/namespaces/tas-system/secrets/cert"
 NAME = "tas-operator.kueue.x-k8s.io"
@@ -231,3 +227,27 @@ def test_a_provisional_certificate_lets_the_server_start_before_the_secret_is_re
     before = one.files[0].read_bytes()
     asyncio.run(one.check())
     assert one.files[0].read_bytes() != before  # the Secret's replaces it
+
+
+def test_conversion_bundles_wait_for_conversion_after_and_readiness_does_not(tmp_path):
+    """The admission webhooks are ready once their configurations trust the certificate; the
+    CRDs' conversion bundles (whose names need the slow-loading models) wait for the hook."""
+
+    async def go():
+        api, go_on = FakeApi(), asyncio.Event()
+
+        async def after() -> None:
+            await go_on.wait()
+
+        one = keeper(api, tmp_path, conversion_after=after)
+        check = asyncio.create_task(one.check())
+        await asyncio.wait_for(one.ready.wait(), 5)
+        crd_patches_while_held = sum(p.startswith(CRDS) for p, _, _ in api.patches)
+        go_on.set()
+        await asyncio.wait_for(check, 5)
+        return crd_patches_while_held, api
+
+    held, api = asyncio.run(go())
+    assert held == 0
+    assert sum(p.startswith(CRDS) for p, _, _ in api.patches) == len(CONVERTED_CRDS)
+    assert len(api.bundles()) == 1

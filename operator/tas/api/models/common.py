@@ -22,6 +22,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from tas.api.constants import GROUP, LABEL_KEY_MAX
+from tas.api.names import DNS1123_LABEL, DNS1123_SUBDOMAIN, DNS1123_SUBDOMAIN_MAX, LABEL_KEY
 
 # --- Markers read by crdgen -------------------------------------------------------------------
 # Pydantic's own `default` is dropped from the CRD (a server-side default rewrites stored
@@ -78,19 +79,14 @@ class KubeModel(BaseModel):
 
 
 # --- Names ------------------------------------------------------------------------------------
-DNS1123_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-DNS1123_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-# A qualified label key: optional DNS prefix and "/", then the name. Kueue's pattern and limit.
-LABEL_KEY = (
-    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-    r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
-)
 QUANTITY_PATTERN = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
     r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 )
 
-ObjectName = Annotated[str, StringConstraints(max_length=253, pattern=DNS1123_SUBDOMAIN)]
+ObjectName = Annotated[
+    str, StringConstraints(max_length=DNS1123_SUBDOMAIN_MAX, pattern=DNS1123_SUBDOMAIN)
+]
 """Name of a cluster object (ClusterQueue, LocalQueue, ResourceFlavor, Topology)."""
 PodSetName = Annotated[str, StringConstraints(max_length=63, pattern=DNS1123_LABEL)]
 LabelKey = Annotated[

@@ -12,7 +12,6 @@ nor ever removed.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from tas.api.constants import (
@@ -23,12 +22,11 @@ from tas.api.constants import (
     WORKLOAD_PRIORITY_CLASS_LABEL,
 )
 from tas.api.frameworks import Framework
-from tas.api.models.common import DNS1123_SUBDOMAIN
+from tas.api.names import is_dns1123_subdomain
 from tas.jobframework.workload import queue_name
 
 QUEUE_NAME_PATH = f"metadata.labels[{QUEUE_NAME_LABEL}]"
 PRIORITY_CLASS_PATH = f"metadata.labels[{WORKLOAD_PRIORITY_CLASS_LABEL}]"
-_SUBDOMAIN = re.compile(DNS1123_SUBDOMAIN)
 
 
 def labels(obj: Mapping) -> Mapping[str, str]:
@@ -61,7 +59,7 @@ def mutate(deployment: Mapping) -> dict:
 def validate(deployment: Mapping) -> list[str]:
     """At creation: the queue name is an object name (Kueue's ValidateQueueName)."""
     queue = labels(deployment).get(QUEUE_NAME_LABEL)
-    if queue is None or (len(queue) <= 253 and _SUBDOMAIN.match(queue)):
+    if queue is None or is_dns1123_subdomain(queue):
         return []
     return [
         f"{QUEUE_NAME_PATH}: Invalid value: {queue[:253]!r}: a lowercase RFC 1123 subdomain "

@@ -14,7 +14,6 @@ field.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from tas.api.annotations import (
@@ -35,12 +34,12 @@ from tas.api.constants import (
     ROLE_HASH_ANNOTATION,
     TOPOLOGY_SCHEDULING_GATE,
 )
+from tas.api.names import is_dns1123_subdomain
 from tas.integrations.pod import pod as p
 from tas.jobframework.workload import check_placement_group
 
 LABELS = "metadata.labels"
 ANNOTATIONS = "metadata.annotations"
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
 def managed(pod: Mapping) -> bool:
@@ -128,7 +127,7 @@ def _group_metadata(pod: Mapping) -> list[str]:
             else []
         )
     errors = []
-    if len(name) > 253 or not _DNS_SUBDOMAIN.fullmatch(name):
+    if not is_dns1123_subdomain(name):
         errors.append(
             f"{LABELS}[{POD_GROUP_NAME_LABEL}]: Invalid value: {name!r}: must be a lowercase "
             "RFC 1123 subdomain (it names the group's Workload)"
