@@ -18,7 +18,7 @@ from pathlib import Path
 from e2e import chart, topology
 from e2e.chart import install, service_account_kubeconfig
 from e2e.harness import ROOT, Cluster, local_cluster, wait_for
-from tas.api.models import CONVERTED_CRDS
+from tas.api.constants import CONVERTED_CRDS
 
 EXAMPLES = ROOT / "examples"
 SAMPLE_PREFIX = "tas-sample-preferred"

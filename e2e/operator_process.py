@@ -16,7 +16,7 @@ from pathlib import Path
 
 from e2e import chart
 from e2e.harness import ROOT, Cluster, wait_for
-from tas.api.models import CONVERTED_CRDS
+from tas.api.constants import CONVERTED_CRDS
 
 WEBHOOK_CONFIG = chart.WEBHOOK_CONFIG
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tas.api import crdgen
-from tas.api.models import CONVERTED_CRDS
+from tas.api.constants import CONVERTED_CRDS
 from tas.webhooks import certs
 from tas.webhooks.server import CONVERSION_PATH, WebhookServer
 

@@ -12,6 +12,11 @@ PREFIX = "kueue.x-k8s.io/"
 KUEUE_API_VERSION = GROUP + "/v1beta2"
 # The version served for manifests and clients written before Kueue v0.16 (converted).
 KUEUE_V1BETA1_API_VERSION = GROUP + "/v1beta1"
+# The CRDs whose versions' schemas differ, which the API server converts through our webhook
+# (as Kueue's do, for the same kinds); for the others it only rewrites apiVersion.
+CONVERTED_CRDS = tuple(
+    f"{plural}.{GROUP}" for plural in ("clusterqueues", "cohorts", "localqueues", "workloads")
+)
 
 # Job-facing label: which LocalQueue a Job is submitted to.
 QUEUE_NAME_LABEL = PREFIX + "queue-name"

@@ -139,7 +139,6 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
         config.webhook_cert_hosts,
         config.webhook_config_name,
         secret=config.webhook_cert_secret,
-        conversion_after=rt(memo).past_webhooks,
     )
     certificates.provisional()
     certfile, keyfile, cafile = certificates.files

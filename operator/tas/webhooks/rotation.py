@@ -18,11 +18,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime
-import importlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 
+from tas.api.constants import CONVERTED_CRDS
 from tas.kube import CRDS, MERGE, STRATEGIC, Kube, KubeError
 from tas.kube.retry import Backoff
 from tas.webhooks import certs
@@ -51,7 +51,6 @@ class WebhookCertificates:
         lifetimes: certs.Lifetimes = certs.DEFAULT_LIFETIMES,
         check_every: float = CHECK_EVERY,
         backoff: Backoff | None = None,
-        conversion_after: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.kube = kube
         self.directory = directory
@@ -63,11 +62,8 @@ class WebhookCertificates:
         self.backoff = backoff or Backoff(base=1.0, cap=60.0)
         self.data: dict[str, bytes] = {}  # what is served
         self.missing_configs: set[str] = set()  # warned about once
-        self.ready = asyncio.Event()  # set once the webhook configurations trust what is served
+        self.ready = asyncio.Event()  # set after the first good check
         self.on_renewed: list[Callable[[], None]] = []  # called once new files are written
-        # Awaited before the conversion webhooks' caBundles are first set: the CRDs' models,
-        # which name them, load slowly enough to hold back the admission webhooks' start.
-        self.conversion_after = conversion_after
 
     @property
     def files(self) -> tuple[Path, Path, Path]:
@@ -86,9 +82,6 @@ class WebhookCertificates:
                 reload()
         self.data = data
         await self._inject_ca_bundle(data[certs.CA_CRT])
-        self.ready.set()  # served, and trusted by the webhook configurations
-        if self.conversion_after is not None:
-            await self.conversion_after()
         await self._inject_conversion_ca_bundle(data[certs.CA_CRT])
 
     def _local_data(self, now: datetime.datetime) -> dict[str, bytes]:
@@ -148,9 +141,7 @@ class WebhookCertificates:
 
     async def _inject_conversion_ca_bundle(self, bundle: bytes) -> None:
         encoded = base64.b64encode(bundle).decode()
-        # Imported here, in a thread: no admission webhook needs the models (see __init__).
-        models = await asyncio.to_thread(importlib.import_module, "tas.api.models")
-        for name in models.CONVERTED_CRDS:
+        for name in CONVERTED_CRDS:
             crd = await self.kube.get(f"{CRDS}/{name}")
             conversion = ((crd or {}).get("spec") or {}).get("conversion") or {}
             if crd is None or conversion.get("strategy") != "Webhook":
@@ -181,6 +172,7 @@ class WebhookCertificates:
                 log.warning("webhook certificate check failed (again in %.0fs): %s", delay, exc)
             else:
                 failures = 0
+                self.ready.set()
                 due = certs.renewal_due(self.data, self.lifetimes)
                 until_due = (due - datetime.datetime.now(datetime.UTC)).total_seconds()
                 delay = max(1.0, min(self.check_every, until_due))

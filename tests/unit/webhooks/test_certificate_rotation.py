@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tas.api.models import CONVERTED_CRDS
+from tas.api.constants import CONVERTED_CRDS
 from tas.kube import CRDS, MERGE, STRATEGIC, KubeError
 from tas.webhooks import certs
 from tas.webhooks.rotation import CONFIG_KINDS, CertificateError, WebhookCertificates
@@ -229,25 +229,14 @@ def test_a_provisional_certificate_lets_the_server_start_before_the_secret_is_re
     assert one.files[0].read_bytes() != before  # the Secret's replaces it
 
 
-def test_conversion_bundles_wait_for_conversion_after_and_readiness_does_not(tmp_path):
-    """The admission webhooks are ready once their configurations trust the certificate; the
-    CRDs' conversion bundles (whose names need the slow-loading models) wait for the hook."""
+def test_the_converted_crds_are_those_whose_crds_ask_for_the_conversion_webhook() -> None:
+    """The certificate keeper names them without loading the models; crdgen reads the same."""
+    from tas.api.models import RESOURCES
 
-    async def go():
-        api, go_on = FakeApi(), asyncio.Event()
-
-        async def after() -> None:
-            await go_on.wait()
-
-        one = keeper(api, tmp_path, conversion_after=after)
-        check = asyncio.create_task(one.check())
-        await asyncio.wait_for(one.ready.wait(), 5)
-        crd_patches_while_held = sum(p.startswith(CRDS) for p, _, _ in api.patches)
-        go_on.set()
-        await asyncio.wait_for(check, 5)
-        return crd_patches_while_held, api
-
-    held, api = asyncio.run(go())
-    assert held == 0
-    assert sum(p.startswith(CRDS) for p, _, _ in api.patches) == len(CONVERTED_CRDS)
-    assert len(api.bundles()) == 1
+    assert {r.crd.plural for r in RESOURCES if r.crd.conversion_webhook} == {
+        "clusterqueues",
+        "cohorts",
+        "localqueues",
+        "workloads",
+    }
+    assert len(CONVERTED_CRDS) == 4

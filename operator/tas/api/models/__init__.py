@@ -33,10 +33,6 @@ RESOURCES: tuple[type[KueueResource], ...] = (
     WorkloadPriorityClass,
     PlacementGroup,
 )
-# The CRDs whose versions the API server converts through our webhook.
-CONVERTED_CRDS = tuple(
-    f"{r.crd.plural}.{r.crd.group}" for r in RESOURCES if r.crd.conversion_webhook
-)
 
 
 def model_for(resource: type[KueueResource], version: str) -> type[KueueResource]:

@@ -235,7 +235,6 @@ class ClusterQueue(KueueResource):
         scope="Cluster",
         versions=("v1beta1", "v1beta2"),
         storage_version="v1beta2",
-        conversion_webhook=True,
         short_names=("cq",),
         status_subresource=True,
         printer_columns=cluster_queue_columns(".spec.cohortName"),

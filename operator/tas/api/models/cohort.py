@@ -36,7 +36,6 @@ class Cohort(KueueResource):
         scope="Cluster",
         versions=("v1beta1", "v1beta2"),
         storage_version="v1beta2",
-        conversion_webhook=True,
         status_subresource=True,
     )
 

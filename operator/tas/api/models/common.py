@@ -21,7 +21,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from tas.api.constants import GROUP, LABEL_KEY_MAX
+from tas.api.constants import CONVERTED_CRDS, GROUP, LABEL_KEY_MAX
 from tas.api.names import DNS1123_LABEL, DNS1123_SUBDOMAIN, DNS1123_SUBDOMAIN_MAX, LABEL_KEY
 
 # --- Markers read by crdgen -------------------------------------------------------------------
@@ -296,9 +296,10 @@ class CRDInfo:
     printer_columns: tuple[PrinterColumn, ...] = ()
     categories: tuple[str, ...] = ("kueue",)
     group: str = GROUP  # our own kinds (beyond Kueue) live in TAS_GROUP
-    # The versions' schemas differ: the API server asks our conversion webhook (as Kueue's
-    # CRDs do for the same kinds); otherwise it only rewrites apiVersion.
-    conversion_webhook: bool = False
+
+    @property
+    def conversion_webhook(self) -> bool:
+        return f"{self.plural}.{self.group}" in CONVERTED_CRDS
 
 
 class KueueResource(KubeModel):

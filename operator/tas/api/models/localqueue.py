@@ -93,7 +93,6 @@ class LocalQueue(KueueResource):
         scope="Namespaced",
         versions=("v1beta1", "v1beta2"),
         storage_version="v1beta2",
-        conversion_webhook=True,
         short_names=("queue", "queues", "lq"),
         status_subresource=True,
         printer_columns=(

@@ -369,7 +369,6 @@ class Workload(KueueResource):
         scope="Namespaced",
         versions=("v1beta1", "v1beta2"),
         storage_version="v1beta2",
-        conversion_webhook=True,
         short_names=("kwl", "kueueworkload", "kueueworkloads"),
         status_subresource=True,
         printer_columns=(
