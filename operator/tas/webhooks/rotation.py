@@ -62,7 +62,7 @@ class WebhookCertificates:
         self.backoff = backoff or Backoff(base=1.0, cap=60.0)
         self.data: dict[str, bytes] = {}  # what is served
         self.missing_configs: set[str] = set()  # warned about once
-        self.ready = asyncio.Event()  # set after the first good check
+        self.ready = asyncio.Event()  # set once the webhook configurations trust what is served
         self.on_renewed: list[Callable[[], None]] = []  # called once new files are written
 
     @property
@@ -82,6 +82,9 @@ class WebhookCertificates:
                 reload()
         self.data = data
         await self._inject_ca_bundle(data[certs.CA_CRT])
+        # The admission webhooks can serve now. The CRDs' bundles follow: reading the CRDs
+        # (large objects, from an API server busy with a restart's lists) would delay them.
+        self.ready.set()
         await self._inject_conversion_ca_bundle(data[certs.CA_CRT])
 
     def _local_data(self, now: datetime.datetime) -> dict[str, bytes]:
@@ -172,7 +175,6 @@ class WebhookCertificates:
                 log.warning("webhook certificate check failed (again in %.0fs): %s", delay, exc)
             else:
                 failures = 0
-                self.ready.set()
                 due = certs.renewal_due(self.data, self.lifetimes)
                 until_due = (due - datetime.datetime.now(datetime.UTC)).total_seconds()
                 delay = max(1.0, min(self.check_every, until_due))

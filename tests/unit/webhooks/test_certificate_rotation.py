@@ -240,3 +240,32 @@ def test_the_converted_crds_are_those_whose_crds_ask_for_the_conversion_webhook(
         "workloads",
     }
     assert len(CONVERTED_CRDS) == 4
+
+
+def test_readiness_does_not_wait_for_the_conversion_bundles(tmp_path):
+    """Admitted Jobs start through the admission webhooks, which the CRDs' reads would delay."""
+
+    class SlowCrds(FakeApi):
+        def __init__(self) -> None:
+            super().__init__()
+            self.release = asyncio.Event()
+
+        async def get(self, path: str):
+            if path.startswith(CRDS):
+                await self.release.wait()
+            return await super().get(path)
+
+    async def go():
+        api = SlowCrds()
+        one = keeper(api, tmp_path)
+        check = asyncio.create_task(one.check())
+        await asyncio.wait_for(one.ready.wait(), 5)
+        crd_patches_while_ready = sum(p.startswith(CRDS) for p, _, _ in api.patches)
+        api.release.set()
+        await asyncio.wait_for(check, 5)
+        return crd_patches_while_ready, api
+
+    before, api = asyncio.run(go())
+    assert before == 0
+    assert sum(p.startswith(CRDS) for p, _, _ in api.patches) == len(CONVERTED_CRDS)
+    assert len(api.bundles()) == 1
