@@ -356,11 +356,11 @@ class Runtime:
             self.helpers.append(asyncio.create_task(self._serve_view(), name="view"))
 
     async def _serve_view(self) -> None:
-        """The topology view, on every replica (it only reads the cache), from the first
-        sync on: building it while thousands of nodes are listed would slow the listing."""
+        """The topology view, on every replica (it only reads the cache), once the webhooks
+        serve: building it while thousands of nodes are listed would slow the listing, and
+        while the webhooks start it would delay them (see past_webhooks)."""
         await self.past_webhooks()
-        # Imported only now, in a thread (its page templates and server are not needed before
-        # the first admission, and admission goes on meanwhile).
+        # Imported only now, in a thread, so that admission goes on meanwhile.
         live_server = await asyncio.to_thread(importlib.import_module, "tas.view.live_server")
         self.view = await live_server.serve(self.state, self.settings.view_address)
 
