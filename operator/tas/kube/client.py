@@ -19,14 +19,16 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
 import orjson
 
 from tas import metrics
 from tas.api.conditions import now_rfc3339
 from tas.api.constants import KUEUE_API_VERSION
 from tas.kube.credentials import KubeconfigError
-from tas.kube.kubeconfig import Connection
+from tas.kube.kubeconfig import Connection, without_system_ca_store
+
+with without_system_ca_store():  # its import-time TLS contexts go unused (see there)
+    import aiohttp
 
 log = logging.getLogger(__name__)
 
