@@ -151,6 +151,13 @@ def pods_of(cluster: Cluster, namespace: str, job_name: str) -> list[dict]:
     return cluster.get_json("pods", "-n", namespace, "-l", f"job-name={job_name}")["items"]
 
 
+def events_of(cluster: Cluster, namespace: str, name: str) -> list[dict]:
+    """The events about the object `name` (kept after the object itself is gone)."""
+    return cluster.get_json(
+        "events", "-n", namespace, "--field-selector", f"involvedObject.name={name}"
+    )["items"]
+
+
 def wait_running(
     cluster: Cluster, namespace: str, job_name: str, count: int, timeout: float = 90
 ) -> list[dict]:

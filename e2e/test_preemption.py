@@ -58,12 +58,6 @@ def blocks_of(cluster: Cluster, pods: list[dict]) -> set[str]:
     return {labels[p["spec"]["nodeName"]][BLOCK_LABEL] for p in pods}
 
 
-def events_of(cluster: Cluster, namespace: str, name: str) -> list[dict]:
-    return cluster.get_json(
-        "events", "-n", namespace, "--field-selector", f"involvedObject.name={name}"
-    )["items"]
-
-
 def test_high_priority_job_preempts_low_priority_job_for_a_block(
     cluster: Cluster, namespace: str, preempting_queue: str, topology_nodes
 ):
@@ -103,14 +97,15 @@ def test_high_priority_job_preempts_low_priority_job_for_a_block(
     assert preempted_cond["status"] == "True"
     assert (preempted_cond["reason"], preempted_cond["message"]) == ("InClusterQueue", expected)
     reasons = {
-        e["reason"]: e["message"] for e in events_of(cluster, namespace, low["metadata"]["name"])
+        e["reason"]: e["message"]
+        for e in jobs.events_of(cluster, namespace, low["metadata"]["name"])
     }
     assert reasons.get("Preempted") == expected
     assert reasons.get("EvictedDueToPreempted") == expected
 
     # The high-priority Job waits for the pods to go, then runs in b1.
     high = jobs.wait_admitted(cluster, namespace, "high", timeout=120)
-    high_events = events_of(cluster, namespace, high["metadata"]["name"])
+    high_events = jobs.events_of(cluster, namespace, high["metadata"]["name"])
     assert any("Pending the preemption of 1 workload(s)" in e["message"] for e in high_events), [
         e["message"] for e in high_events
     ]

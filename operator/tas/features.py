@@ -24,6 +24,7 @@ from tas.solver.types import SolverOptions
 
 ENV_VAR = "TAS_FEATURE_GATES"
 OUR_STAGE = "Alpha (tas-operator)"
+OUR_BETA_STAGE = "Beta (tas-operator)"  # ours, on by default
 
 
 class Gate(StrEnum):
@@ -55,6 +56,7 @@ class Gate(StrEnum):
     TAS_DRAINING_DOMAINS = "TASDrainingDomains"
     TAS_TOPOLOGY_RELAXATION = "TASTopologyRelaxation"
     TAS_DEFRAGMENTATION = "TASDefragmentation"
+    TAS_REMOVE_PODS_ON_DELETED_NODES = "TASRemovePodsOnDeletedNodes"
     FAIR_SHARING_PREEMPT_WITHIN_NOMINAL = "FairSharingPreemptWithinNominal"
     FAIR_SHARING_PRIORITIZE_NON_BORROWING = "FairSharingPrioritizeNonBorrowing"
     PRIORITY_SORTING_WITHIN_COHORT = "PrioritySortingWithinCohort"
@@ -76,7 +78,7 @@ ALWAYS_ON = "always on here"
 class GateSpec:
     name: str
     default: bool  # ours
-    stage: str  # Kueue's label in the release whose default is ours; ours: OUR_STAGE
+    stage: str  # Kueue's label in the release whose default is ours; ours: OUR_(BETA_)STAGE
     depends_on: tuple[str, ...] = ()  # effective only when all of these are on
     doc: str = ""  # what the gate does here
     kind: Kind = Kind.IMPLEMENTED
@@ -122,8 +124,9 @@ def _kueue(
     )
 
 
-def _ours(gate: Gate, doc: str) -> GateSpec:
-    return GateSpec(gate.value, False, OUR_STAGE, (_TAS,), doc, Kind.OURS)
+def _ours(gate: Gate, doc: str, *, on: bool = False, needs: tuple[str, ...] = ()) -> GateSpec:
+    stage = OUR_BETA_STAGE if on else OUR_STAGE
+    return GateSpec(gate.value, on, stage, (_TAS, *needs), doc, Kind.OURS)
 
 
 # Stage and defaults per release from pkg/features/kube_features.go at v0.17.0, v0.18.0, v0.19.0
@@ -331,6 +334,14 @@ _SPECS = (
         Gate.TAS_DEFRAGMENTATION,
         "Move running workloads that allow it (tas-operator.io/movable) to open a domain for "
         "a waiting gang: evicted with reason Defragmented, the room held for the gang.",
+    ),
+    _ours(
+        Gate.TAS_REMOVE_PODS_ON_DELETED_NODES,
+        "Pods of a hot-swapped workload bound to a node that no longer exists are failed "
+        "(DisruptionTarget) and removed at once, as the pod garbage collector would after "
+        "its 40 s quarantine, so their replacements start sooner.",
+        on=True,
+        needs=_REPLACE,
     ),
     # ---- accepted, no effect here: Kueue's TAS gates ----
     _kueue(
@@ -1073,7 +1084,8 @@ Each gate is one of three kinds:
   Kueue faster, or one that is always on here. `tas operator` logs one line for each such
   gate that is set, e.g.
   `feature gate MultiKueue=true accepted, no effect here (not implemented)`.
-- **ours**: beyond Kueue, off by default until proven.
+- **ours**: beyond Kueue, off by default until proven; on by default (Beta) only where it
+  changes no decision and only does sooner what Kubernetes itself would do.
 
 Our default is Kueue v0.17.0's, the release we run side by side. A gate Kueue v0.17.0 does
 not have takes the default of the release that added it, except `TASNodeFeasibilityForAllLevels`,

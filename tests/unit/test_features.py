@@ -33,7 +33,10 @@ OURS = {
     "TASDrainingDomains",
     "TASTopologyRelaxation",
     "TASDefragmentation",
+    "TASRemovePodsOnDeletedNodes",
 }
+# Ours that are on by default: they change no placement, only speed up what Kubernetes does.
+OURS_ON = {"TASRemovePodsOnDeletedNodes"}
 
 
 def read_table() -> dict[str, dict[str, tuple[str, bool]]]:
@@ -232,10 +235,12 @@ def test_an_unknown_release_fails() -> None:
         features.kueue_defaults("v0.16")
 
 
-def test_ours_are_off_alpha_and_unknown_to_kueue() -> None:
+def test_ours_are_off_alpha_or_on_beta_and_unknown_to_kueue() -> None:
     for name in OURS:
         spec = features.GATES[name]
-        assert (spec.kind, spec.default, spec.stage) == (Kind.OURS, False, features.OUR_STAGE)
+        on = name in OURS_ON
+        stage = features.OUR_BETA_STAGE if on else features.OUR_STAGE
+        assert (spec.kind, spec.default, spec.stage) == (Kind.OURS, on, stage)
         assert name not in KUEUE
     assert set(features.GATES) == set(KUEUE) | OURS
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 
-from tas.api.constants import POD_COND_TERMINATED_BY_KUEUE
+from tas.api.constants import POD_COND_DISRUPTION_TARGET, POD_COND_TERMINATED_BY_KUEUE
 
 
 def now_rfc3339() -> str:
@@ -47,13 +47,23 @@ def pod_terminated_by_kueue(reason: str, message: str, *, fail: bool = True) -> 
     """A Pending pod's status patch that fails it so its owner makes a new one, as Kueue fails
     pods it will never let run where they are pinned. `fail=False` only records why (for a pod
     about to be deleted: its node's kubelet owns its phase)."""
+    return _pod_failed(POD_COND_TERMINATED_BY_KUEUE, reason, message, fail=fail)
+
+
+def pod_disrupted(reason: str, message: str) -> dict:
+    """A pod's status patch that fails it as Kubernetes fails a pod it removes (the pod garbage
+    collector, the taint manager): a Job's podFailurePolicy may match DisruptionTarget."""
+    return _pod_failed(POD_COND_DISRUPTION_TARGET, reason, message, fail=True)
+
+
+def _pod_failed(condition: str, reason: str, message: str, *, fail: bool) -> dict:
     status: dict = {"phase": "Failed"} if fail else {}
     return {
         "status": {
             **status,
             "conditions": [
                 {
-                    "type": POD_COND_TERMINATED_BY_KUEUE,
+                    "type": condition,
                     "status": "True",
                     "reason": reason,
                     "message": message,

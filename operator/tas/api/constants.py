@@ -141,6 +141,9 @@ REASON_COHORT_CYCLE = "CohortHasCycle"  # ours: Kueue leaves such a queue inacti
 # Pod condition set when a pod pinned to a failed node is terminated.
 POD_COND_TERMINATED_BY_KUEUE = "TerminatedByKueue"
 REASON_UNSCHEDULABLE_ON_ASSIGNED_NODE = "UnschedulableOnAssignedNode"
+# Kubernetes' condition on a pod it removes; ours when a pod is removed from a deleted node.
+POD_COND_DISRUPTION_TARGET = "DisruptionTarget"
+REASON_NODE_DELETED = "NodeDeleted"
 
 # ClusterQueue queueing strategies (Final: the literal types of ClusterQueue's field).
 STRICT_FIFO: Final = "StrictFIFO"

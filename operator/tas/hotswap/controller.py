@@ -2,7 +2,11 @@
 
 For each workload with pods assigned to a node that failed (see health.py): record the node in
 `status.unhealthyNodes`, and fail the workload's Pending pods pinned to it so the Job controller
-makes new ones (they stay gated until the admission loop has found the replacement). A second
+makes new ones (they stay gated until the admission loop has found the replacement). Under
+TASRemovePodsOnDeletedNodes (ours, on), pods bound to a node that no longer exists are failed
+and removed too, once the API server confirms the node is gone: Kubernetes' pod garbage
+collector does the same, but only after a 40 s quarantine, and until then the Job controller
+counts them as running and makes no replacement. A second
 failed node evicts the workload, as in Kueue; with TASReplaceMultipleFailedNodes (alias
 TASMultipleNodeReplacement) only once the workload already lists as many as its eviction
 threshold allows (see replace.py). A node that recovers before its replacement is taken off
@@ -14,12 +18,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from tas.api.constants import HOSTNAME_LABEL, REASON_UNSCHEDULABLE_ON_ASSIGNED_NODE
+from tas.api.conditions import pod_disrupted
+from tas.api.constants import (
+    HOSTNAME_LABEL,
+    REASON_NODE_DELETED,
+    REASON_UNSCHEDULABLE_ON_ASSIGNED_NODE,
+)
 from tas.cache.projections import PodInfo, WorkloadInfo
 from tas.cache.state import ClusterState
 from tas.hotswap.health import Health, node_health
 from tas.hotswap.replace import eviction_threshold, evicts_on_another_failure
-from tas.kube import Kube, Ref
+from tas.kube import STRATEGIC, Kube, KubeError, Ref, node_path, pod_path
 from tas.solver.types import Toleration
 from tas.workload import transitions
 from tas.workload.pods import fail_pod
@@ -44,6 +53,7 @@ class NodeHealthController:
         on_pod_termination: bool = True,
         on_taints: bool = True,
         multiple_nodes: bool = False,
+        remove_pods_on_deleted_nodes: bool = True,
         tolerations_of: Callable[[WorkloadInfo], tuple[Toleration, ...]] | None = None,
     ) -> None:
         self.state = state
@@ -52,9 +62,11 @@ class NodeHealthController:
         self.on_pod_termination = on_pod_termination
         self.on_taints = on_taints
         self.multiple_nodes = multiple_nodes
+        self.remove_pods_on_deleted_nodes = remove_pods_on_deleted_nodes
         self.tolerations_of = tolerations_of or self._tolerations
         self.marked = 0
         self.evicted = 0
+        self.removed = 0  # pods removed from deleted nodes
 
     def _tolerations(self, workload: WorkloadInfo) -> tuple[Toleration, ...]:
         """The pod sets' own tolerations plus those of the flavors they were admitted to."""
@@ -86,6 +98,8 @@ class NodeHealthController:
                 await self._unmark(workload, node_name)
             if health is Health.FAILED:
                 await self._fail_stranded_pods(workload, node_name, pods)
+            if node is None and self.remove_pods_on_deleted_nodes:
+                await self._remove_orphaned_pods(workload, node_name, pods)
 
     async def _mark(self, workload: WorkloadInfo, node: str, pods: list[PodInfo]) -> None:
         if self.multiple_nodes and (problem := eviction_threshold(workload)[1]):
@@ -136,3 +150,39 @@ class NodeHealthController:
                 "PodTerminatedByKueue",
                 f"Node {node} failed; the pod will be recreated",
             )
+
+    async def _remove_orphaned_pods(
+        self, workload: WorkloadInfo, node: str, pods: list[PodInfo]
+    ) -> None:
+        """Fail and remove the pods bound to a deleted node, as the pod garbage collector
+        would, but at once. Only pods an owner replaces (a single Pod's workload keeps its
+        pod), and only once a read of the node, not the cache, says it is gone."""
+        orphans = [p for p in pods if p.node_name == node and p.owner_uid and not p.deleting]
+        if not orphans or await self.kube.get(node_path(node)) is not None:
+            return
+        message = (
+            f"Node {node} no longer exists; the pod is removed without waiting for the pod "
+            f"garbage collector, so that workload {workload.name} gets its replacement sooner"
+        )
+        for pod in orphans:
+            path = pod_path(pod.namespace, pod.name)
+            if not pod.terminal:  # no kubelet will ever end it: the Job counts it failed
+                try:
+                    await self.kube.patch(
+                        path + "/status", pod_disrupted(REASON_NODE_DELETED, message), STRATEGIC
+                    )
+                except KubeError as exc:
+                    if not exc.not_found:
+                        raise
+                    continue
+            await self.kube.delete(path, grace_seconds=0, uid=pod.uid)
+            self.removed += 1
+            ref = Ref("v1", "Pod", pod.namespace, pod.name, pod.uid)
+            await self.kube.event(ref, "Warning", REASON_NODE_DELETED, message)
+        log.info(
+            "removed %d pods of %s/%s from deleted node %s",
+            len(orphans),
+            workload.namespace,
+            workload.name,
+            node,
+        )

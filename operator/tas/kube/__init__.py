@@ -20,6 +20,7 @@ from tas.kube.client import (
     gather_bounded,
     job_path,
     kueue_path,
+    node_path,
     pod_path,
     workload_path,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "gather_bounded",
     "job_path",
     "kueue_path",
+    "node_path",
     "pod_path",
     "workload_path",
 ]

@@ -314,13 +314,21 @@ class Kube:
     async def replace(self, path: str, body: Mapping) -> dict:
         return await self.request("PUT", path, body, "application/json")
 
-    async def delete(self, path: str) -> None:
+    async def delete(
+        self, path: str, *, grace_seconds: int | None = None, uid: str | None = None
+    ) -> None:
+        """Delete, dependents in the background; nothing to do when it is gone. `grace_seconds`
+        0 removes a pod no kubelet will confirm; `uid` deletes only that object (another of the
+        same name, made since, answers 409: nothing to do either)."""
+        options: dict = {"propagationPolicy": "Background"}
+        if grace_seconds is not None:
+            options["gracePeriodSeconds"] = grace_seconds
+        if uid:
+            options["preconditions"] = {"uid": uid}
         try:
-            await self.request(
-                "DELETE", path, {"propagationPolicy": "Background"}, "application/json"
-            )
+            await self.request("DELETE", path, options, "application/json")
         except KubeError as exc:
-            if not exc.not_found:
+            if not (exc.not_found or (uid and exc.conflict)):
                 raise
 
     async def event(self, ref: Ref, type_: str, reason: str, message: str) -> None:
@@ -381,6 +389,9 @@ def error_from(status: int, raw: bytes, retry_after: str | None) -> KubeError:
     return KubeError(status, message, seconds, causes=causes)
 
 
+NODES = "/api/v1/nodes"
+
+
 def kueue_path(plural: str, namespace: str | None = None, name: str | None = None) -> str:
     """A Kueue collection (all namespaces, or one) or one object of it, at the version we speak."""
     collection = f"{KUEUE}/namespaces/{namespace}/{plural}" if namespace else f"{KUEUE}/{plural}"
@@ -397,6 +408,10 @@ def job_path(namespace: str, name: str) -> str:
 
 def pod_path(namespace: str, name: str) -> str:
     return f"/api/v1/namespaces/{namespace}/pods/{name}"
+
+
+def node_path(name: str) -> str:
+    return f"{NODES}/{name}"
 
 
 async def gather_bounded(limit: int, coros: list) -> list:

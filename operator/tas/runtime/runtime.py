@@ -136,6 +136,7 @@ class Runtime:
             on_pod_termination=gates.enabled(Gate.TAS_REPLACE_NODE_ON_POD_TERMINATION),
             on_taints=gates.enabled(Gate.TAS_REPLACE_NODE_ON_NODE_TAINTS),
             multiple_nodes=gates.enabled(Gate.TAS_REPLACE_MULTIPLE_FAILED_NODES),
+            remove_pods_on_deleted_nodes=gates.enabled(Gate.TAS_REMOVE_PODS_ON_DELETED_NODES),
         )
         self.hotswap_worker = SerialWorker("hotswap", self.node_health.sync, concurrency=2)
         # CRD name -> the watches of what it serves, for the enabled integrations (a kind, the

@@ -27,7 +27,7 @@ from tas.jobframework.namespaces import ManagedNamespaces
 from tas.jobframework.owners import ManagedOwners
 from tas.jobframework.reconciler import JobReconciler
 from tas.kube import Kube, Ref, kueue_path
-from tas.kube.client import Decode
+from tas.kube.client import NODES, Decode
 from tas.runtime.serial import SerialWorker
 from tas.ungater.worker import Ungater
 
@@ -429,7 +429,7 @@ class Watch:
 # Jobs with a queue-name label are ours.
 WATCHES: dict[str, Watch] = {
     "namespaces": Watch("/api/v1/namespaces", {}, on_namespace, drawn=True),
-    "nodes": Watch("/api/v1/nodes", {}, on_node, drawn=True, decode_list=wire.decode_node_list),
+    "nodes": Watch(NODES, {}, on_node, drawn=True, decode_list=wire.decode_node_list),
     "pods": Watch(
         "/api/v1/pods",
         {"fieldSelector": "status.phase!=Succeeded,status.phase!=Failed"},

@@ -45,7 +45,7 @@ CRD_NAMES = sorted(f"{resource.crd.plural}.{resource.crd.group}" for resource in
 # decision, not an accident.
 # What every configuration needs, then what each integration adds.
 BASE_RULES = {
-    *{("", "nodes", v, None) for v in ("list", "watch")},
+    *{("", "nodes", v, None) for v in ("get", "list", "watch")},
     *{("", "namespaces", v, None) for v in ("list", "watch")},
     *{("", "pods", v, None) for v in ("list", "watch", "patch", "delete")},
     ("", "pods/status", "patch", None),
