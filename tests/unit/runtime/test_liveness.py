@@ -2,14 +2,7 @@
 
 import asyncio
 
-from tas.config import Settings
-from tas.kube import Connection, Kube
-from tas.runtime.runtime import Runtime
-
-
-def runtime() -> Runtime:
-    kube = Kube(Connection(server="http://127.0.0.1:9", ssl=False))
-    return Runtime(Settings(leader_elect=False), kube=kube)
+from tests.unit.runtime.offline import offline_runtime as runtime
 
 
 def test_a_dead_worker_is_a_liveness_problem_and_a_cancelled_one_is_not() -> None:

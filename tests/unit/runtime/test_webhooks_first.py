@@ -7,17 +7,11 @@ import asyncio
 import subprocess
 import sys
 
-from tas.config import Settings
-from tas.kube import Connection, Kube, KubeError
+from tas.kube import KubeError
 from tas.kube.retry import Backoff
 from tas.runtime import runtime as runtime_module
-from tas.runtime.runtime import Runtime
 from tas.runtime.serial import SerialWorker
-
-
-def runtime() -> Runtime:
-    kube = Kube(Connection(server="http://127.0.0.1:9", ssl=False))
-    return Runtime(Settings(leader_elect=False), kube=kube)
+from tests.unit.runtime.offline import offline_runtime as runtime
 
 
 def test_past_webhooks_waits_until_the_refused_writes_went_again(monkeypatch) -> None:
