@@ -165,7 +165,7 @@ def _operator(args: argparse.Namespace) -> int:
 
 
 def _check_view_address(address: str) -> None:
-    from tas.view.server import parse_address
+    from tas.view.address import parse_address
 
     if address:
         try:

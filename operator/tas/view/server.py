@@ -19,6 +19,7 @@ from aiohttp import web
 from tas.api.quantity import parse_milli
 from tas.config import DEFAULT_VIEW_ADDRESS
 from tas.view import codec
+from tas.view.address import parse_address
 from tas.view.publisher import Publisher, Update
 
 log = logging.getLogger(__name__)
@@ -29,14 +30,6 @@ MODES = ("required", "preferred")
 
 # (per-pod requests in milli-units, level, mode) -> largest gang per flavor
 LargestGangs = Callable[[Mapping[str, int], str, str], Mapping[str, int]]
-
-
-def parse_address(text: str) -> tuple[str, int]:
-    """ "HOST:PORT" (IPv6 as "[::1]:8090"); a ValueError says what is wrong."""
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) < 65536:
-        raise ValueError(f"{text!r} is not HOST:PORT")
-    return host.strip("[]") or "127.0.0.1", int(port)
 
 
 class ViewServer:

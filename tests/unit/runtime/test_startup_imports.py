@@ -22,9 +22,35 @@ LATER = (
     "tas.api.models",
     "jinja2",
     "tas.view.live_server",
+    "tas.view.server",
+    "aiohttp.web",
     "tas.offline.summary",
     "kopf",
 )
+# `tas operator` itself, stopped at its first API request: what it loaded by then, one per line.
+UNTIL_FIRST_REQUEST = """
+import os, sys
+from aiohttp import client
+
+async def first_request(self, *args, **kwargs):
+    print("\\n".join(sys.modules))
+    sys.stdout.flush()
+    os._exit(0)
+
+client.ClientSession._request = first_request
+from tas.cli import main
+sys.argv = ["tas", "operator", "--kubeconfig", sys.argv[1], "--webhook-port", "0",
+            "--metrics-port", "0", "--view-address", "127.0.0.1:0"]
+main()
+"""
+KUBECONFIG = """
+apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:9", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+"""
 
 
 def loaded_after(modules: tuple[str, ...]) -> set[str]:
@@ -33,9 +59,18 @@ def loaded_after(modules: tuple[str, ...]) -> set[str]:
         f"for m in {modules!r}: importlib.import_module(m)\n"
         "print('\\n'.join(sys.modules))"
     )
+    return run_python(code)
+
+
+def run_python(code: str, *args: str) -> set[str]:
     env = {**os.environ, "PYTHONPATH": f"{OPERATOR}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        timeout=60,
     )
     return set(out.stdout.split())
 
@@ -54,3 +89,13 @@ def test_the_check_sees_what_is_loaded() -> None:
     """The same check does see these modules once something imports them."""
     loaded = loaded_after(("tas.api.models", "tas.view.live_server"))
     assert {"pydantic", "jinja2"} <= loaded
+
+
+def test_the_operators_start_up_loads_none_of_them_before_its_first_request(tmp_path) -> None:
+    """The flags are checked before the lists start (the view's address among them) without
+    loading what serves them later."""
+    config = tmp_path / "config"
+    config.write_text(KUBECONFIG)
+    loaded = run_python(UNTIL_FIRST_REQUEST, str(config))
+    assert "tas.runtime.runtime" in loaded  # it did get as far as the lists
+    assert sorted(m for m in LATER if m in loaded) == []

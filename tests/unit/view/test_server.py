@@ -9,8 +9,9 @@ import aiohttp
 import pytest
 
 from tas.view import codec
+from tas.view.address import parse_address
 from tas.view.publisher import Publisher
-from tas.view.server import ViewServer, gang_query, parse_address
+from tas.view.server import ViewServer, gang_query
 from tests.unit.view.web_views import pending, two_racks, use, with_workloads
 
 
