@@ -35,6 +35,8 @@ from tas.workload.pods import fail_pod
 from tas.workload.writer import WorkloadWriter, evict
 
 log = logging.getLogger(__name__)
+# A patch naming another UID than the object's: "metadata.uid: field is immutable".
+UID_CHANGED = 422
 
 
 def on_node(pod: PodInfo, node: str) -> bool:
@@ -79,6 +81,7 @@ class NodeHealthController:
 
     async def sync(self, node_name: str) -> None:
         node = self.state.nodes.get(node_name)
+        orphans: list[tuple[WorkloadInfo, list[PodInfo]]] = []
         for key in self.state.workloads_on_node(node_name):
             workload = self.state.workloads.get(key)
             if workload is None or not workload.admitted:
@@ -99,7 +102,9 @@ class NodeHealthController:
             if health is Health.FAILED:
                 await self._fail_stranded_pods(workload, node_name, pods)
             if node is None and self.remove_pods_on_deleted_nodes:
-                await self._remove_orphaned_pods(workload, node_name, pods)
+                orphans.append((workload, orphaned(workload, node_name, pods)))
+        if any(pods for _, pods in orphans):
+            await self._remove_orphaned_pods(node_name, orphans)
 
     async def _mark(self, workload: WorkloadInfo, node: str, pods: list[PodInfo]) -> None:
         if self.multiple_nodes and (problem := eviction_threshold(workload)[1]):
@@ -152,37 +157,61 @@ class NodeHealthController:
             )
 
     async def _remove_orphaned_pods(
-        self, workload: WorkloadInfo, node: str, pods: list[PodInfo]
+        self, node: str, orphans: list[tuple[WorkloadInfo, list[PodInfo]]]
     ) -> None:
-        """Fail and remove the pods bound to a deleted node, as the pod garbage collector
-        would, but at once. Only pods an owner replaces (a single Pod's workload keeps its
-        pod), and only once a read of the node, not the cache, says it is gone."""
-        orphans = [p for p in pods if p.node_name == node and p.owner_uid and not p.deleting]
-        if not orphans or await self.kube.get(node_path(node)) is not None:
-            return
-        message = (
-            f"Node {node} no longer exists; the pod is removed without waiting for the pod "
-            f"garbage collector, so that workload {workload.name} gets its replacement sooner"
-        )
-        for pod in orphans:
-            path = pod_path(pod.namespace, pod.name)
-            if not pod.terminal:  # no kubelet will ever end it: the Job counts it failed
-                try:
-                    await self.kube.patch(
-                        path + "/status", pod_disrupted(REASON_NODE_DELETED, message), STRATEGIC
+        """Fail and remove the pods left on a deleted node, as the pod garbage collector would,
+        but at once, once a read of the node, not the cache, says it is gone. Only a shortcut:
+        whatever fails here (a refusal, a missing permission) is left to that collector, and
+        never stops hot swap itself."""
+        try:
+            if await self.kube.get(node_path(node)) is not None:
+                return
+            for workload, pods in orphans:
+                message = (
+                    f"Node {node} no longer exists; the pod is removed without waiting for the "
+                    f"pod garbage collector, so that workload {workload.name} gets its "
+                    "replacement sooner"
+                )
+                removed = [p for p in pods if await self._remove(p, message)]
+                if removed:
+                    log.info(
+                        "removed %d pods of %s/%s from deleted node %s",
+                        len(removed),
+                        workload.namespace,
+                        workload.name,
+                        node,
                     )
-                except KubeError as exc:
-                    if not exc.not_found:
-                        raise
-                    continue
-            await self.kube.delete(path, grace_seconds=0, uid=pod.uid)
-            self.removed += 1
-            ref = Ref("v1", "Pod", pod.namespace, pod.name, pod.uid)
-            await self.kube.event(ref, "Warning", REASON_NODE_DELETED, message)
-        log.info(
-            "removed %d pods of %s/%s from deleted node %s",
-            len(orphans),
-            workload.namespace,
-            workload.name,
-            node,
-        )
+        except KubeError as exc:
+            log.warning("pods left on deleted node %s: not removed (%s)", node, exc)
+
+    async def _remove(self, pod: PodInfo, message: str) -> bool:
+        """Failed first (the Job counts it, and makes its replacement), guarded by the pod's
+        UID as the delete is: a new pod of the same name is never touched."""
+        path = pod_path(pod.namespace, pod.name)
+        patch = {"metadata": {"uid": pod.uid}, **pod_disrupted(REASON_NODE_DELETED, message)}
+        try:
+            await self.kube.patch(path + "/status", patch, STRATEGIC)
+        except KubeError as exc:
+            if exc.not_found or exc.status == UID_CHANGED:
+                return False
+            raise
+        if not await self.kube.delete(path, grace_seconds=0, uid=pod.uid):
+            return False
+        self.removed += 1
+        ref = Ref("v1", "Pod", pod.namespace, pod.name, pod.uid)
+        await self.kube.event(ref, "Warning", REASON_NODE_DELETED, message)
+        return True
+
+
+def orphaned(workload: WorkloadInfo, node: str, pods: list[PodInfo]) -> list[PodInfo]:
+    """The workload's pods left running on `node` that an owner replaces: not a single Pod's
+    workload (it keeps its pod, as its assignment), not pods already going, and not Pending
+    ones (failed as stranded: their owner replaces them without their removal). The pod watch
+    drops finished pods, so none of these has ended."""
+    if workload.owned_by_single_pod:
+        return []
+    return [
+        p
+        for p in pods
+        if p.node_name == node and p.owner_uid and not p.deleting and p.phase != "Pending"
+    ]

@@ -316,10 +316,10 @@ class Kube:
 
     async def delete(
         self, path: str, *, grace_seconds: int | None = None, uid: str | None = None
-    ) -> None:
-        """Delete, dependents in the background; nothing to do when it is gone. `grace_seconds`
-        0 removes a pod no kubelet will confirm; `uid` deletes only that object (another of the
-        same name, made since, answers 409: nothing to do either)."""
+    ) -> bool:
+        """Delete, dependents in the background; False when there was nothing to do: it is
+        gone. `grace_seconds` 0 removes a pod no kubelet will confirm; `uid` deletes only that
+        object (another of the same name, made since, answers 409: nothing to do either)."""
         options: dict = {"propagationPolicy": "Background"}
         if grace_seconds is not None:
             options["gracePeriodSeconds"] = grace_seconds
@@ -330,6 +330,8 @@ class Kube:
         except KubeError as exc:
             if not (exc.not_found or (uid and exc.conflict)):
                 raise
+            return False
+        return True
 
     async def event(self, ref: Ref, type_: str, reason: str, message: str) -> None:
         """A core/v1 Event, so `kubectl describe` shows it; never fails the caller."""

@@ -59,10 +59,12 @@ CA_FILE_ENV = "SSL_CERT_FILE"  # OpenSSL reads it each time it loads the default
 
 @contextlib.contextmanager
 def without_system_ca_store() -> Iterator[None]:
-    """OpenSSL's default CA store is empty while in it. For importing aiohttp: it builds two
-    default TLS contexts at import, each loading the system's store (0.05-0.1 s of CPU here, on
-    the path to the first admission after a restart), and the operator uses neither: our
-    client and kopf's build their own contexts (`_ssl_context`), after it."""
+    """OpenSSL's default CA file is empty while in it (a CA directory, if one is set, is still
+    searched, certificate by certificate, only when a peer is verified). For importing aiohttp:
+    it builds two default TLS contexts at import, each loading the system's file (0.05-0.1 s of
+    CPU here, on the path to the first admission after a restart), and the operator uses
+    neither: our client and kopf's build their own contexts (`_ssl_context`), after it. Only
+    on the main thread, before any other starts: the environment is the process's."""
     before = os.environ.get(CA_FILE_ENV)
     os.environ[CA_FILE_ENV] = os.devnull
     try:

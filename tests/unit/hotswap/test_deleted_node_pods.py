@@ -18,24 +18,38 @@ JOB_UID = "job-uid"
 class RecordingKube:
     """Answers reads of nodes from `nodes`; records the writes."""
 
-    def __init__(self, nodes: set[str] = frozenset(), missing_pods: set[str] = frozenset()):
+    def __init__(
+        self,
+        nodes: set[str] = frozenset(),
+        missing_pods: set[str] = frozenset(),
+        replaced_pods: set[str] = frozenset(),
+        refuse_reads: bool = False,
+    ):
         self.nodes = set(nodes)
         self.missing_pods = set(missing_pods)  # pods whose status patch answers 404
+        self.replaced_pods = set(replaced_pods)  # another pod of the name: 422 on the UID
+        self.refuse_reads = refuse_reads  # e.g. no `get` on nodes in a hand-made ClusterRole
         self.calls: list[tuple] = []
 
     async def get(self, path):
         self.calls.append(("get", path))
+        if self.refuse_reads:
+            raise KubeError(403, "nodes is forbidden")
         return {"metadata": {}} if path.rsplit("/", 1)[-1] in self.nodes else None
 
     async def patch(self, path, body, content_type=None):
-        if path.split("/")[-2] in self.missing_pods:
+        name = path.split("/")[-2]
+        if name in self.missing_pods:
             raise KubeError(404, "not found")
-        conditions = body["status"]["conditions"]
-        self.calls.append(("patch", path, body["status"].get("phase"), conditions[0]["type"]))
+        if name in self.replaced_pods:
+            raise KubeError(422, 'metadata.uid: Invalid value: "uid-a": field is immutable')
+        status, uid = body["status"], body.get("metadata", {}).get("uid")
+        self.calls.append(("patch", path, status["phase"], status["conditions"][0]["type"], uid))
         return {}
 
     async def delete(self, path, *, grace_seconds=None, uid=None):
         self.calls.append(("delete", path, grace_seconds, uid))
+        return True
 
     async def event(self, ref, type_, reason, message):
         self.calls.append(("event", ref.name, reason))
@@ -49,12 +63,24 @@ def pod_of(call: tuple) -> str:
     return call[1] if call[0] == "event" else call[1].split("/pods/")[1].split("/")[0]
 
 
-def pod(name: str, node_name: str | None, *, phase="Running", owner=JOB_UID, deleting=False):
+def pod(name: str, node_name: str | None, *, phase="Running", owner=JOB_UID, **more):
+    return proj.pod_from_object(raw(name, node_name, phase=phase, owner=owner, **more))
+
+
+def raw(
+    name: str,
+    node_name: str | None,
+    *,
+    phase="Running",
+    owner=JOB_UID,
+    deleting=False,
+    workload="w",
+):
     meta: dict = {
         "name": name,
         "namespace": "ns",
         "uid": f"uid-{name}",
-        "annotations": {"kueue.x-k8s.io/workload": "w"},
+        "annotations": {"kueue.x-k8s.io/workload": workload},
         "labels": {"kueue.x-k8s.io/podset": "main"},
     }
     if owner:
@@ -66,7 +92,7 @@ def pod(name: str, node_name: str | None, *, phase="Running", owner=JOB_UID, del
     spec = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
     if node_name:
         spec["nodeName"] = node_name
-    return proj.pod_from_object({"metadata": meta, "spec": spec, "status": {"phase": phase}})
+    return {"metadata": meta, "spec": spec, "status": {"phase": phase}}
 
 
 def cluster_with(pods) -> Cluster:
@@ -98,7 +124,7 @@ def test_running_pods_on_a_deleted_node_are_failed_then_removed_with_their_uid()
     pods = "/api/v1/namespaces/ns/pods"
     for name in ("a", "b"):  # each in this order; c, on a node still there, untouched
         assert [c for c in kube.writes() if pod_of(c) == name] == [
-            ("patch", f"{pods}/{name}/status", "Failed", "DisruptionTarget"),
+            ("patch", f"{pods}/{name}/status", "Failed", "DisruptionTarget", f"uid-{name}"),
             ("delete", f"{pods}/{name}", 0, f"uid-{name}"),
             ("event", name, "NodeDeleted"),
         ]
@@ -115,12 +141,44 @@ def test_nothing_is_removed_while_the_api_server_still_has_the_node():
     assert not [c for c in kube.writes() if c[0] in ("patch", "delete")]
 
 
-def test_a_finished_pod_is_removed_without_a_status_write():
-    cluster = cluster_with([pod("a", "h1", phase="Succeeded")])
+def test_a_pending_pod_is_only_failed_as_stranded_and_the_node_read_once():
+    cluster = cluster_with([pod("waits", "h1", phase="Pending"), pod("runs", "h1")])
+    cluster.admitted("w2", [pod_set("main", {"h1": 1, "h3": 1})])
+    cluster.state.upsert_pod(pod("other", "h1", workload="w2"))
     delete_h1(cluster)
     kube = RecordingKube()
     sync(cluster, kube, "h1")
-    assert [c[0] for c in kube.writes()] == ["delete", "event"]
+    deleted = sorted(pod_of(c) for c in kube.calls if c[0] == "delete")
+    assert deleted == ["other", "runs"]  # both workloads' running pods; the pending one stays
+    assert [c for c in kube.calls if c[0] == "get"] == [("get", "/api/v1/nodes/h1")]
+
+
+def test_a_single_pods_workload_keeps_its_pod():
+    cluster = Cluster([node(f"h{i}", "b1", "r1", cpu="4") for i in (1, 2, 3)])
+    owner = {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "p-uid", "controller": True}
+    cluster.admitted("w", [pod_set("main", {"h1": 1})], owners=[owner])
+    cluster.state.upsert_pod(pod("p", "h1", owner="rs-uid"))  # a Deployment's pod
+    delete_h1(cluster)
+    kube = RecordingKube()
+    sync(cluster, kube, "h1")
+    assert kube.calls == []
+
+
+def test_a_new_pod_of_the_same_name_is_not_touched():
+    cluster = cluster_with([pod("a", "h1"), pod("b", "h1")])
+    delete_h1(cluster)
+    kube = RecordingKube(replaced_pods={"a"})
+    sync(cluster, kube, "h1")
+    assert sorted(pod_of(c) for c in kube.calls if c[0] in ("delete", "event")) == ["b", "b"]
+
+
+def test_a_refused_read_leaves_the_pods_to_the_collector_and_hot_swap_goes_on():
+    cluster = cluster_with([pod("a", "h1")])
+    delete_h1(cluster)
+    kube = RecordingKube(refuse_reads=True)
+    sync(cluster, kube, "h1")  # no exception: the worker is not stopped
+    assert not [c for c in kube.calls if c[0] in ("patch", "delete")]
+    assert "h1" in cluster.workload("w").unhealthy_nodes
 
 
 def test_pods_no_owner_replaces_and_pods_already_deleting_are_left_alone():
