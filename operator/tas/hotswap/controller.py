@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from tas.api.conditions import pod_disrupted
+from tas.api.conditions import pod_disrupted, pod_terminated_by_kueue
 from tas.api.constants import (
     HOSTNAME_LABEL,
     REASON_NODE_DELETED,
@@ -28,15 +28,13 @@ from tas.cache.projections import PodInfo, WorkloadInfo
 from tas.cache.state import ClusterState
 from tas.hotswap.health import Health, node_health
 from tas.hotswap.replace import eviction_threshold, evicts_on_another_failure
-from tas.kube import STRATEGIC, Kube, KubeError, Ref, node_path, pod_path
+from tas.kube import Kube, KubeError, Ref, node_path, pod_path
 from tas.solver.types import Toleration
 from tas.workload import transitions
 from tas.workload.pods import fail_pod
 from tas.workload.writer import WorkloadWriter, evict
 
 log = logging.getLogger(__name__)
-# A patch naming another UID than the object's: "metadata.uid: field is immutable".
-UID_CHANGED = 422
 
 
 def on_node(pod: PodInfo, node: str) -> bool:
@@ -140,14 +138,10 @@ class NodeHealthController:
         for pod in pods:
             if pod.phase != "Pending" or pod.gated or pod.deleting:
                 continue
-            # Gone already: its owner makes the new one all the same.
-            await fail_pod(
-                self.kube,
-                pod.namespace,
-                pod.name,
-                REASON_UNSCHEDULABLE_ON_ASSIGNED_NODE,
-                f"Pod was pinned to node {node}, which failed under workload {workload.name}",
-            )
+            message = f"Pod was pinned to node {node}, which failed under workload {workload.name}"
+            status = pod_terminated_by_kueue(REASON_UNSCHEDULABLE_ON_ASSIGNED_NODE, message)
+            if not await fail_pod(self.kube, pod.namespace, pod.name, pod.uid, status):
+                continue  # gone already (or re-made): its owner makes the new one all the same
             ref = Ref("v1", "Pod", pod.namespace, pod.name, pod.uid)
             await self.kube.event(
                 ref,
@@ -187,14 +181,10 @@ class NodeHealthController:
     async def _remove(self, pod: PodInfo, message: str) -> bool:
         """Failed first (the Job counts it, and makes its replacement), guarded by the pod's
         UID as the delete is: a new pod of the same name is never touched."""
+        status = pod_disrupted(REASON_NODE_DELETED, message)
+        if not await fail_pod(self.kube, pod.namespace, pod.name, pod.uid, status):
+            return False
         path = pod_path(pod.namespace, pod.name)
-        patch = {"metadata": {"uid": pod.uid}, **pod_disrupted(REASON_NODE_DELETED, message)}
-        try:
-            await self.kube.patch(path + "/status", patch, STRATEGIC)
-        except KubeError as exc:
-            if exc.not_found or exc.status == UID_CHANGED:
-                return False
-            raise
         if not await self.kube.delete(path, grace_seconds=0, uid=pod.uid):
             return False
         self.removed += 1

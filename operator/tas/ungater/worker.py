@@ -7,6 +7,7 @@ from collections import defaultdict
 from dataclasses import replace
 
 from tas import metrics
+from tas.api.conditions import pod_terminated_by_kueue
 from tas.api.constants import (
     HOSTNAME_LABEL,
     NUMA_ZONE_ANNOTATION,
@@ -155,17 +156,13 @@ class Ungater:
             f"Pod was pinned to {dict(pod.node_selector)}, which is no longer in the topology "
             f"assignment of workload {workload}"
         )
-        if not await fail_pod(
-            self.kube,
-            pod.namespace,
-            pod.name,
-            REASON_UNSCHEDULABLE_ON_ASSIGNED_NODE,
-            message,
-            fail=not bound,
-        ):
+        status = pod_terminated_by_kueue(
+            REASON_UNSCHEDULABLE_ON_ASSIGNED_NODE, message, fail=not bound
+        )
+        if not await fail_pod(self.kube, pod.namespace, pod.name, pod.uid, status):
             return
-        if bound:
-            await self.kube.delete(pod_path(pod.namespace, pod.name))
+        if bound and not await self.kube.delete(pod_path(pod.namespace, pod.name), uid=pod.uid):
+            return
         log.info(
             "%s %s/%s: pinned outside its workload's assignment",
             "deleted" if bound else "failed",

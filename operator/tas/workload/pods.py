@@ -1,23 +1,28 @@
 """Failing a pod of a Workload that can never run where it is pinned, so that its owner makes a
-new one (Kueue's pod TerminationTarget condition). The ungater fails pods pinned outside their
-Workload's assignment; hot swap, those pinned to a node that failed."""
+new one: Kueue's pod TerminationTarget condition (the ungater, for pods pinned outside their
+Workload's assignment; hot swap, for those pinned to a node that failed), or Kubernetes' own
+DisruptionTarget (hot swap, for pods left on a deleted node).
+
+Each write names the pod's UID: a pod re-made under the same name (a StatefulSet's, a
+LeaderWorkerSet's) while our cache still shows the old one is never touched."""
 
 from __future__ import annotations
 
-from tas.api.conditions import pod_terminated_by_kueue
 from tas.kube import STRATEGIC, Kube, KubeError, pod_path
 
+# What the API server answers a status patch whose metadata.uid is not the pod's
+# ("field is immutable"), as checked against a real one.
+UID_CHANGED = 422
 
-async def fail_pod(
-    kube: Kube, namespace: str, name: str, reason: str, message: str, *, fail: bool = True
-) -> bool:
-    """Write why Kueue terminates the pod into its status, and (`fail`) fail it so that its
-    owner makes a new one. False when the pod is gone already."""
-    status = pod_terminated_by_kueue(reason, message, fail=fail)
+
+async def fail_pod(kube: Kube, namespace: str, name: str, uid: str, status: dict) -> bool:
+    """Write `status` (a patch from tas.api.conditions) into the pod's status, only while the
+    pod named is the one with `uid`. False when that pod is gone already."""
+    patch = {"metadata": {"uid": uid}, **status} if uid else status
     try:
-        await kube.patch(pod_path(namespace, name) + "/status", status, STRATEGIC)
+        await kube.patch(pod_path(namespace, name) + "/status", patch, STRATEGIC)
     except KubeError as exc:
-        if not exc.not_found:
-            raise
-        return False
+        if exc.not_found or exc.status == UID_CHANGED:
+            return False
+        raise
     return True

@@ -153,6 +153,18 @@ def test_a_pending_pod_is_only_failed_as_stranded_and_the_node_read_once():
     assert [c for c in kube.calls if c[0] == "get"] == [("get", "/api/v1/nodes/h1")]
 
 
+def test_a_stranded_pending_pod_is_failed_by_its_uid_and_announced_only_when_failed():
+    cluster = cluster_with(
+        [pod("waits", "h1", phase="Pending"), pod("again", "h1", phase="Pending")]
+    )
+    delete_h1(cluster)
+    kube = RecordingKube(replaced_pods={"again"})  # re-made under its name since the cache saw it
+    sync(cluster, kube, "h1")
+    patches = [(pod_of(c), *c[2:]) for c in kube.calls if c[0] == "patch"]
+    assert patches == [("waits", "Failed", "TerminatedByKueue", "uid-waits")]
+    assert [pod_of(c) for c in kube.calls if c[0] == "event"] == ["waits"]
+
+
 def test_a_single_pods_workload_keeps_its_pod():
     cluster = Cluster([node(f"h{i}", "b1", "r1", cpu="4") for i in (1, 2, 3)])
     owner = {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "p-uid", "controller": True}

@@ -18,13 +18,16 @@ class FakeKube:
     def __init__(self) -> None:
         self.patches: list[tuple[str, dict]] = []
         self.deleted: list[str] = []
+        self.deleted_uids: list[str | None] = []
 
     async def patch(self, path, body, content_type=None):
         self.patches.append((path, body))
         return {}
 
-    async def delete(self, path):
+    async def delete(self, path, *, uid=None):
         self.deleted.append(path)
+        self.deleted_uids.append(uid)
+        return True
 
 
 def admitted(name: str, hosts: dict[str, int]) -> dict:
@@ -130,8 +133,12 @@ def test_a_pod_bound_outside_the_assignment_before_it_runs_is_deleted():
     kube = FakeKube()
     patches = run(state, ("ns", "w"), kube)
     assert kube.deleted == ["/api/v1/namespaces/ns/pods/w-0"]
+    assert kube.deleted_uids == [
+        bound["metadata"]["uid"]
+    ]  # a pod made again under its name is not deleted
     [(path, body)] = [(p, b) for p, b in patches if p.endswith("/status")]
     assert path == "/api/v1/namespaces/ns/pods/w-0/status"
+    assert body["metadata"] == {"uid": bound["metadata"]["uid"]}
     assert "phase" not in body["status"]
     assert body["status"]["conditions"][0]["type"] == "TerminatedByKueue"
 
