@@ -8,6 +8,8 @@ LeaderWorkerSet's) while our cache still shows the old one is never touched."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from tas.kube import STRATEGIC, Kube, KubeError, pod_path
 
 # What the API server answers a status patch whose metadata.uid is not the pod's
@@ -15,7 +17,7 @@ from tas.kube import STRATEGIC, Kube, KubeError, pod_path
 UID_CHANGED = 422
 
 
-async def fail_pod(kube: Kube, namespace: str, name: str, uid: str, status: dict) -> bool:
+async def fail_pod(kube: Kube, namespace: str, name: str, uid: str, status: dict[str, Any]) -> bool:
     """Write `status` (a patch from tas.api.conditions) into the pod's status, only while the
     pod named is the one with `uid`. False when that pod is gone already."""
     patch = {"metadata": {"uid": uid}, **status} if uid else status
