@@ -3,6 +3,14 @@
 
 from __future__ import annotations
 
+import gc
+
+# Every object an import makes lives as long as the process: a collection while modules load
+# only walks them again and again. None runs while this module's imports load (`tas operator`
+# pauses it again for its own: tas.pacing.imports_uncollected).
+_COLLECTING = gc.isenabled()
+gc.disable()
+
 import argparse
 import sys
 from typing import overload
@@ -12,8 +20,12 @@ from tas.config import (
     DEFAULT_DEFRAGMENTATION_MOVES_PER_HOUR,
     DEFAULT_VIEW_ADDRESS,
     MAX_REVIEW_BYTES,
+    Settings,
 )
 from tas.offline.contest import names as contest_names
+
+if _COLLECTING:
+    gc.enable()
 
 SYNC_BEFORE_KOPF_SECONDS = 10.0
 
@@ -105,9 +117,11 @@ def _kueue_config(path: str | None):
 
 
 def _operator(args: argparse.Namespace) -> int:
-    from tas import features, integrations
-    from tas.config import Settings
-    from tas.kube.kubeconfig import default_namespace
+    from tas.pacing import imports_uncollected
+
+    with imports_uncollected():
+        from tas import features, integrations
+        from tas.kube.kubeconfig import default_namespace
 
     try:
         gates = features.from_env_and_flag(args.feature_gates)
@@ -179,7 +193,6 @@ def _view(args: argparse.Namespace) -> int:
     import asyncio
 
     from tas import features
-    from tas.config import Settings
     from tas.kube.kubeconfig import KubeconfigError
     from tas.runtime import viewonly
 
@@ -271,7 +284,10 @@ async def _run_operator(settings, liveness: str | None) -> None:
     import asyncio
     import importlib
 
-    from tas.runtime.runtime import Runtime
+    from tas.pacing import imports_uncollected
+
+    with imports_uncollected(set_aside=True):
+        from tas.runtime.runtime import Runtime
 
     runtime = Runtime(settings)
     runtime.start()

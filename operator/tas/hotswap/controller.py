@@ -64,9 +64,6 @@ class NodeHealthController:
         self.multiple_nodes = multiple_nodes
         self.remove_pods_on_deleted_nodes = remove_pods_on_deleted_nodes
         self.tolerations_of = tolerations_of or self._tolerations
-        self.marked = 0
-        self.evicted = 0
-        self.removed = 0  # pods removed from deleted nodes
 
     def _tolerations(self, workload: WorkloadInfo) -> tuple[Toleration, ...]:
         """The pod sets' own tolerations plus those of the flavors they were admitted to."""
@@ -99,9 +96,10 @@ class NodeHealthController:
                 await self._unmark(workload, node_name)
             if health is Health.FAILED:
                 await self._fail_stranded_pods(workload, node_name, pods)
-            if node is None and self.remove_pods_on_deleted_nodes:
-                orphans.append((workload, orphaned(workload, node_name, pods)))
-        if any(pods for _, pods in orphans):
+            removing = node is None and self.remove_pods_on_deleted_nodes
+            if removing and (left := orphaned(workload, node_name, pods)):
+                orphans.append((workload, left))
+        if orphans:
             await self._remove_orphaned_pods(node_name, orphans)
 
     async def _mark(self, workload: WorkloadInfo, node: str, pods: list[PodInfo]) -> None:
@@ -109,12 +107,10 @@ class NodeHealthController:
             log.warning("workload %s/%s: %s", workload.namespace, workload.name, problem)
         if evicts_on_another_failure(workload, self.multiple_nodes):
             message = transitions.multiple_failures_message([*workload.unhealthy_nodes, node])
-            if await evict(self.writer, workload, message):
-                self.evicted += 1
+            await evict(self.writer, workload, message)
             return
         status = transitions.unhealthy_nodes([*workload.unhealthy_nodes, node])
         if await self.writer.write_status(workload, status):
-            self.marked += 1
             log.info(
                 "node %s failed under %s/%s; looking for a replacement",
                 node,
@@ -187,7 +183,6 @@ class NodeHealthController:
         path = pod_path(pod.namespace, pod.name)
         if not await self.kube.delete(path, grace_seconds=0, uid=pod.uid):
             return False
-        self.removed += 1
         ref = Ref("v1", "Pod", pod.namespace, pod.name, pod.uid)
         await self.kube.event(ref, "Warning", REASON_NODE_DELETED, message)
         return True

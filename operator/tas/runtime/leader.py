@@ -67,6 +67,7 @@ class LeaderElector:
         self._observed: tuple | None = None  # (holder, renewTime, duration) last seen
         self._observed_at = 0.0
         self._renewed_at = 0.0
+        self._written: dict | None = None  # the Lease as our last write left it, while leading
         self.transitions = 0
 
     @property
@@ -117,6 +118,9 @@ class LeaderElector:
         }
 
     async def try_acquire_or_renew(self) -> bool:
+        written, self._written = self._written, None  # used once: a failure reads the Lease
+        if self.leading.is_set() and written is not None and await self._renew_written(written):
+            return True
         lease = await self.kube.get(self.path)
         now = self.clock()
         if lease is None:
@@ -127,12 +131,12 @@ class LeaderElector:
                 "spec": self._spec("", 0),
             }
             try:
-                await self.kube.create(self.path.rsplit("/", 1)[0], body)
+                written = await self.kube.create(self.path.rsplit("/", 1)[0], body)
             except KubeError as exc:
                 if exc.conflict:  # someone else created it first
                     return False
                 raise
-            return self._became_leader(now)
+            return self._became_leader(now, written)
         spec = lease.get("spec") or {}
         holder = spec.get("holderIdentity") or ""
         record = (holder, spec.get("renewTime"), spec.get("leaseDurationSeconds"))
@@ -159,14 +163,34 @@ class LeaderElector:
             acquire_time = ""
         lease["spec"] = self._spec(acquire_time, transitions)
         try:
-            await self.kube.replace(self.path, lease)  # guarded by its resourceVersion
+            written = await self.kube.replace(self.path, lease)  # guarded by its resourceVersion
         except KubeError as exc:
             if exc.conflict:
                 return False
             raise
-        return self._became_leader(now)
+        return self._became_leader(now, written)
 
-    def _became_leader(self, now: float) -> bool:
+    async def _renew_written(self, lease: dict) -> bool:
+        """The leader's renewal without a read first, as client-go's: the Lease as our last
+        write left it, guarded by its resourceVersion. Anything else wrote it since (or the
+        write fails): False, and the caller reads the Lease and decides as usual."""
+        now = self.clock()
+        spec = lease.get("spec") or {}
+        body = {
+            **lease,
+            "spec": self._spec(
+                spec.get("acquireTime") or "", int(spec.get("leaseTransitions") or 0)
+            ),
+        }
+        try:
+            written = await self.kube.replace(self.path, body)
+        except KubeError as exc:
+            log.debug("lease %s: renewal without a read failed (%s); reading it", self.path, exc)
+            return False
+        return self._became_leader(now, written)
+
+    def _became_leader(self, now: float, written: dict | None) -> bool:
+        self._written = written if isinstance(written, dict) and written.get("metadata") else None
         self._renewed_at = now
         if not self.leading.is_set():
             log.info("acquired the lease %s as %s", self.settings.name, self.identity)
@@ -178,6 +202,7 @@ class LeaderElector:
         if not self.leading.is_set():
             return
         self.leading.clear()
+        self._written = None
         lease = await self.kube.get(self.path)
         if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.identity:
             return

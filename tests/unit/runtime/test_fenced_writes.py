@@ -111,6 +111,8 @@ def test_a_lease_taken_by_another_replica_fences_at_once():
         await b.try_acquire_or_renew()
         store.lease["spec"]["holderIdentity"] = "b"  # b took it (a missed 15 s of renewals)
         store.lease["spec"]["renewTime"] = "later"
+        store.version += 1  # as every write does
+        store.lease["metadata"]["resourceVersion"] = str(store.version)
         await a.try_acquire_or_renew()  # a sees it, well inside its own renew deadline
         with pytest.raises(NotLeading):
             await FencedKube(inner, a.time_left).patch("/x", {})

@@ -4,6 +4,7 @@
 """
 
 import asyncio
+import contextlib
 import copy
 
 from tas.kube import KubeError
@@ -31,7 +32,7 @@ class LeaseStore:
             **copy.deepcopy(body),
             "metadata": {**body["metadata"], "resourceVersion": str(self.version)},
         }
-        return self.lease
+        return copy.deepcopy(self.lease)  # as a server answers: a copy, not the stored object
 
     async def replace(self, path, body):
         if self.down:
@@ -41,7 +42,7 @@ class LeaseStore:
         self.version += 1
         self.lease = copy.deepcopy(body)
         self.lease["metadata"]["resourceVersion"] = str(self.version)
-        return self.lease
+        return copy.deepcopy(self.lease)
 
 
 class Clock:
@@ -131,6 +132,11 @@ def test_a_leader_whose_renewal_hangs_steps_down_at_its_renew_deadline():
                 await asyncio.sleep(3600)
             return await super().get(path)
 
+        async def replace(self, path, body):
+            if self.hang:
+                await asyncio.sleep(3600)
+            return await super().replace(path, body)
+
     async def go():
         store = HangingStore()
         fast = LeaseSettings(namespace="x", retry_period=0.01, renew_deadline=0.2)
@@ -216,3 +222,68 @@ def test_a_restarted_container_of_the_same_pod_leads_again_after_a_short_grace(m
     asyncio.run(go())
     monkeypatch.delenv("TAS_POD_NAME")
     assert leader.default_identity() != leader.default_identity()  # random elsewhere
+
+
+class CountingStore(LeaseStore):
+    def __init__(self):
+        super().__init__()
+        self.reads = 0
+
+    async def get(self, path):
+        self.reads += 1
+        return await super().get(path)
+
+
+def test_the_leader_renews_without_reading_the_lease_first():
+    """As client-go's leader: one write per renewal, guarded by the resourceVersion its last
+    write returned; the acquire and holder stay as they were."""
+
+    async def go():
+        store, clock = CountingStore(), Clock()
+        a = elector(store, "a", clock)
+        assert await a.try_acquire_or_renew()
+        reads, acquired = store.reads, store.lease["spec"]["acquireTime"]
+        for _ in range(3):
+            clock.now += 2
+            assert await a.try_acquire_or_renew()
+        assert store.reads == reads
+        assert store.lease["spec"]["holderIdentity"] == "a"
+        assert store.lease["spec"]["acquireTime"] == acquired
+        assert a.time_left() == SETTINGS.renew_deadline
+
+    asyncio.run(go())
+
+
+def test_a_lease_written_by_another_since_is_read_and_not_overwritten():
+    async def go():
+        store, clock = CountingStore(), Clock()
+        a = elector(store, "a", clock)
+        assert await a.try_acquire_or_renew()
+        store.lease["spec"]["holderIdentity"] = "b"  # b took it while a was stalled
+        store.version += 1
+        store.lease["metadata"]["resourceVersion"] = str(store.version)
+        reads = store.reads
+        assert not await a.try_acquire_or_renew()
+        assert store.reads == reads + 1  # the conflict sent a back to reading the Lease
+        assert store.lease["spec"]["holderIdentity"] == "b"
+        assert a.time_left() < 0
+
+    asyncio.run(go())
+
+
+def test_a_failed_renewal_without_a_read_falls_back_to_reading():
+    async def go():
+        store, clock = CountingStore(), Clock()
+        a = elector(store, "a", clock)
+        assert await a.try_acquire_or_renew()
+        store.down = True
+        with contextlib.suppress(KubeError):  # the read that follows fails too
+            await a.try_acquire_or_renew()
+        store.down = False
+        reads = store.reads
+        clock.now += 2
+        assert await a.try_acquire_or_renew()
+        assert store.reads == reads + 1  # no written Lease kept from a failed write
+        assert store.lease["spec"]["holderIdentity"] == "a"
+
+    asyncio.run(go())

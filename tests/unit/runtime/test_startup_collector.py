@@ -1,0 +1,69 @@
+"""The collector during `tas operator`'s start-up: paused while modules load (their objects live
+as long as the process; walking them only costs), those objects kept out of later full walks,
+and collecting again before the first request, so that nothing made afterwards piles up."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from tas import pacing
+from tests.unit.runtime.test_startup_imports import KUBECONFIG, run_python
+
+UNTIL_FIRST_REQUEST = """
+import gc, os, sys
+from tas.cli import main
+from aiohttp import client
+
+async def first_request(self, *args, **kwargs):
+    print(f'{gc.isenabled()}:{gc.get_freeze_count()}:{gc.get_stats()[2]["collections"]}')
+    sys.stdout.flush()
+    os._exit(0)
+
+client.ClientSession._request = first_request
+sys.argv = ["tas", "operator", "--kubeconfig", sys.argv[1], "--webhook-port", "0",
+            "--metrics-port", "0", "--view-address", "127.0.0.1:0"]
+main()
+"""
+
+
+def test_the_operator_collects_again_by_its_first_request_with_its_modules_set_aside(tmp_path):
+    config = tmp_path / "config"
+    config.write_text(KUBECONFIG)
+    (answer,) = run_python(UNTIL_FIRST_REQUEST, str(config))
+    enabled, frozen, full_collections = answer.split(":")
+    assert enabled == "True"
+    assert int(frozen) > 10_000  # the start-up modules' objects, out of the full walks
+    assert int(full_collections) == 0  # none walked them while they loaded
+
+
+@pytest.mark.parametrize("before", [True, False], ids=["collecting", "paused-by-the-caller"])
+def test_importing_the_cli_leaves_the_collector_as_it_found_it(before):
+    code = (
+        "import gc\n"
+        f"gc.enable() if {before} else gc.disable()\n"
+        "import tas.cli\n"
+        "print(gc.isenabled())"
+    )
+    assert run_python(code) == {str(before)}
+
+
+@pytest.mark.parametrize("before", [True, False], ids=["collecting", "paused-by-the-caller"])
+@pytest.mark.parametrize("set_aside", [True, False], ids=["set-aside", "left"])
+def test_imports_uncollected_pauses_then_restores(before, set_aside):
+    was = gc.isenabled()
+    (gc.enable if before else gc.disable)()
+    try:
+        frozen = gc.get_freeze_count()
+        with pacing.imports_uncollected(set_aside=set_aside):
+            assert not gc.isenabled()
+            made = [[] for _ in range(1000)]
+        assert gc.isenabled() is before
+        if set_aside:
+            assert gc.get_freeze_count() >= frozen + len(made)
+        else:
+            assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+        (gc.enable if was else gc.disable)()
