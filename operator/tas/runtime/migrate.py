@@ -22,7 +22,7 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 
-from tas.api.models import RESOURCES
+from tas.api import kinds
 from tas.kube import CRDS, MERGE, Kube, KubeError
 
 log = logging.getLogger(__name__)
@@ -55,12 +55,8 @@ class Report:
 def targets() -> list[Target]:
     """Every CRD we serve."""
     return [
-        Target(
-            crd=f"{r.crd.plural}.{r.crd.group}",
-            collection=f"/apis/{r.crd.group}/{r.crd.storage_version}/{r.crd.plural}",
-            storage_version=r.crd.storage_version,
-        )
-        for r in RESOURCES
+        Target(crd=r.crd_name, collection=r.collection(), storage_version=r.version)
+        for r in kinds.ALL
     ]
 
 

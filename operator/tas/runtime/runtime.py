@@ -40,6 +40,7 @@ from tas.kube.kubeconfig import load_connection
 from tas.kube.reflector import Reflector
 from tas.kube.retry import Backoff
 from tas.pacing import Pacer, settle_heap
+from tas.runtime import migrate
 from tas.runtime.fence import FencedKube
 from tas.runtime.leader import LeaderElector, LeaseSettings
 from tas.runtime.serial import SerialWorker
@@ -393,7 +394,7 @@ class Runtime:
     async def past_first_admissions(self) -> None:
         """Returns once the caches are synced and the first admission cycle's writes are
         answered, or FIRST_CYCLE_WAIT_S after the sync (a standby runs no cycle). What only
-        later steps need (kopf and the webhooks, the CRDs' models, the view) is loaded after
+        later steps need (kopf and the webhooks, the view) is loaded after
         this: its import, even in a thread, holds the interpreter lock the first admission
         of a restart needs."""
         await self.synced()
@@ -402,9 +403,9 @@ class Runtime:
 
     async def past_webhooks(self) -> None:
         """Returns once our webhooks serve and the writes they held back are through, or
-        WEBHOOKS_WAIT_S after the first admissions. What no webhook needs (the CRDs' models,
-        the view) is loaded after this: in a thread too, it would hold the interpreter lock
-        that the webhooks' start and those writes (a Job's start) need."""
+        WEBHOOKS_WAIT_S after the first admissions. What no webhook needs (the view, the storage
+        migration's reads and writes) starts after this: in a thread too, an import would hold
+        the interpreter lock that the webhooks' start and those writes (a Job's start) need."""
         await self.past_first_admissions()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.webhooks_serving.wait(), WEBHOOKS_WAIT_S)
@@ -472,10 +473,8 @@ class Runtime:
         answer; a refusal (RBAC) ends it with a warning naming the manual step."""
         backoff = backoff or Backoff(cap=60.0)
         failures = 0
-        # It reads the CRDs' pydantic models, whose building neither the first admission nor the
-        # webhooks' start need wait for: imported after both, in a thread, as the loop goes on.
+        # Its reads and writes wait for the first admission and the webhooks' start.
         await self.past_webhooks()
-        migrate = await asyncio.to_thread(importlib.import_module, "tas.runtime.migrate")
         while True:
             try:
                 for line in (await migrate.migrate(self.leader_kube)).lines():

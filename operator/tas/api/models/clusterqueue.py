@@ -7,6 +7,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field
 
+from tas.api import kinds
 from tas.api.constants import BEST_EFFORT_FIFO
 from tas.api.models.common import (
     ADMITTED_COLUMN,
@@ -231,10 +232,8 @@ class ClusterQueue(KueueResource):
     """Quota for a set of namespaces, and the order in which their workloads are admitted."""
 
     crd: ClassVar[CRDInfo] = CRDInfo(
-        plural="clusterqueues",
-        scope="Cluster",
+        resource=kinds.CLUSTER_QUEUES,
         versions=("v1beta1", "v1beta2"),
-        storage_version="v1beta2",
         short_names=("cq",),
         status_subresource=True,
         printer_columns=cluster_queue_columns(".spec.cohortName"),

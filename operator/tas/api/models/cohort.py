@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
+from tas.api import kinds
 from tas.api.models.clusterqueue import ResourceGroup
 from tas.api.models.common import CRDInfo, KubeModel, KueueResource, ObjectName, schema
 from tas.api.models.fairsharing import FairSharing, FairSharingStatus
@@ -32,10 +33,8 @@ class Cohort(KueueResource):
     """A node of the tree of cohorts. A cohort named by a ClusterQueue exists without one."""
 
     crd: ClassVar[CRDInfo] = CRDInfo(
-        plural="cohorts",
-        scope="Cluster",
+        resource=kinds.COHORTS,
         versions=("v1beta1", "v1beta2"),
-        storage_version="v1beta2",
         status_subresource=True,
     )
 

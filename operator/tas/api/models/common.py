@@ -22,6 +22,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from tas.api.constants import CONVERTED_CRDS, GROUP, LABEL_KEY_MAX
+from tas.api.frameworks import Resource
 from tas.api.names import DNS1123_LABEL, DNS1123_SUBDOMAIN, DNS1123_SUBDOMAIN_MAX, LABEL_KEY
 
 # --- Markers read by crdgen -------------------------------------------------------------------
@@ -287,19 +288,32 @@ ADMITTED_COLUMN = PrinterColumn(
 class CRDInfo:
     """What crdgen needs beyond the schema."""
 
-    plural: str
-    scope: Literal["Cluster", "Namespaced"]
+    resource: Resource  # group, plural, scope and the version stored (tas.api.kinds)
     versions: tuple[str, ...]  # served, all with the same schema
-    storage_version: str
     short_names: tuple[str, ...] = ()
     status_subresource: bool = False
     printer_columns: tuple[PrinterColumn, ...] = ()
     categories: tuple[str, ...] = ("kueue",)
-    group: str = GROUP  # our own kinds (beyond Kueue) live in TAS_GROUP
+
+    @property
+    def plural(self) -> str:
+        return self.resource.plural
+
+    @property
+    def group(self) -> str:
+        return self.resource.group
+
+    @property
+    def storage_version(self) -> str:
+        return self.resource.version
+
+    @property
+    def scope(self) -> Literal["Cluster", "Namespaced"]:
+        return "Namespaced" if self.resource.namespaced else "Cluster"
 
     @property
     def conversion_webhook(self) -> bool:
-        return f"{self.plural}.{self.group}" in CONVERTED_CRDS
+        return self.resource.crd_name in CONVERTED_CRDS
 
 
 class KueueResource(KubeModel):

@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
+from tas.api import kinds
 from tas.api.models.common import (
     ADMITTED_COLUMN,
     PENDING_COLUMN,
@@ -89,10 +90,8 @@ class LocalQueue(KueueResource):
     """A namespace's entry point to a ClusterQueue."""
 
     crd: ClassVar[CRDInfo] = CRDInfo(
-        plural="localqueues",
-        scope="Namespaced",
+        resource=kinds.LOCAL_QUEUES,
         versions=("v1beta1", "v1beta2"),
-        storage_version="v1beta2",
         short_names=("queue", "queues", "lq"),
         status_subresource=True,
         printer_columns=(

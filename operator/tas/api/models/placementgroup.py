@@ -11,6 +11,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
+from tas.api import kinds
 from tas.api.constants import PLACEMENT_GROUP_MAX_PARTITIONS, TAS_GROUP
 from tas.api.models.common import (
     AGE_COLUMN,
@@ -64,10 +65,8 @@ class PlacementGroup(KueueResource):
     """Workloads placed together over time: affinity, anti-affinity, partitions, exclusivity."""
 
     crd: ClassVar[CRDInfo] = CRDInfo(
-        plural="placementgroups",
-        scope="Namespaced",
+        resource=kinds.PLACEMENT_GROUPS,
         versions=("v1alpha1",),
-        storage_version="v1alpha1",
         short_names=("pg",),
         status_subresource=True,
         printer_columns=(
@@ -77,7 +76,6 @@ class PlacementGroup(KueueResource):
             AGE_COLUMN,
         ),
         categories=("tas",),
-        group=TAS_GROUP,
     )
 
     api_version: str = f"{TAS_GROUP}/v1alpha1"

@@ -6,6 +6,7 @@ from typing import ClassVar
 
 from pydantic import ConfigDict, Field, model_validator
 
+from tas.api import kinds
 from tas.api.models.common import (
     AGE_COLUMN,
     CRDInfo,
@@ -61,10 +62,8 @@ class ResourceFlavor(KueueResource):
     """A set of nodes, named by their labels, that quota is given for."""
 
     crd: ClassVar[CRDInfo] = CRDInfo(
-        plural="resourceflavors",
-        scope="Cluster",
+        resource=kinds.RESOURCE_FLAVORS,
         versions=("v1beta1", "v1beta2"),
-        storage_version="v1beta2",
         short_names=("flavor", "flavors", "rf"),
         printer_columns=(
             PrinterColumn("Topology", ".spec.topologyName", description="TAS topology, if any"),

@@ -6,6 +6,7 @@ from typing import ClassVar
 
 from pydantic import Field, field_validator
 
+from tas.api import kinds
 from tas.api.constants import HOSTNAME_LABEL
 from tas.api.models.common import (
     AGE_COLUMN,
@@ -76,10 +77,8 @@ class Topology(KueueResource):
     """The hierarchy of a data centre, as node labels from the highest level to the lowest."""
 
     crd: ClassVar[CRDInfo] = CRDInfo(
-        plural="topologies",
-        scope="Cluster",
+        resource=kinds.TOPOLOGIES,
         versions=("v1alpha1", "v1beta1", "v1beta2"),
-        storage_version="v1beta2",
         short_names=("topo",),
         # A column shows only the first JSONPath match, so the highest and lowest levels get
         # one each (the lowest says whether leaves are nodes).

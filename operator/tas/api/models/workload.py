@@ -9,6 +9,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, StringConstraints
 
+from tas.api import kinds
 from tas.api.constants import (
     COND_ADMITTED,
     COND_FINISHED,
@@ -365,10 +366,8 @@ class Workload(KueueResource):
     )
 
     crd: ClassVar[CRDInfo] = CRDInfo(
-        plural="workloads",
-        scope="Namespaced",
+        resource=kinds.WORKLOADS,
         versions=("v1beta1", "v1beta2"),
-        storage_version="v1beta2",
         short_names=("kwl", "kueueworkload", "kueueworkloads"),
         status_subresource=True,
         printer_columns=(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from tas.api import kinds
 from tas.api.models.common import CRDInfo, Int32, KueueResource, PrinterColumn
 
 
@@ -12,10 +13,8 @@ class WorkloadPriorityClass(KueueResource):
     """A named workload priority. Higher values are admitted first and may preempt lower ones."""
 
     crd: ClassVar[CRDInfo] = CRDInfo(
-        plural="workloadpriorityclasses",
-        scope="Cluster",
+        resource=kinds.WORKLOAD_PRIORITY_CLASSES,
         versions=("v1beta1", "v1beta2"),
-        storage_version="v1beta2",
         printer_columns=(
             PrinterColumn(
                 "Value",
