@@ -33,14 +33,14 @@ from e2e.harness import (
     wait_for,
 )
 from e2e.operator_process import OperatorProcess
-from tas.api.models import RESOURCES
+from tas.api import kinds
 
 pytestmark = pytest.mark.e2e
 
 API_PORT, ETCD_PORT = 21443, 17379
 PREVIOUS_CHART = ROOT / "e2e" / "fixtures" / "tas-operator-0.1.0.tgz"  # stored v1beta1
 # Our CRDs and the version each stores.
-OURS = {f"{r.crd.plural}.{r.crd.group}": r.crd.storage_version for r in RESOURCES}
+OURS = {k.crd_name: k.version for k in kinds.ALL}
 V1BETA1, V1BETA2 = "kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2"
 HOST1 = topology.node_name(1, 1, 1)
 
@@ -202,7 +202,7 @@ ADMITTED_STATUS = {
     },
 }
 
-PLURALS = {r.model_fields["kind"].default: r.crd.plural for r in RESOURCES}
+PLURALS = {k.kind: k.plural for k in kinds.ALL}
 
 
 def write_old(cluster: Cluster, namespace: str) -> list[dict]:
