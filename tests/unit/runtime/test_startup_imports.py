@@ -27,13 +27,16 @@ LATER = (
     "tas.offline.summary",
     "kopf",
 )
-# `tas operator` itself, stopped at its first API request: what it loaded by then, one per line.
+# `tas operator` itself, stopped at its first API request: what it loaded by then, one per line,
+# then the collector's state (tests/unit/runtime/test_startup_collector.py).
 UNTIL_FIRST_REQUEST = """
 import os, sys
 from aiohttp import client
 
 async def first_request(self, *args, **kwargs):
+    import gc
     print("\\n".join(sys.modules))
+    print(f"gc:{gc.isenabled()}:{gc.get_freeze_count()}:{gc.get_stats()[2]['collections']}")
     sys.stdout.flush()
     os._exit(0)
 
