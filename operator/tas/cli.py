@@ -10,22 +10,22 @@ import gc
 # pauses it again for its own: tas.pacing.imports_uncollected).
 _COLLECTING = gc.isenabled()
 gc.disable()
+try:
+    import argparse
+    import sys
+    from typing import overload
 
-import argparse
-import sys
-from typing import overload
-
-from tas import __version__
-from tas.config import (
-    DEFAULT_DEFRAGMENTATION_MOVES_PER_HOUR,
-    DEFAULT_VIEW_ADDRESS,
-    MAX_REVIEW_BYTES,
-    Settings,
-)
-from tas.offline.contest import names as contest_names
-
-if _COLLECTING:
-    gc.enable()
+    from tas import __version__
+    from tas.config import (
+        DEFAULT_DEFRAGMENTATION_MOVES_PER_HOUR,
+        DEFAULT_VIEW_ADDRESS,
+        MAX_REVIEW_BYTES,
+        Settings,
+    )
+    from tas.offline.contest import names as contest_names
+finally:
+    if _COLLECTING:
+        gc.enable()
 
 SYNC_BEFORE_KOPF_SECONDS = 10.0
 

@@ -77,9 +77,9 @@ def imports_uncollected(*, set_aside: bool = False) -> Iterator[None]:
     gc.disable()
     try:
         yield
-    finally:
         if set_aside:
             gc.freeze()
+    finally:
         if collecting:
             gc.enable()
 

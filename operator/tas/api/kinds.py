@@ -13,7 +13,9 @@ STORED = "v1beta2"  # the version every Kueue kind stores
 CLUSTER_QUEUES = Resource(GROUP, STORED, "clusterqueues", "ClusterQueue", True, namespaced=False)
 COHORTS = Resource(GROUP, STORED, "cohorts", "Cohort", True, namespaced=False)
 LOCAL_QUEUES = Resource(GROUP, STORED, "localqueues", "LocalQueue", True)
-RESOURCE_FLAVORS = Resource(GROUP, STORED, "resourceflavors", "ResourceFlavor", True, False)
+RESOURCE_FLAVORS = Resource(
+    GROUP, STORED, "resourceflavors", "ResourceFlavor", True, namespaced=False
+)
 TOPOLOGIES = Resource(GROUP, STORED, "topologies", "Topology", True, namespaced=False)
 WORKLOADS = Resource(GROUP, STORED, "workloads", "Workload", True)
 WORKLOAD_PRIORITY_CLASSES = Resource(

@@ -190,7 +190,9 @@ class LeaderElector:
         return self._became_leader(now, written)
 
     def _became_leader(self, now: float, written: dict | None) -> bool:
-        self._written = written if isinstance(written, dict) and written.get("metadata") else None
+        # Only a reply with a resourceVersion guards the next renewal (see _renew_written).
+        version = ((written or {}).get("metadata") or {}).get("resourceVersion")
+        self._written = written if version else None
         self._renewed_at = now
         if not self.leading.is_set():
             log.info("acquired the lease %s as %s", self.settings.name, self.identity)

@@ -4,7 +4,8 @@ Workload's assignment; hot swap, for those pinned to a node that failed), or Kub
 DisruptionTarget (hot swap, for pods left on a deleted node).
 
 Each write names the pod's UID: a pod re-made under the same name (a StatefulSet's, a
-LeaderWorkerSet's) while our cache still shows the old one is never touched."""
+LeaderWorkerSet's) while our cache still shows the old one is never touched. (Only an object
+without a UID, which no API server sends, is written unguarded.)"""
 
 from __future__ import annotations
 
@@ -24,7 +25,13 @@ async def fail_pod(kube: Kube, namespace: str, name: str, uid: str, status: dict
     try:
         await kube.patch(pod_path(namespace, name) + "/status", patch, STRATEGIC)
     except KubeError as exc:
-        if exc.not_found or exc.status == UID_CHANGED:
+        if exc.not_found or uid_changed(exc):
             return False
         raise
     return True
+
+
+def uid_changed(exc: KubeError) -> bool:
+    """The refusal of a write naming another UID than the object's; any other 422 (an invalid
+    status) is a real error, raised for the caller's retry and log."""
+    return exc.status == UID_CHANGED and "metadata.uid" in exc.message

@@ -287,3 +287,25 @@ def test_a_failed_renewal_without_a_read_falls_back_to_reading():
         assert store.lease["spec"]["holderIdentity"] == "a"
 
     asyncio.run(go())
+
+
+def test_a_write_answered_without_a_resource_version_is_not_reused_unguarded():
+    """Only a reply naming a resourceVersion guards the next renewal; without one (a proxy,
+    a fake), the next renewal reads the Lease first."""
+
+    class NoVersionReplies(CountingStore):
+        async def replace(self, path, body):
+            written = await super().replace(path, body)
+            del written["metadata"]["resourceVersion"]
+            return written
+
+    async def go():
+        store, clock = NoVersionReplies(), Clock()
+        a = elector(store, "a", clock)
+        assert await a.try_acquire_or_renew()  # created: that reply has its version
+        assert await a.try_acquire_or_renew()  # renewed without a read; the reply has none
+        reads = store.reads
+        assert await a.try_acquire_or_renew()
+        assert store.reads == reads + 1
+
+    asyncio.run(go())

@@ -1,9 +1,9 @@
 """What `tas operator` imports before its first admission: nothing that only later steps need.
 
-The CRDs' pydantic models (~0.5 s to build), the topology view's server and templates, the
-offline commands' reports and kopf are loaded after the caches are synced, off the loop; a
-module imported on the way to the first admission that pulls one of them in adds its time to
-every restart.
+The topology view's server and templates, the offline commands' reports and kopf are loaded
+after the caches are synced, off the loop, and the CRDs' pydantic models (~0.7 s to build) not
+at all (tests/unit/api/test_kinds.py); a module imported on the way to the first admission that
+pulls one of them in adds its time to every restart.
 """
 
 from __future__ import annotations

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import logging
+
+import pytest
 
 from tas.api.topologyassignment import v1beta1_to_v1beta2
 from tas.cache import projections as proj
+from tas.kube import KubeError
 from tests.unit.admission.fixtures import make_state, node, workload
 
 HOST = "kubernetes.io/hostname"
@@ -21,13 +25,19 @@ class FakeKube:
         self.deleted_uids: list[str | None] = []
 
     async def patch(self, path, body, content_type=None):
+        if self.status_refusal is not None and path.endswith("/status"):
+            raise self.status_refusal
         self.patches.append((path, body))
         return {}
+
+    status_refusal: KubeError | None = None
 
     async def delete(self, path, *, uid=None):
         self.deleted.append(path)
         self.deleted_uids.append(uid)
-        return True
+        return self.delete_answer
+
+    delete_answer = True  # False: gone already, or another pod of the name (409 on the UID)
 
 
 def admitted(name: str, hosts: dict[str, int]) -> dict:
@@ -141,6 +151,40 @@ def test_a_pod_bound_outside_the_assignment_before_it_runs_is_deleted():
     assert body["metadata"] == {"uid": bound["metadata"]["uid"]}
     assert "phase" not in body["status"]
     assert body["status"]["conditions"][0]["type"] == "TerminatedByKueue"
+
+
+def stray_bound_pod_state():
+    state = make_state([node("x1", "b1", "r1"), node("x2", "b1", "r1"), node("x9", "b2", "r9")])
+    state.upsert_workload(proj.workload_from_object(admitted("w", {"x1": 1, "x2": 1})))
+    state.upsert_pod(
+        proj.pod_from_object(job_pod("w", 0, gated=False, selector="x9", node_name="x9"))
+    )
+    return state
+
+
+def test_a_stray_pod_made_again_under_its_name_is_neither_marked_nor_deleted(caplog):
+    kube = FakeKube()
+    kube.status_refusal = KubeError(422, 'Pod "w-0" is invalid: metadata.uid: field is immutable')
+    with caplog.at_level(logging.INFO, logger="tas.ungater.worker"):
+        run(stray_bound_pod_state(), ("ns", "w"), kube)
+    assert kube.deleted == []
+    assert "pinned outside" not in caplog.text
+
+
+def test_another_invalid_status_is_raised_not_taken_for_a_new_pod():
+    kube = FakeKube()
+    kube.status_refusal = KubeError(422, 'Pod "w-0" is invalid: status.conditions: too many')
+    with pytest.raises(KubeError):
+        run(stray_bound_pod_state(), ("ns", "w"), kube)
+
+
+def test_a_stray_pod_gone_before_its_delete_is_not_logged_as_deleted(caplog):
+    kube = FakeKube()
+    kube.delete_answer = False
+    with caplog.at_level(logging.INFO, logger="tas.ungater.worker"):
+        run(stray_bound_pod_state(), ("ns", "w"), kube)
+    assert kube.deleted == ["/api/v1/namespaces/ns/pods/w-0"]
+    assert "pinned outside" not in caplog.text
 
 
 def guaranteed(obj: dict) -> dict:

@@ -75,3 +75,8 @@ def test_a_pod_made_again_under_the_same_name_is_not_touched():
 def test_other_refusals_are_raised_for_a_retry(status):
     with pytest.raises(KubeError):
         fail(StatusKube(KubeError(status, "no")))
+
+
+def test_an_invalid_status_is_not_taken_for_a_pod_made_again():
+    with pytest.raises(KubeError):
+        fail(StatusKube(KubeError(UID_CHANGED, "status.conditions[0].type: Required value")))
